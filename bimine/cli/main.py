@@ -1,0 +1,45 @@
+"""The ``bimine`` command: a thin layer over the Python API (one group per stage)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from bimine import __version__
+from bimine.errors import BimineError
+
+
+class _Group(click.Group):
+    """Prints :class:`BimineError` as ``error: ...`` with exit code 2, no traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BimineError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bimine")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details (INFO level).")
+def cli(verbose: bool) -> None:
+    """Mine, align and filter parallel corpora with bilingual sentence encoders."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    # keep FAISS's loader chatter out of the user's terminal
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+
+
+def main() -> None:
+    from bimine.cli import embed, evaluate, mine, train  # noqa: F401  (register commands)
+
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""``bimine train``: train a DAN dual encoder from a YAML config."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import click
+
+from bimine.cli.main import cli
+
+
+@cli.command()
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="YAML config (see configs/default.yaml); relative data paths start at data.root.",
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Run folder: checkpoints, log.jsonl, and the exported model in OUTPUT/model.",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value, e.g. --set loss.margin=0 --set train.steps=500.",
+)
+@click.option("--resume", is_flag=True, help="Continue the run in OUTPUT from its last checkpoint.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def train(config_path: str, output: str, overrides: tuple[str, ...], resume: bool, no_progress: bool) -> None:
+    """Train a sentence encoder on parallel data (needs the 'train' extra: PyTorch).
+
+    Writes the model as OUTPUT/model/{config.json,model.safetensors}, usable as --model OUTPUT/model.
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "training needs PyTorch: pip install torch==2.13.0 'bimine[train]'"
+        ) from None
+    from bimine.config import apply_overrides, load_yaml
+    from bimine.training.trainer import Trainer, load_train_config
+
+    logging.getLogger("bimine").setLevel(logging.INFO)
+    data = apply_overrides(load_yaml(config_path), list(overrides))
+    cfg = load_train_config(data, os.path.dirname(os.path.abspath(config_path)))
+    path = Trainer(cfg, output).fit(resume=resume, progress=not no_progress)
+    click.echo(f"model written to {path}")

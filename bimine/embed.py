@@ -1,0 +1,151 @@
+"""Embedding a file into a ``.npy`` array in streamed batches with bounded memory."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from bimine.encoders.base import Encoder, load_encoder
+from bimine.errors import InputError
+from bimine.langs import normalize_lang
+from bimine.text.io import ReadStats, read_lines
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EmbedReport:
+    """What an embedding run did: lines, truncated lines, replaced bytes, seconds."""
+
+    path: str
+    lines: int = 0
+    empty: int = 0
+    truncated: int = 0
+    replaced: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        s = f"{self.path}: embedded {self.lines} lines in {self.seconds:.1f}s"
+        if self.seconds > 0:
+            s += f" ({self.lines / self.seconds:.0f} lines/s)"
+        extra = []
+        if self.empty:
+            extra.append(f"{self.empty} empty")
+        if self.truncated:
+            extra.append(f"{self.truncated} truncated to the model's maximum length")
+        if self.replaced:
+            extra.append(f"{self.replaced} with invalid UTF-8 replaced")
+        return s + (f"; {', '.join(extra)}" if extra else "")
+
+
+def batched(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def max_chars_of(encoder: Encoder) -> int | None:
+    cfg = getattr(encoder, "config", None)
+    return getattr(getattr(cfg, "features", None), "max_chars", None)
+
+
+def embed_lines(
+    encoder: Encoder,
+    lines: Iterable[str],
+    lang: str,
+    *,
+    batch_size: int = 8192,
+    report: EmbedReport | None = None,
+    progress=None,
+) -> Iterator[np.ndarray]:
+    """Yield ``(batch, dim)`` float32 arrays for ``lines`` in order, counting overlong lines."""
+    lang = normalize_lang(lang)
+    limit = max_chars_of(encoder)
+    for batch in batched(lines, batch_size):
+        if report is not None:
+            report.lines += len(batch)
+            report.empty += sum(1 for s in batch if not s)
+            if limit:
+                report.truncated += sum(1 for s in batch if len(s) > limit)
+        yield encoder.encode(batch, lang)
+        if progress is not None:
+            progress.update(len(batch))
+
+
+def embed_file(
+    path: str,
+    output: str,
+    *,
+    lang: str,
+    model: str | Encoder = "default",
+    column: int | None = None,
+    errors: str = "strict",
+    batch_size: int = 8192,
+    progress: bool = True,
+) -> EmbedReport:
+    """Embed every line of ``path`` into the ``.npy`` file ``output`` (written atomically).
+
+    Rows are written to a temporary file as they are computed (memory stays at one batch),
+    then the header is fixed and the file renamed to ``output``.
+    """
+    from tqdm.auto import tqdm
+
+    encoder = load_encoder(model) if isinstance(model, str) else model
+    report = EmbedReport(path)
+    stats = ReadStats()
+    t0 = time.time()
+    tmp = f"{output}.tmp-{os.getpid()}"
+    bar = tqdm(unit=" lines", disable=not progress, dynamic_ncols=True, desc="embed")
+    try:
+        with open(tmp, "wb") as raw:
+            n = 0
+            # header placeholder: rewritten once the row count is known
+            header_len = _write_header(raw, 0, encoder.dim)
+            for emb in embed_lines(
+                encoder,
+                read_lines(path, column=column, errors=errors, stats=stats),
+                lang,
+                batch_size=batch_size,
+                report=report,
+                progress=bar,
+            ):
+                raw.write(np.ascontiguousarray(emb, dtype="<f4").tobytes())
+                n += len(emb)
+            raw.seek(0)
+            if _write_header(raw, n, encoder.dim) != header_len:
+                raise RuntimeError("npy header changed size")  # cannot happen: fixed-width header
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    finally:
+        bar.close()
+    if report.lines == 0:
+        log.warning(f"{path}: the file is empty; wrote an array of shape (0, {encoder.dim})")
+    report.replaced = stats.replaced
+    report.seconds = time.time() - t0
+    return report
+
+
+def _write_header(f, rows: int, dim: int) -> int:
+    """Write a .npy v1 header for a (rows, dim) little-endian float32 array, padded to 128 bytes
+    with room for any row count, so it can be rewritten in place."""
+    d = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, dim)
+    total = 128 * 2
+    pad = total - 10 - len(d) - 1
+    if pad < 0:
+        raise InputError("array too large for the .npy header")
+    header = d + " " * pad + "\n"
+    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
+    return total

@@ -1,0 +1,182 @@
+"""Deep Averaging Network dual encoder, inference in NumPy (paper 000 §2.2, Fig. 1).
+
+Forward pass for one sentence with hashed features ``f_1..f_n``::
+
+    x = (E[f_1] + ... + E[f_n]) / sqrt(n)               # sum divided by sqrt(length)
+    h_l = relu(W_l h_{l-1} + b_l) (+ h_{l-1} if same width)   # residual, skip level 1
+    u = W_L h_{L-1} + b_L                               # last layer: no ReLU
+    u = u / ||u||                                       # L2-normalised output
+
+The embedding table may be stored as float32/float16, or int8 with one float scale per row
+(``embedding.scale``), which quarters its size; rows are dequantised after the lookup.
+With ``shared: false`` each language has its own tower (paper 000); with ``shared: true``
+all languages use one (paper 001). Needs only NumPy and safetensors: no torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bimine.errors import ConfigError
+from bimine.langs import normalize_lang
+from bimine.text.features import FeatureConfig, Featurizer
+
+
+@dataclass
+class DANConfig:
+    """Architecture of a DAN encoder (sizes are widths of the vectors)."""
+
+    features: FeatureConfig = field(default_factory=FeatureConfig)
+    embed_dim: int = 256
+    hidden: tuple[int, ...] = (256, 256)
+    output_dim: int = 384
+    shared: bool = True
+    languages: tuple[str, ...] = ()
+
+    def towers(self) -> list[str]:
+        """Names of the towers: ``["shared"]`` or one per language."""
+        return ["shared"] if self.shared else list(self.languages)
+
+    def tower_for(self, lang: str) -> str:
+        if self.shared:
+            return "shared"
+        code = normalize_lang(lang)
+        if code not in self.languages:
+            raise ConfigError(
+                f"this model has one encoder per language and none for {lang!r}; "
+                f"it knows {', '.join(self.languages)}"
+            )
+        return code
+
+    def layer_dims(self) -> list[tuple[int, int]]:
+        dims = [self.embed_dim, *self.hidden, self.output_dim]
+        return list(zip(dims[:-1], dims[1:]))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["features"] = self.features.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> DANConfig:
+        d = dict(d)
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"unknown model option(s): {sorted(unknown)}")
+        if "features" in d:
+            f = d["features"]
+            d["features"] = f if isinstance(f, FeatureConfig) else FeatureConfig.from_dict(f)
+        for k in ("hidden", "languages"):
+            if k in d:
+                d[k] = tuple(d[k])
+        if "languages" in d:
+            d["languages"] = tuple(normalize_lang(x) for x in d["languages"])
+        cfg = cls(**d)
+        if not cfg.shared and not cfg.languages:
+            raise ConfigError("model.shared: false needs model.languages (one tower per language)")
+        return cfg
+
+
+def _l2_normalize(x: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norm, 1e-12)
+
+
+class DANEncoder:
+    """NumPy DAN encoder; ``encode(sentences, lang)`` returns unit-norm float32 rows."""
+
+    def __init__(
+        self,
+        config: DANConfig,
+        weights: dict[str, np.ndarray],
+        *,
+        model_id: str = "dan",
+        batch_size: int = 512,
+    ) -> None:
+        self.config = config
+        self.featurizer = Featurizer(config.features)
+        self.model_id = model_id
+        self.dim = config.output_dim
+        self.batch_size = batch_size
+        self._towers = {}
+        for t in config.towers():
+            p = f"{t}."
+            try:
+                emb = weights[p + "embedding.weight"]
+                scale = weights.get(p + "embedding.scale")
+                layers = [
+                    (
+                        np.ascontiguousarray(weights[f"{p}layers.{i}.weight"].T, dtype=np.float32),
+                        weights[f"{p}layers.{i}.bias"].astype(np.float32),
+                    )
+                    for i in range(len(config.layer_dims()))
+                ]
+            except KeyError as e:
+                raise ConfigError(f"model weights lack tensor {e.args[0]!r}") from None
+            if emb.shape != (config.features.buckets, config.embed_dim):
+                raise ConfigError(
+                    f"embedding table has shape {emb.shape}, config says "
+                    f"({config.features.buckets}, {config.embed_dim})"
+                )
+            if scale is not None:
+                scale = scale.astype(np.float32).reshape(-1, 1)
+            elif emb.dtype != np.float32:
+                emb = emb.astype(np.float32)
+            self._towers[t] = (emb, scale, layers)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kwargs) -> DANEncoder:
+        """Load ``config.json`` + ``model.safetensors`` from the folder ``path``."""
+        from safetensors.numpy import load_file
+
+        path = Path(path)
+        meta = json.loads((path / "config.json").read_text())
+        if meta.get("architecture") != "dan":
+            raise ConfigError(f"{path}/config.json: architecture {meta.get('architecture')!r} is not 'dan'")
+        config = DANConfig.from_dict(meta["model"])
+        wfile = path / "model.safetensors"
+        weights = load_file(str(wfile))
+        digest = meta.get("model_id") or hashlib.sha256(wfile.read_bytes()).hexdigest()[:16]
+        return cls(config, weights, model_id=f"dan-{digest}", **kwargs)
+
+    def pooled(self, sentences: list[str], lang: str) -> np.ndarray:
+        """The averaged n-gram embedding (input of the feed-forward stack), float32."""
+        emb, scale, _ = self._towers[self.config.tower_for(lang)]
+        ids, offsets = self.featurizer.featurize(sentences, lang)
+        n = len(sentences)
+        counts = np.diff(offsets)
+        rows = emb[ids]
+        if scale is not None:
+            rows = rows.astype(np.float32) * scale[ids]
+        out = np.zeros((n, emb.shape[1]), dtype=np.float32)
+        nonempty = counts > 0
+        if len(ids):
+            sums = np.add.reduceat(rows, offsets[:-1][nonempty], axis=0, dtype=np.float32)
+            out[nonempty] = sums
+        out /= np.sqrt(np.maximum(counts, 1)).astype(np.float32)[:, None]
+        return out
+
+    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows."""
+        tower = self.config.tower_for(lang)
+        _, _, layers = self._towers[tower]
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        bs = self.batch_size
+        for i in range(0, len(sentences), bs):
+            h = self.pooled(sentences[i : i + bs], lang)
+            for j, (wt, b) in enumerate(layers):
+                z = h @ wt
+                z += b
+                if j < len(layers) - 1:
+                    np.maximum(z, 0, out=z)
+                    if z.shape == h.shape:
+                        z += h
+                h = z
+            out[i : i + bs] = _l2_normalize(h)
+        return out

@@ -1,0 +1,1 @@
+"""Evaluation: retrieval precision (P@N) and, later, mining and alignment metrics."""

@@ -1,0 +1,1 @@
+"""Mining translation pairs: kNN both ways, margin scores, pair selection."""

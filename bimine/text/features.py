@@ -1,0 +1,190 @@
+"""Language-agnostic hashed n-gram features (paper 000 §2.2; paper 001 §4.2).
+
+A sentence becomes a bag of bucket ids: word unigrams and bigrams (000) and character
+n-grams (001: 3-6 for space-separated scripts, 1-4 for scripts without spaces), each hashed
+into ``buckets`` buckets. The hash is a 64-bit polynomial hash of the Unicode code points
+followed by the splitmix64 finaliser, computed with NumPy over a whole batch at once. It
+depends only on the text, never on the process (unlike Python's salted ``hash()``), so the
+same sentence gets the same features on every machine and in every run.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from bimine.errors import ConfigError
+from bimine.langs import uses_spaces
+
+_B = 0x100000001B3  # odd multiplier (the 64-bit FNV prime): invertible modulo 2**64
+_B_INV = pow(_B, -1, 1 << 64)
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_SEP = 10  # code point of "\n": separates sentences in a batch, never inside one
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    """Which n-grams a sentence is made of, and into how many buckets they are hashed.
+
+    ``char_ngrams``/``nospace_char_ngrams`` are inclusive ``(min, max)`` lengths; ``None``
+    turns character n-grams off. ``word_ngrams`` lists the word n-gram orders (1 and/or 2).
+    ``max_chars`` truncates overlong sentences before featurising (the caller counts them).
+    """
+
+    buckets: int = 1 << 18
+    word_ngrams: tuple[int, ...] = (1, 2)
+    char_ngrams: tuple[int, int] | None = (3, 5)
+    nospace_char_ngrams: tuple[int, int] | None = (1, 4)
+    lowercase: bool = True
+    max_chars: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.buckets < 1:
+            raise ConfigError("features.buckets must be >= 1")
+        if any(n not in (1, 2) for n in self.word_ngrams):
+            raise ConfigError("features.word_ngrams may contain 1 and 2 only")
+        for name in ("char_ngrams", "nospace_char_ngrams"):
+            r = getattr(self, name)
+            if r is not None and (len(r) != 2 or not 1 <= r[0] <= r[1] <= 8):
+                raise ConfigError(f"features.{name} must be [min, max] with 1 <= min <= max <= 8")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FeatureConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"unknown feature option(s): {sorted(unknown)}")
+        d = dict(d)
+        for k in ("word_ngrams", "char_ngrams", "nospace_char_ngrams"):
+            if d.get(k) is not None:
+                d[k] = tuple(d[k])
+        return cls(**d)
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    z = z ^ (z >> np.uint64(30))
+    z = z * np.uint64(0xBF58476D1CE4E5B9)
+    z = z ^ (z >> np.uint64(27))
+    z = z * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class _Powers:
+    """Cached B**i and B**-i modulo 2**64, grown on demand."""
+
+    fwd: np.ndarray = field(default_factory=lambda: np.ones(1, dtype=np.uint64))
+    inv: np.ndarray = field(default_factory=lambda: np.ones(1, dtype=np.uint64))
+
+    def ensure(self, n: int) -> None:
+        if len(self.fwd) >= n:
+            return
+        size = max(n, 2 * len(self.fwd))
+        with np.errstate(over="ignore"):
+            for name, base in (("fwd", _B), ("inv", _B_INV)):
+                steps = np.full(size, base, dtype=np.uint64)
+                steps[0] = 1
+                setattr(self, name, np.cumprod(steps, dtype=np.uint64))
+
+
+_POW = _Powers()
+
+
+def normalize_text(s: str, lowercase: bool = True) -> str:
+    """NFKC, optional lower-casing, punctuation split from words, single spaces."""
+    if not s.isascii():
+        s = unicodedata.normalize("NFKC", s)
+    if lowercase:
+        s = s.lower()
+    return " ".join(_TOKEN_RE.findall(s))
+
+
+class Featurizer:
+    """Turns a batch of sentences into a flat array of bucket ids plus offsets.
+
+    ``featurize(sentences, lang)`` returns ``(ids, offsets)`` where the features of sentence
+    ``i`` are ``ids[offsets[i]:offsets[i + 1]]`` (int64, each in ``[0, buckets)``). An empty
+    sentence has no features (``offsets[i] == offsets[i + 1]``).
+    """
+
+    def __init__(self, config: FeatureConfig) -> None:
+        self.config = config
+
+    def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+        cfg = self.config
+        n = len(sentences)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        mc = cfg.max_chars
+        texts = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase) for s in sentences]
+        # " s1 \n s2 \n ...": a space on each side marks the sentence (and word) boundary.
+        joined = "\n".join(f" {t} " for t in texts)
+        c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        L = len(c)
+        _POW.ensure(L + 1)
+        with np.errstate(over="ignore"):
+            q = np.zeros(L + 1, dtype=np.uint64)
+            np.cumsum(c * _POW.inv[:L], out=q[1:])
+        is_sep = c == _SEP
+        sid = np.cumsum(is_sep) if L else np.zeros(0, dtype=np.int64)
+        sid = sid.astype(np.int64)
+
+        def span_hash(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            # polynomial hash of c[a:b] = B**(b-1) * (q[b] - q[a])  (mod 2**64)
+            with np.errstate(over="ignore"):
+                return _POW.fwd[b - 1] * (q[b] - q[a])
+
+        all_ids: list[np.ndarray] = []
+        all_sid: list[np.ndarray] = []
+
+        def add(h: np.ndarray, s: np.ndarray, salt: int) -> None:
+            with np.errstate(over="ignore"):
+                z = _splitmix64(h + np.uint64(salt) * np.uint64(0x9E3779B97F4A7C15))
+            all_ids.append((z % np.uint64(cfg.buckets)).astype(np.int64))
+            all_sid.append(s)
+
+        # character n-grams over the normalised sentence with its boundary spaces
+        rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+        if rng is not None:
+            # positions that may start/end an n-gram: inside a sentence, not the separator
+            for k in range(rng[0], rng[1] + 1):
+                if L < k:
+                    continue
+                a = np.arange(L - k + 1)
+                ok = (sid[a] == sid[a + k - 1]) & ~is_sep[a] & ~is_sep[a + k - 1]
+                a = a[ok]
+                # an n-gram of only spaces carries nothing
+                if k == 1:
+                    a = a[c[a] != 32]
+                add(span_hash(a, a + k), sid[a], 100 + k)
+
+        if cfg.word_ngrams:
+            blank = (c == 32) | is_sep
+            prev_blank = np.concatenate([[True], blank[:-1]])
+            next_blank = np.concatenate([blank[1:], [True]])
+            starts = np.flatnonzero(~blank & prev_blank)
+            ends = np.flatnonzero(~blank & next_blank) + 1
+            wh = span_hash(starts, ends)
+            wsid = sid[starts]
+            if 1 in cfg.word_ngrams:
+                add(wh, wsid, 1)
+            if 2 in cfg.word_ngrams and len(wh) > 1:
+                same = wsid[1:] == wsid[:-1]
+                with np.errstate(over="ignore"):
+                    bh = _splitmix64(wh[:-1]) * np.uint64(_B) + wh[1:]
+                add(bh[same], wsid[1:][same], 2)
+
+        ids = np.concatenate(all_ids) if all_ids else np.zeros(0, dtype=np.int64)
+        sids = np.concatenate(all_sid) if all_sid else np.zeros(0, dtype=np.int64)
+        order = np.argsort(sids, kind="stable")
+        ids = ids[order]
+        counts = np.bincount(sids, minlength=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return ids, offsets

@@ -1,0 +1,191 @@
+"""Corpus readers: one sentence per line, plain or compressed, a TSV column, or stdin.
+
+Every reader yields exactly one string per input line, in order: an empty line is an empty
+string, never a skipped row, so output row ``i`` always refers to input line ``i + 1``.
+Lines are split on ``\\n`` only (not on U+0085 or U+2028 as ``str.splitlines`` would);
+a ``\\r`` before the ``\\n`` is removed as part of the line ending.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from bimine.errors import InputError
+
+_MAGIC = {
+    b"\x1f\x8b": "gz",
+    b"\xfd7zXZ\x00": "xz",
+    b"BZh": "bz2",
+    b"\x28\xb5\x2f\xfd": "zst",
+}
+_SUFFIX = {".gz": "gz", ".xz": "xz", ".bz2": "bz2", ".zst": "zst", ".zstd": "zst"}
+
+
+def _sniff(path: str) -> str | None:
+    with open(path, "rb") as f:
+        head = f.read(6)
+    for magic, kind in _MAGIC.items():
+        if head.startswith(magic):
+            return kind
+    return None
+
+
+def open_binary(path: str | os.PathLike) -> BinaryIO:
+    """Open ``path`` for binary reading, decompressing .gz/.xz/.bz2/.zst; ``-`` is stdin.
+
+    The compression is taken from the file's magic bytes, so a mis-named file still reads.
+    """
+    p = str(path)
+    if p == "-":
+        return sys.stdin.buffer
+    if not os.path.exists(p):
+        raise InputError(f"{p}: no such file")
+    if os.path.isdir(p):
+        raise InputError(f"{p}: is a directory, expected a text file")
+    kind = _sniff(p) or _SUFFIX.get(Path(p).suffix.lower())
+    if kind == "gz":
+        return gzip.open(p, "rb")
+    if kind == "xz":
+        return lzma.open(p, "rb")
+    if kind == "bz2":
+        return bz2.open(p, "rb")
+    if kind == "zst":
+        try:
+            import zstandard
+        except ImportError as e:  # pragma: no cover - zstandard is a dependency
+            raise InputError(f"{p}: reading .zst files needs the 'zstandard' package") from e
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(p, "rb")))
+    return open(p, "rb")
+
+
+@dataclass
+class ReadStats:
+    """Counters a reader fills while it runs (lines read, lines with replaced bytes)."""
+
+    lines: int = 0
+    replaced: int = 0
+    replaced_lines: list[int] = field(default_factory=list)
+
+
+def read_lines(
+    path: str | os.PathLike,
+    *,
+    column: int | None = None,
+    errors: str = "strict",
+    stats: ReadStats | None = None,
+) -> Iterator[str]:
+    """Yield the lines of ``path`` as strings without their line ending.
+
+    Args:
+        path: a file (plain or compressed) or ``-`` for stdin.
+        column: 1-based TSV column to take; ``None`` takes the whole line.
+        errors: ``"strict"`` raises :class:`InputError` on invalid UTF-8 (naming file, line
+            and byte offset); ``"replace"`` substitutes U+FFFD and counts the line in ``stats``.
+        stats: optional counters, updated as lines are read.
+
+    Raises:
+        InputError: missing file, binary file (a NUL byte), invalid UTF-8, or a line with
+            fewer TSV columns than ``column``.
+    """
+    if errors not in ("strict", "replace"):
+        raise ValueError("errors must be 'strict' or 'replace'")
+    if column is not None and column < 1:
+        raise InputError(f"--column is 1-based, got {column}")
+    name = "<stdin>" if str(path) == "-" else str(path)
+    st = stats if stats is not None else ReadStats()
+    f = open_binary(path)
+    try:
+        for lineno, raw in enumerate(f, start=1):
+            if b"\x00" in raw:
+                raise InputError(
+                    f"{name}:{lineno}: contains a NUL byte; this looks like a binary file, "
+                    "not one sentence per line of UTF-8 text"
+                )
+            if raw.endswith(b"\n"):
+                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                if errors == "strict":
+                    raise InputError(
+                        f"{name}:{lineno}: invalid UTF-8 at byte {e.start} of the line; fix the "
+                        "file or pass --encoding-errors replace to substitute U+FFFD"
+                    ) from None
+                line = raw.decode("utf-8", errors="replace")
+                st.replaced += 1
+                if len(st.replaced_lines) < 10:
+                    st.replaced_lines.append(lineno)
+            if column is not None:
+                cells = line.split("\t")
+                if len(cells) < column:
+                    raise InputError(
+                        f"{name}:{lineno}: has {len(cells)} tab-separated column(s), "
+                        f"column {column} was asked for"
+                    )
+                line = cells[column - 1]
+            st.lines = lineno
+            yield line
+    except (EOFError, OSError, lzma.LZMAError) as e:
+        raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated?") from e
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def read_parallel(
+    src: str | os.PathLike,
+    tgt: str | os.PathLike | None = None,
+    *,
+    errors: str = "strict",
+) -> Iterator[tuple[str, str]]:
+    """Yield ``(source, target)`` pairs from two aligned files, or from a 2-column TSV.
+
+    With ``tgt=None``, ``src`` is a TSV whose columns 1 and 2 are the two sides.
+    Raises :class:`InputError` when the two files have different line counts.
+    """
+    if tgt is None:
+        name = str(src)
+        for lineno, line in enumerate(read_lines(src, errors=errors), start=1):
+            cells = line.split("\t")
+            if len(cells) < 2:
+                raise InputError(f"{name}:{lineno}: expected 2 tab-separated columns, got 1")
+            yield cells[0], cells[1]
+        return
+    a = read_lines(src, errors=errors)
+    b = read_lines(tgt, errors=errors)
+    n = 0
+    sentinel = None
+    while True:
+        x = next(a, sentinel)
+        y = next(b, sentinel)
+        if x is None and y is None:
+            return
+        if x is None or y is None:
+            longer, shorter = (tgt, src) if x is None else (src, tgt)
+            rest = 1 + sum(1 for _ in (b if x is None else a))
+            raise InputError(
+                f"{shorter} has {n} lines but {longer} has {n + rest}: the two sides of a "
+                "parallel corpus must have the same number of lines"
+            )
+        n += 1
+        yield x, y
+
+
+def count_lines(path: str | os.PathLike) -> int:
+    """Number of lines in ``path`` (a last line without ``\\n`` counts)."""
+    n = 0
+    last = b"\n"
+    with open_binary(path) as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")

@@ -1,0 +1,1 @@
+"""Training of dual encoders (needs the ``train`` extra: PyTorch)."""

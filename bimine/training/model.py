@@ -1,0 +1,110 @@
+"""PyTorch twin of :class:`bimine.encoders.dan.DANEncoder`, used for training.
+
+Same parameter names as the NumPy encoder reads, so a state dict exports directly.
+The embedding table is an ``EmbeddingBag`` with sparse gradients (for SparseAdam).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from bimine.encoders.dan import DANConfig
+
+
+class Tower(nn.Module):
+    def __init__(self, cfg: DANConfig) -> None:
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(cfg.features.buckets, cfg.embed_dim, mode="sum", sparse=True)
+        nn.init.normal_(self.embedding.weight, std=cfg.embed_dim**-0.5)
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in cfg.layer_dims())
+
+        self._pending: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        w = self.embedding.weight
+        if torch.is_grad_enabled() and w.requires_grad:
+            # Gather the rows this batch uses into a small dense leaf: its gradient is one
+            # row per distinct feature instead of one per occurrence, and becomes an already
+            # coalesced sparse gradient (see attach_sparse_grads): SparseAdam then skips the
+            # sort of ~10^5 rows that dominated a step.
+            uniq, inv = torch.unique(ids, return_inverse=True)
+            sub = w.detach()[uniq].requires_grad_()
+            self._pending.append((uniq, sub))
+            pooled = nn.functional.embedding_bag(inv, sub, offsets, mode="sum")
+        else:
+            pooled = self.embedding(ids, offsets)
+        h = pooled / counts.clamp(min=1).to(torch.float32).sqrt()[:, None]
+        last = len(self.layers) - 1
+        for j, layer in enumerate(self.layers):
+            z = layer(h)
+            if j < last:
+                z = torch.relu(z)
+                if z.shape == h.shape:
+                    z = z + h
+            h = z
+        return h
+
+    def attach_sparse_grads(self) -> None:
+        """Turn the row gradients of this step's forwards into the table's sparse ``.grad``."""
+        if not self._pending:
+            return
+        w = self.embedding.weight
+        idx = torch.cat([u for u, _ in self._pending])
+        val = torch.cat([s.grad if s.grad is not None else torch.zeros_like(s) for _, s in self._pending])
+        self._pending = []
+        w.grad = torch.sparse_coo_tensor(idx[None], val, w.shape, check_invariants=False).coalesce()
+
+
+class TorchDAN(nn.Module):
+    """One tower per language (``shared: false``) or a single shared tower."""
+
+    def __init__(self, cfg: DANConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.towers = nn.ModuleDict({t: Tower(cfg) for t in cfg.towers()})
+
+    def forward(self, ids: np.ndarray, offsets: np.ndarray, lang: str) -> torch.Tensor:
+        """Raw (unnormalised) outputs for a featurised batch (``offsets`` has n+1 entries)."""
+        tower = self.towers[self.cfg.tower_for(lang)]
+        counts = torch.from_numpy(np.diff(offsets))
+        return tower(torch.from_numpy(ids), torch.from_numpy(offsets[:-1]), counts)
+
+    def attach_sparse_grads(self) -> None:
+        """Call after ``loss.backward()`` and before the sparse optimiser's step."""
+        for t in self.towers.values():
+            t.attach_sparse_grads()
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        return [t.embedding.weight for t in self.towers.values()]
+
+    def dense_parameters(self) -> list[nn.Parameter]:
+        return [p for t in self.towers.values() for p in t.layers.parameters()]
+
+    def export_weights(self, quantize: str = "int8") -> dict[str, np.ndarray]:
+        """Weights as the NumPy encoder reads them; ``quantize`` is ``int8``, ``float16`` or ``none``.
+
+        int8: each embedding row is scaled by max|row|/127 and rounded; the scale is stored
+        as float32 under ``<tower>.embedding.scale``.
+        """
+        out: dict[str, np.ndarray] = {}
+        for name, t in self.towers.items():
+            w = t.embedding.weight.detach().cpu().numpy().astype(np.float32)
+            if quantize == "int8":
+                scale = np.abs(w).max(axis=1) / 127.0
+                scale[scale == 0] = 1.0
+                out[f"{name}.embedding.weight"] = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(
+                    np.int8
+                )
+                out[f"{name}.embedding.scale"] = scale.astype(np.float32)
+            elif quantize == "float16":
+                out[f"{name}.embedding.weight"] = w.astype(np.float16)
+            elif quantize == "none":
+                out[f"{name}.embedding.weight"] = w
+            else:
+                raise ValueError(f"quantize must be int8, float16 or none, not {quantize!r}")
+            for i, layer in enumerate(t.layers):
+                out[f"{name}.layers.{i}.weight"] = layer.weight.detach().cpu().numpy().astype(np.float32)
+                out[f"{name}.layers.{i}.bias"] = layer.bias.detach().cpu().numpy().astype(np.float32)
+        return out

@@ -1,0 +1,432 @@
+"""``bimine train``: config, training loop, hard negatives, checkpoints, dev P@1, export.
+
+A run folder holds ``config.yaml`` (the resolved config), ``checkpoint/`` (weights,
+optimiser state and step, written atomically), ``log.jsonl`` (loss and dev scores) and
+``model/`` (the exported encoder: ``config.json`` + ``model.safetensors``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from bimine.config import from_dict, to_dict
+from bimine.encoders.dan import DANConfig
+from bimine.errors import ConfigError
+from bimine.eval.retrieval import evaluate_retrieval
+from bimine.text.features import Featurizer
+from bimine.training.data import BatchSchedule, CorpusSpec, PairGroup, load_groups
+from bimine.training.losses import LossConfig, ranking_loss
+from bimine.training.model import TorchDAN
+from bimine.training.optim import RowAdam
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DataConfig:
+    """``root``: folder that relative corpus paths start from (default: the config's folder)."""
+
+    train: list[CorpusSpec] = field(default_factory=list)
+    dev: list[CorpusSpec] = field(default_factory=list)
+    root: str | None = None
+    dedupe: bool = True
+
+
+@dataclass
+class HardNegConfig:
+    """Hard negatives (paper 000 §2.3).
+
+    per_example: M, the hard negatives appended per selected pair (0 turns them off).
+    fraction: share of the training pairs that get hard negatives (paper: 20%).
+    baseline: a model folder that retrieves them; when empty, the model being trained
+        retrieves them once it has trained ``start_step`` steps with random negatives.
+    candidates: how many neighbours are retrieved per source before removing the gold
+        target and any text equal to it.
+    """
+
+    per_example: int = 0
+    fraction: float = 0.2
+    baseline: str | None = None
+    start_step: int = 2000
+    candidates: int = 32
+
+
+@dataclass
+class OptimConfig:
+    """Adam for the dense layers, RowAdam (SparseAdam's update, faster) for the embedding table; linear warm-up, then
+    linear decay to ``final_lr_fraction`` of the peak at the last step."""
+
+    lr: float = 1e-3
+    embedding_lr: float = 5e-3
+    warmup_steps: int = 200
+    final_lr_fraction: float = 0.1
+
+
+@dataclass
+class LoopConfig:
+    batch_size: int = 512
+    steps: int = 10000
+    max_minutes: float | None = None
+    seed: int = 0
+    threads: int = 2
+    eval_every: int = 1000
+    checkpoint_every: int = 1000
+    log_every: int = 50
+    dev_max_pairs: int = 2000
+
+
+@dataclass
+class TrainConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: DANConfig = field(default_factory=DANConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    hard_negatives: HardNegConfig = field(default_factory=HardNegConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: LoopConfig = field(default_factory=LoopConfig)
+    export_quantize: str = "int8"
+
+
+def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
+    cfg = from_dict(TrainConfig, data)
+    if cfg.data.root is None:
+        cfg.data.root = base_dir
+    else:
+        cfg.data.root = os.path.join(base_dir, os.path.expandvars(cfg.data.root))
+    if not cfg.data.train:
+        raise ConfigError("data.train lists no corpus")
+    if cfg.export_quantize not in ("int8", "float16", "none"):
+        raise ConfigError("export_quantize must be int8, float16 or none")
+    if not cfg.model.shared:
+        langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
+        from bimine.langs import normalize_lang
+
+        missing = {normalize_lang(x) for x in langs} - set(cfg.model.languages)
+        if missing:
+            raise ConfigError(f"model.languages lacks {sorted(missing)} used in data.train")
+    return cfg
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def _save_checkpoint(
+    run: Path,
+    step: int,
+    model: TorchDAN,
+    opts: list[torch.optim.Optimizer],
+    groups: list[PairGroup],
+    extra: dict,
+) -> None:
+    from safetensors.torch import save_file
+
+    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    meta: dict = {"step": step, "opt": [], **extra}
+    for o, opt in enumerate(opts):
+        sd = opt.state_dict()
+        scalars: dict = {}
+        for pid, st in sd["state"].items():
+            for k, v in st.items():
+                if torch.is_tensor(v):
+                    tensors[f"opt{o}.{pid}.{k}"] = v.contiguous()
+                else:
+                    scalars[f"{pid}.{k}"] = v
+        meta["opt"].append({"param_groups": sd["param_groups"], "scalars": scalars})
+    for g, grp in enumerate(groups):
+        if grp.hard is not None:
+            tensors[f"hard.{g}"] = torch.from_numpy(grp.hard)
+    tmp = run / "checkpoint.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    save_file(tensors, str(tmp / "state.safetensors"))
+    (tmp / "state.json").write_text(json.dumps(meta))
+    final = run / "checkpoint"
+    old = run / "checkpoint.old"
+    if final.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _load_checkpoint(
+    run: Path, model: TorchDAN, opts: list[torch.optim.Optimizer], groups: list[PairGroup]
+) -> dict:
+    from safetensors.torch import load_file
+
+    ck = run / "checkpoint"
+    if not ck.exists() and (run / "checkpoint.old").exists():
+        ck = run / "checkpoint.old"  # a crash between the two renames
+    tensors = load_file(str(ck / "state.safetensors"))
+    meta = json.loads((ck / "state.json").read_text())
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    for o, opt in enumerate(opts):
+        m = meta["opt"][o]
+        state: dict = {}
+        for k, v in tensors.items():
+            if k.startswith(f"opt{o}."):
+                _, pid, name = k.split(".", 2)
+                state.setdefault(int(pid), {})[name] = v
+        for k, v in m["scalars"].items():
+            pid, name = k.split(".", 1)
+            state.setdefault(int(pid), {})[name] = v
+        opt.load_state_dict({"state": state, "param_groups": m["param_groups"]})
+    for g, grp in enumerate(groups):
+        if f"hard.{g}" in tensors:
+            grp.hard = tensors[f"hard.{g}"].numpy()
+    return meta
+
+
+def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict) -> None:
+    """Write ``config.json`` + ``model.safetensors`` (atomically: temp folder, then rename)."""
+    from safetensors.numpy import save_file
+
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(model.export_weights(cfg.export_quantize), str(tmp / "model.safetensors"))
+    meta = {
+        "architecture": "dan",
+        "model": cfg.model.to_dict(),
+        "quantize": cfg.export_quantize,
+        "training": info,
+    }
+    (tmp / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@torch.no_grad()
+def embed_side(
+    model: TorchDAN, side, lang: str, rows: np.ndarray | None = None, batch: int = 4096
+) -> np.ndarray:
+    """Unit-norm embeddings of ``side`` (all rows, or ``rows``) with the torch model."""
+    model.eval()
+    rows = np.arange(len(side.texts)) if rows is None else rows
+    out = []
+    for i in range(0, len(rows), batch):
+        ids, off = side.gather(rows[i : i + batch])
+        out.append(torch.nn.functional.normalize(model(ids, off, lang), dim=1).numpy())
+    model.train()
+    return np.concatenate(out) if out else np.zeros((0, model.cfg.output_dim), dtype=np.float32)
+
+
+def mine_hard_negatives(
+    group: PairGroup, src_emb: np.ndarray, tgt_emb: np.ndarray, rows: np.ndarray, m: int, candidates: int
+) -> np.ndarray:
+    """For each pair in ``rows``, the ``m`` best-scoring targets that are not its translation.
+
+    A candidate is skipped when it is the gold row, when its text equals the gold target's,
+    or when its source text equals this pair's source (it is then a translation too).
+    Returns ``(len(group), m)`` int64, -1 for rows without hard negatives.
+    """
+    from bimine.mining.knn import knn_exact
+
+    hard = np.full((len(group), m), -1, dtype=np.int64)
+    _, nn = knn_exact(src_emb, tgt_emb, min(candidates, len(tgt_emb)))
+    t_id, s_id = group.tgt.text_ids, group.src.text_ids
+    for r, cand in zip(rows, nn):
+        ok = cand[(cand != r) & (t_id[cand] != t_id[r]) & (s_id[cand] != s_id[r])]
+        # one candidate per distinct text
+        _, first = np.unique(t_id[ok], return_index=True)
+        ok = ok[np.sort(first)][:m]
+        hard[r, : len(ok)] = ok
+    return hard
+
+
+# --------------------------------------------------------------------------- training
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike) -> None:
+        self.cfg = cfg
+        self.run = Path(run_dir)
+        self.featurizer = Featurizer(cfg.model.features)
+
+    def _lr_factor(self, step: int) -> float:
+        o, total = self.cfg.optim, self.cfg.train.steps
+        if step < o.warmup_steps:
+            return (step + 1) / o.warmup_steps
+        frac = (step - o.warmup_steps) / max(1, total - o.warmup_steps)
+        return 1.0 - (1.0 - o.final_lr_fraction) * min(1.0, frac)
+
+    def _mine(self, model: TorchDAN | None, groups: list[PairGroup]) -> None:
+        hn = self.cfg.hard_negatives
+        encoder = None
+        if hn.baseline:
+            from bimine.encoders import load_encoder
+
+            encoder = load_encoder(hn.baseline)
+        for g, grp in enumerate(groups):
+            rng = np.random.default_rng([self.cfg.train.seed, 7919, g])
+            n_sel = int(round(hn.fraction * len(grp)))
+            rows = np.sort(rng.choice(len(grp), size=n_sel, replace=False))
+            t0 = time.time()
+            if encoder is not None:
+                src = encoder.encode([grp.src.texts[i] for i in rows], grp.src_lang)
+                tgt = encoder.encode(grp.tgt.texts, grp.tgt_lang)
+            else:
+                src = embed_side(model, grp.src, grp.src_lang, rows)
+                tgt = embed_side(model, grp.tgt, grp.tgt_lang)
+            grp.hard = mine_hard_negatives(grp, src, tgt, rows, hn.per_example, hn.candidates)
+            log.info(
+                f"hard negatives {grp.src_lang}-{grp.tgt_lang}: {n_sel} pairs x "
+                f"{hn.per_example} in {time.time() - t0:.0f}s"
+            )
+
+    def _batch(self, grp: PairGroup, rows: np.ndarray, model: TorchDAN):
+        s_ids, s_off = grp.src.gather(rows)
+        t_ids, t_off = grp.tgt.gather(rows)
+        u = model(s_ids, s_off, grp.src_lang)
+        v = model(t_ids, t_off, grp.tgt_lang)
+        st, tt = grp.src.text_ids[rows], grp.tgt.text_ids[rows]
+        exclude = torch.from_numpy((st[:, None] == st[None, :]) | (tt[:, None] == tt[None, :]))
+        hard = excl_hard = None
+        if grp.hard is not None:
+            h = grp.hard[rows].reshape(-1)
+            h = h[h >= 0]
+            if len(h):
+                h_ids, h_off = grp.tgt.gather(h)
+                hard = model(h_ids, h_off, grp.tgt_lang)
+                excl_hard = torch.from_numpy(
+                    (tt[:, None] == grp.tgt.text_ids[h][None, :])
+                    | (st[:, None] == grp.src.text_ids[h][None, :])
+                )
+        return u, v, exclude, hard, excl_hard
+
+    def dev_scores(self, model: TorchDAN, dev: list[tuple[str, PairGroup]]) -> dict[str, float]:
+        out = {}
+        for name, grp in dev:
+            u = embed_side(model, grp.src, grp.src_lang)
+            v = embed_side(model, grp.tgt, grp.tgt_lang)
+            r = evaluate_retrieval(u, v, grp.src.texts, grp.tgt.texts, ks=(1,))
+            out[f"{name}/fwd"] = r["src2tgt"].precision[1]
+            out[f"{name}/bwd"] = r["tgt2src"].precision[1]
+        return out
+
+    def fit(self, *, resume: bool = False, progress: bool = True) -> Path:
+        cfg = self.cfg
+        torch.set_num_threads(cfg.train.threads)
+        torch.manual_seed(cfg.train.seed)
+        if self.run.exists() and (self.run / "checkpoint").exists() and not resume:
+            raise ConfigError(
+                f"{self.run} already holds a run; pass --resume to continue it "
+                "or choose another --output folder"
+            )
+        self.run.mkdir(parents=True, exist_ok=True)
+        (self.run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+        t_load = time.time()
+        groups = load_groups(cfg.data.train, self.featurizer, cfg.data.root, dedupe=cfg.data.dedupe)
+        dev = []
+        for spec in cfg.data.dev:
+            spec.max_pairs = spec.max_pairs or cfg.train.dev_max_pairs
+            g = load_groups([spec], self.featurizer, cfg.data.root, dedupe=False)[0]
+            dev.append((spec.name or f"{g.src_lang}-{g.tgt_lang}", g))
+        n_pairs = sum(len(g) for g in groups)
+        log.info(
+            f"loaded {n_pairs} training pairs in {len(groups)} language pairs in {time.time() - t_load:.0f}s"
+        )
+
+        model = TorchDAN(cfg.model)
+        dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
+        sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
+        opts = [dense, sparse]
+        step = 0
+        elapsed = 0.0
+        if resume and ((self.run / "checkpoint").exists() or (self.run / "checkpoint.old").exists()):
+            meta = _load_checkpoint(self.run, model, opts, groups)
+            step, elapsed = meta["step"], meta.get("elapsed", 0.0)
+            log.info(f"resumed from step {step}")
+        hn = cfg.hard_negatives
+        if hn.per_example > 0 and hn.baseline and groups[0].hard is None:
+            self._mine(None, groups)
+
+        sched = BatchSchedule([len(g) for g in groups], cfg.train.batch_size, cfg.train.seed)
+        logf = open(self.run / "log.jsonl", "a")
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.train.steps, initial=step, disable=not progress, unit="step", dynamic_ncols=True)
+        last_dev: dict[str, float] = {}
+        t0 = time.time() - elapsed
+        pairs_seen = 0
+        t_rate = time.time()
+        loss_avg = None
+        stop_reason = "steps"
+        while step < cfg.train.steps:
+            if hn.per_example > 0 and not hn.baseline and step == hn.start_step and groups[0].hard is None:
+                self._mine(model, groups)
+            g, rows = sched(step)
+            grp = groups[g]
+            f = self._lr_factor(step)
+            dense.param_groups[0]["lr"] = cfg.optim.lr * f
+            sparse.param_groups[0]["lr"] = cfg.optim.embedding_lr * f
+            u, v, excl, hard, excl_h = self._batch(grp, rows, model)
+            loss = ranking_loss(u, v, cfg.loss, hard_negatives=hard, exclude=excl, exclude_hard=excl_h)
+            dense.zero_grad(set_to_none=True)
+            sparse.zero_grad(set_to_none=True)
+            loss.backward()
+            model.attach_sparse_grads()
+            dense.step()
+            sparse.step()
+            step += 1
+            pairs_seen += len(rows)
+            lv = float(loss.detach())
+            if not math.isfinite(lv):
+                raise RuntimeError(f"loss became {lv} at step {step}; lower optim.lr")
+            loss_avg = lv if loss_avg is None else 0.98 * loss_avg + 0.02 * lv
+            bar.update(1)
+            if step % cfg.train.log_every == 0:
+                rate = pairs_seen / max(1e-9, time.time() - t_rate)
+                pairs_seen, t_rate = 0, time.time()
+                post = {"loss": f"{loss_avg:.3f}", "pairs/s": f"{rate:.0f}"}
+                if last_dev:
+                    post["dev P@1"] = f"{np.mean(list(last_dev.values())):.3f}"
+                bar.set_postfix(post)
+                logf.write(
+                    json.dumps(
+                        {"step": step, "loss": loss_avg, "pairs_per_s": rate, "elapsed": time.time() - t0}
+                    )
+                    + "\n"
+                )
+                logf.flush()
+            if dev and (step % cfg.train.eval_every == 0 or step == cfg.train.steps):
+                last_dev = self.dev_scores(model, dev)
+                logf.write(json.dumps({"step": step, "dev": last_dev}) + "\n")
+                logf.flush()
+                bar.set_postfix(
+                    {"loss": f"{loss_avg:.3f}", "dev P@1": f"{np.mean(list(last_dev.values())):.3f}"}
+                )
+            over_time = cfg.train.max_minutes is not None and time.time() - t0 > 60 * cfg.train.max_minutes
+            if step % cfg.train.checkpoint_every == 0 or over_time or step == cfg.train.steps:
+                _save_checkpoint(self.run, step, model, opts, groups, {"elapsed": time.time() - t0})
+            if over_time:
+                stop_reason = "max_minutes"
+                break
+        bar.close()
+        logf.close()
+        info = {
+            "steps": step,
+            "stopped_by": stop_reason,
+            "minutes": round((time.time() - t0) / 60, 2),
+            "pairs": n_pairs,
+            "seed": cfg.train.seed,
+            "dev_p1": last_dev,
+            "corpora": [s for g in groups for s in g.sources],
+        }
+        export_model(model, cfg, self.run / "model", info)
+        return self.run / "model"

@@ -1,0 +1,37 @@
+"""How examples/sample.{en,fr} were made (needs the project's shared data; users need not run it).
+
+Source: NTREX-128 (Microsoft; CC BY-SA 4.0), English source newstest2019-src.eng and French
+reference newstest2019-ref.fra. Lines 1-300 of both are translations of each other; each side
+also gets 60 lines that have no translation on the other side (English lines 301-360,
+French lines 361-420). Each side is then shuffled with its own fixed seed, so line numbers
+give the pairs away no more than the texts do. Run from the repository root:
+
+    python examples/make_sample.py ../shared/data
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import sys
+
+root = sys.argv[1] if len(sys.argv) > 1 else "../shared/data"
+base = os.path.join(root, "dev/ntrex128/NTREX-128")
+
+
+def read(name: str) -> list[str]:
+    with gzip.open(os.path.join(base, name), "rt", encoding="utf-8") as f:
+        return f.read().split("\n")
+
+
+en = read("newstest2019-src.eng.txt.gz")
+fr = read("newstest2019-ref.fra.txt.gz")
+sample_en = en[0:300] + en[300:360]
+sample_fr = fr[0:300] + fr[360:420]
+random.Random(1).shuffle(sample_en)
+random.Random(2).shuffle(sample_fr)
+here = os.path.dirname(os.path.abspath(__file__))
+for name, lines in (("sample.en", sample_en), ("sample.fr", sample_fr)):
+    with open(os.path.join(here, name), "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")

