@@ -141,7 +141,7 @@ def embed_file(
 def _write_header(f, rows: int, dim: int) -> int:
     """Write a .npy v1 header for a (rows, dim) little-endian float32 array, padded to 128 bytes
     with room for any row count, so it can be rewritten in place."""
-    d = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, dim)
+    d = f"{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {dim}), }}"
     total = 128 * 2
     pad = total - 10 - len(d) - 1
     if pad < 0:

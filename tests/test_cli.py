@@ -115,7 +115,7 @@ def test_mine_example_sample(tmp_path, shared_data):
     rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
     en_lines = (EXAMPLES / "sample.en").read_text(encoding="utf-8").split("\n")
     fr_lines = (EXAMPLES / "sample.fr").read_text(encoding="utf-8").split("\n")
-    for score, s, t, i, j in rows:  # texts exactly as in the inputs, line numbers 1-based
+    for _score, s, t, i, j in rows:  # texts exactly as in the inputs, line numbers 1-based
         assert en_lines[int(i) - 1] == s and fr_lines[int(j) - 1] == t
     scores = [float(r[0]) for r in rows]
     assert scores == sorted(scores, reverse=True)
