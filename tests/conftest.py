@@ -24,3 +24,30 @@ def _one_thread():
         torch.set_num_threads(1)
     except ImportError:
         pass
+
+
+def make_tiny_model(path: Path, dim: int = 16, buckets: int = 4096, seed: int = 0) -> Path:
+    """A random DAN model folder (no torch needed), for tests of the embedding plumbing."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from bimine.encoders.dan import DANConfig
+    from bimine.text.features import FeatureConfig
+
+    cfg = DANConfig(features=FeatureConfig(buckets=buckets), embed_dim=dim, hidden=(dim,), output_dim=dim)
+    rng = np.random.default_rng(seed)
+    w = {"shared.embedding.weight": rng.standard_normal((buckets, dim)).astype(np.float32)}
+    for i, (a, b) in enumerate(cfg.layer_dims()):
+        w[f"shared.layers.{i}.weight"] = (rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32)
+        w[f"shared.layers.{i}.bias"] = np.zeros(b, np.float32)
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(w, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps({"architecture": "dan", "model": cfg.to_dict()}))
+    return path
+
+
+@pytest.fixture
+def tiny_model(tmp_path) -> Path:
+    return make_tiny_model(tmp_path / "tiny-model")

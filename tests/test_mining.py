@@ -7,7 +7,7 @@ import pytest
 
 from bimine.mining.knn import knn_exact
 from bimine.mining.margin import knn_mean, margin_score
-from bimine.mining.mine import MineConfig, mine_embeddings
+from bimine.mining.pipeline import MineConfig, mine_embeddings
 from bimine.mining.select import select_pairs
 
 

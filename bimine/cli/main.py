@@ -37,8 +37,9 @@ def cli(verbose: bool) -> None:
 
 def main() -> None:
     from bimine.cli import embed, evaluate, mine, train  # noqa: F401  (register commands)
+    from bimine.cli.main import cli as registered  # the module object the commands attached to
 
-    cli()
+    registered()
 
 
 if __name__ == "__main__":

@@ -1,20 +1,23 @@
-"""Margin scores over k nearest neighbours (Artetxe & Schwenk 2019; paper 002 Eq. 2).
+"""Scores of kNN candidates: cosine and margin variants.
 
-For candidates x (source) and y (target) with cosine ``cos(x, y)``::
+With ``cos(x, y)`` the cosine of a candidate pair, ``mx`` the mean cosine of source x to its
+k nearest targets and ``my`` the mean cosine of target y to its k nearest sources:
 
-    m(x, y) = (mean cos of x to its k nearest targets + mean cos of y to its k nearest sources) / 2
-    absolute: cos(x, y)
-    distance: cos(x, y) - m(x, y)
-    ratio:    cos(x, y) / m(x, y)          (default; LASER's "ratio")
+    absolute  cos(x, y)                                   (margin "absolute" of Artetxe & Schwenk 2019)
+    distance  cos(x, y) - (mx + my) / 2
+    ratio     cos(x, y) / ((mx + my) / 2)                 (Artetxe & Schwenk 2019; paper 002 Eq. 2)
+    eq9       cos(x, y) / ((mx + my) / 2) + cos(x, y)     (paper 001 Eq. 9: margin over both sides, cosine added)
+    eq10      cos(q, c) / mq + cos(q, c)                  (paper 001 Eq. 10: only the query's own neighbourhood)
 
-``knn_mean`` is the per-row mean of the k best similarities from a kNN search.
+For ``eq10`` the query q is the source in the forward direction and the target in the
+backward direction; its margin needs no kNN search in the other direction.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-SCORES = ("ratio", "distance", "absolute")
+SCORES = ("ratio", "distance", "absolute", "eq9", "eq10")
 
 
 def knn_mean(sims: np.ndarray, k: int) -> np.ndarray:
@@ -24,12 +27,40 @@ def knn_mean(sims: np.ndarray, k: int) -> np.ndarray:
 
 def margin_score(cos: np.ndarray, mean_x: np.ndarray, mean_y: np.ndarray, kind: str = "ratio") -> np.ndarray:
     """Score of candidate pairs with cosine ``cos`` and neighbourhood means ``mean_x``, ``mean_y``
-    (all broadcastable arrays)."""
+    (broadcastable arrays). For ``eq10``, ``mean_x`` is the query's mean and ``mean_y`` unused."""
+    cos = np.asarray(cos, dtype=np.float32)
     if kind == "absolute":
-        return np.asarray(cos, dtype=np.float32)
+        return cos
+    if kind == "eq10":
+        return cos / np.maximum(mean_x, 1e-6) + cos
     m = (mean_x + mean_y) / 2
     if kind == "distance":
         return cos - m
     if kind == "ratio":
         return cos / np.maximum(m, 1e-6)
-    raise ValueError(f"unknown margin {kind!r}: choose one of {', '.join(SCORES)}")
+    if kind == "eq9":
+        return cos / np.maximum(m, 1e-6) + cos
+    raise ValueError(f"unknown score {kind!r}: choose one of {', '.join(SCORES)}")
+
+
+def score_candidates(kind: str, k: int, sxy: np.ndarray, ixy: np.ndarray, syx: np.ndarray | None,
+                     iyx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Scores of the forward candidates ``(sxy, ixy)`` and backward candidates ``(syx, iyx)``.
+
+    ``sxy[i, c]`` is the cosine of source i to its c-th nearest target ``ixy[i, c]``. Rows
+    with id -1 (no candidate) score ``-inf``. ``syx``/``iyx`` may be None only for ``eq10``
+    and ``absolute`` (which need no backward search); the backward scores are then None.
+    """
+    mx = knn_mean(sxy, k)
+    if syx is None:
+        if kind not in ("eq10", "absolute"):
+            raise ValueError(f"score {kind!r} needs kNN in both directions")
+        return _mask(margin_score(sxy, mx[:, None], None, kind), ixy), None
+    my = knn_mean(syx, k)
+    fwd = margin_score(sxy, mx[:, None], my[ixy] if kind != "eq10" else None, kind)
+    bwd = margin_score(syx, my[:, None], mx[iyx] if kind != "eq10" else None, kind)
+    return _mask(fwd, ixy), _mask(bwd, iyx)
+
+
+def _mask(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    return np.where(ids >= 0, scores, -np.inf).astype(np.float32)

@@ -1,0 +1,204 @@
+"""A folder of float16 ``.npy`` shards plus ``manifest.json``.
+
+Layout::
+
+    STORE/manifest.json        written last: its presence means the store is complete
+    STORE/progress.json        model id, input checksum, shard size (while building)
+    STORE/shard-00000.npy      rows [0, shard_size) as float16
+    STORE/shard-00001.npy      ...
+    STORE/blank-lines.npy      0-based indices of empty/whitespace-only lines (never mined)
+
+Each shard is written to ``shard-NNNNN.npy.tmp`` and renamed when complete, so a file under
+its final name is always whole: a run killed at any moment (SIGKILL included) leaves at most
+a ``.tmp`` file, which the rerun discards. A rerun re-reads the input (cheap) and embeds only
+the shards that are missing. Shards and manifest hold no timestamps, so the same input, model
+and shard size give byte-identical stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bimine.embed import EmbedReport, batched, embed_lines
+from bimine.encoders.base import Encoder
+from bimine.errors import InputError
+from bimine.langs import normalize_lang
+from bimine.text.io import ReadStats, read_lines
+
+log = logging.getLogger(__name__)
+FORMAT = "bimine-store/1"
+
+
+def file_checksum(path: str | os.PathLike) -> str:
+    """sha256 of the file's bytes (of the compressed bytes for a compressed file)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _shard_name(i: int) -> str:
+    return f"shard-{i:05d}.npy"
+
+
+def _atomic_json(path: Path, obj: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+@dataclass
+class EmbeddingStore:
+    """A complete store, opened for reading."""
+
+    path: Path
+    manifest: dict
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> EmbeddingStore:
+        p = Path(path)
+        mf = p / "manifest.json"
+        if not mf.exists():
+            hint = " (an unfinished build: rerun 'bimine embed --store' to complete it)" if (
+                p / "progress.json").exists() else ""
+            raise InputError(f"{p}: not a complete embedding store, no manifest.json{hint}")
+        m = json.loads(mf.read_text())
+        if m.get("format") != FORMAT:
+            raise InputError(f"{p}: unknown store format {m.get('format')!r}")
+        return cls(p, m)
+
+    @property
+    def rows(self) -> int:
+        return int(self.manifest["rows"])
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest["dim"])
+
+    @property
+    def model_id(self) -> str:
+        return self.manifest["model_id"]
+
+    @property
+    def lang(self) -> str:
+        return self.manifest["lang"]
+
+    def check_model(self, model_id: str) -> None:
+        if model_id != self.model_id:
+            raise InputError(
+                f"{self.path}: embedded with model {self.model_id}, but {model_id} was asked for; "
+                "embed the input again with this model, or mine with --model matching the store"
+            )
+
+    def iter_shards(self) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(first_row, float32 array)`` shard by shard (one shard in memory)."""
+        start = 0
+        for s in self.manifest["shards"]:
+            a = np.load(self.path / s["file"], mmap_mode="r")
+            if a.shape != (s["rows"], self.dim):
+                raise InputError(f"{self.path / s['file']}: shape {a.shape}, manifest says ({s['rows']}, {self.dim})")
+            yield start, np.asarray(a, dtype=np.float32)
+            start += s["rows"]
+
+    def blank_lines(self) -> np.ndarray:
+        """0-based indices of the input lines that are empty or whitespace only."""
+        return np.load(self.path / "blank-lines.npy")
+
+    def load(self) -> np.ndarray:
+        """All rows as one float32 array."""
+        out = np.empty((self.rows, self.dim), dtype=np.float32)
+        for start, a in self.iter_shards():
+            out[start : start + len(a)] = a
+        return out
+
+
+def build_store(
+    input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *, shard_size: int = 1_000_000,
+    column: int | None = None, errors: str = "strict", batch_size: int = 8192, progress: bool = True,
+) -> tuple[EmbeddingStore, EmbedReport]:
+    """Embed ``input_path`` into a store at ``out_dir``, reusing finished shards of an earlier run.
+
+    Raises :class:`InputError` if ``out_dir`` holds a store of another input, model or shard size.
+    """
+    from tqdm.auto import tqdm
+
+    if input_path == "-":
+        raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lang = normalize_lang(lang)
+    ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,
+             "input": os.path.basename(input_path), "input_sha256": file_checksum(input_path),
+             "column": column, "shard_size": shard_size}
+    prog = out / "progress.json"
+    mf = out / "manifest.json"
+    if mf.exists() and not prog.exists():
+        done = json.loads(mf.read_text())
+        if {k: done.get(k) for k in ident} == ident:
+            log.info(f"{out}: already complete, nothing to do")
+            rep = EmbedReport(input_path, lines=done["rows"])
+            return EmbeddingStore(out, done), rep
+        raise InputError(f"{out}: holds a store of another input or model; use another output folder")
+    if prog.exists():
+        old = json.loads(prog.read_text())
+        if old != ident:
+            diff = sorted(k for k in ident if old.get(k) != ident[k])
+            raise InputError(f"{out}: holds a store built with different {', '.join(diff)}; "
+                             "use another output folder or delete this one")
+    elif any(out.glob("shard-*.npy")):
+        raise InputError(f"{out}: holds files of another store; use another output folder")
+    _atomic_json(prog, ident)
+    for tmp in out.glob("*.tmp"):
+        tmp.unlink()  # left by a killed run
+
+    report = EmbedReport(input_path)
+    stats = ReadStats()
+    shards = []
+    bar = tqdm(unit=" lines", disable=not progress, dynamic_ncols=True, desc="embed")
+    lines = read_lines(input_path, column=column, errors=errors, stats=stats)
+    reused = 0
+    blank: list[int] = []
+    for i, chunk in enumerate(batched(lines, shard_size)):
+        base = i * shard_size
+        blank.extend(base + j for j, s in enumerate(chunk) if not s.strip())
+        f = out / _shard_name(i)
+        if f.exists():
+            a = np.load(f, mmap_mode="r")
+            if a.shape == (len(chunk), encoder.dim):
+                shards.append({"file": f.name, "rows": len(chunk)})
+                report.lines += len(chunk)
+                bar.update(len(chunk))
+                reused += 1
+                continue
+            f.unlink()  # a last shard of a different length: the input changed size? rebuild
+        parts = list(embed_lines(encoder, chunk, lang, batch_size=batch_size, report=report, progress=bar))
+        emb = np.concatenate(parts).astype(np.float16)
+        tmp = f.with_name(f.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, emb)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, f)
+        shards.append({"file": f.name, "rows": len(chunk)})
+    bar.close()
+    # drop shards beyond the input's end (cannot happen for an unchanged input)
+    for extra in sorted(out.glob("shard-*.npy"))[len(shards):]:
+        extra.unlink()
+    np.save(out / "blank-lines.npy", np.asarray(blank, dtype=np.int64))
+    manifest = dict(ident, rows=sum(s["rows"] for s in shards), shards=shards,
+                    input_lines=stats.lines, replaced_lines=stats.replaced, blank_lines=len(blank))
+    _atomic_json(out / "manifest.json", manifest)
+    prog.unlink()
+    if reused:
+        log.info(f"{out}: reused {reused} finished shard(s)")
+    report.replaced = stats.replaced
+    return EmbeddingStore(out, manifest), report
