@@ -221,3 +221,60 @@ def test_e5_backend_if_installed():
     e = load_encoder("e5-small")
     v = e.encode(["The cat sleeps.", "Le chat dort.", "Stock markets fell."], "en")
     assert v.shape == (3, 384) and v[0] @ v[1] > v[0] @ v[2]
+
+
+def test_mine_with_stores_work_dir_formats_and_filters(tmp_path, tiny_model):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("alpha beta\nsame text 1\n\ngamma delta\nalpha beta\nthe long one here\n", encoding="utf-8")
+    b.write_text("alpha beta\nSame text 2!\ngamma delta\nzeta\nhere the long one\n", encoding="utf-8")
+    # stores made by embed --store are accepted, and must match the model
+    for src, st in ((a, "sa"), (b, "sb")):
+        assert run("embed", src, "--lang", "en", "--model", tiny_model, "-o", tmp_path / st, "--store",
+                   "--no-progress").exit_code == 0
+    out = tmp_path / "p.jsonl"
+    r = run("mine", a, b, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "-o", out, "--no-progress",
+            "--src-store", tmp_path / "sa", "--tgt-store", tmp_path / "sb", "--format", "jsonl", "--strategy", "greedy")
+    assert r.exit_code == 0, r.output
+    import json
+
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {"score", "src", "tgt", "src_line", "tgt_line"} <= set(rows[0])
+    assert all(a.read_text().split("\n")[x["src_line"] - 1] == x["src"] for x in rows)
+    r = run("mine", a, b, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "-o", out,
+            "--no-progress", "--drop-copies", "--dedupe", "--min-chars", "6", "--work-dir", tmp_path / "w")
+    assert r.exit_code == 0 and "copies" in r.output and "peak memory" in r.output
+    kept = [x.split("\t") for x in out.read_text().splitlines()]
+    assert [(s, t) for _, s, t in kept] == [("the long one here", "here the long one")]
+    assert list((tmp_path / "w").glob("knn-fwd-*.npz"))  # steps kept for a rerun
+    r2 = run("mine", a, b, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "-o", tmp_path / "q.tsv",
+             "--no-progress", "--drop-copies", "--dedupe", "--min-chars", "6", "--work-dir", tmp_path / "w")
+    assert (tmp_path / "q.tsv").read_text() == out.read_text() and "kNN" not in r2.output.split("time:")[1]
+    # a store of another model is refused
+    from conftest import make_tiny_model
+
+    other = make_tiny_model(tmp_path / "other", seed=1)
+    r = CliRunner().invoke(cli, ["mine", str(a), str(b), "--src-lang", "en", "--tgt-lang", "en", "-o", str(out),
+                                 "--src-store", str(tmp_path / "sa"), "--no-progress", "--model", str(other)])
+    assert r.exit_code == 2 and "embedded with model" in r.output
+
+
+def test_eval_bucc(tmp_path, tiny_model):
+    def write(name, rows):
+        (tmp_path / name).write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+
+    for split in ("train", "test"):
+        write(f"{split}.src", [("s1", "alpha beta gamma"), ("s2", "delta epsilon"), ("s3", "zeta eta theta")])
+        write(f"{split}.tgt", [("t1", "delta epsilon"), ("t2", "alpha beta gamma"), ("t3", "iota kappa")])
+        write(f"{split}.gold", [("s1", "t2"), ("s2", "t1")])
+    args = ["eval", "bucc"] + [x for s in ("train", "test") for x in (
+        f"--{s}-src", tmp_path / f"{s}.src", f"--{s}-tgt", tmp_path / f"{s}.tgt", f"--{s}-gold", tmp_path / f"{s}.gold")]
+    r = run(*args, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "--score", "ratio",
+            "--score", "eq10", "--strategy", "max", "--strategy", "intersection", "--json")
+    assert r.exit_code == 0, r.output
+    import json
+
+    res = json.loads(r.output)
+    assert len(res) == 4 and all(x["test"]["f1"] == 1.0 for x in res)  # identical texts embed identically
+    pytest.importorskip("matplotlib")
+    r = run(*args, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "--plot", tmp_path / "pr.png")
+    assert r.exit_code == 0 and (tmp_path / "pr.png").read_bytes()[:4] == b"\x89PNG"

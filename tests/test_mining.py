@@ -88,3 +88,79 @@ def test_mine_recovers_noisy_copies_and_threshold():
 def test_mine_empty_input():
     s, i, j = mine_embeddings(np.zeros((0, 4), np.float32), np.ones((3, 4), np.float32), MineConfig())
     assert len(s) == len(i) == len(j) == 0
+
+
+@pytest.mark.parametrize("kind", ["eq9", "eq10"])
+def test_paper001_scores_against_brute_force(kind):
+    from bimine.mining.margin import score_candidates
+
+    rng = np.random.default_rng(3)
+    x, y, k = unit(rng, 15, 6), unit(rng, 18, 6), 4
+    sxy, ixy = knn_exact(x, y, k)
+    syx, iyx = knn_exact(y, x, k)
+    fwd, bwd = score_candidates(kind, k, sxy, ixy, syx, iyx)
+    full = x @ y.T
+
+    def nn_mean_x(a):
+        return np.sort(full[a])[::-1][:k].mean()
+
+    def nn_mean_y(b):
+        return np.sort(full[:, b])[::-1][:k].mean()
+
+    for a in range(15):
+        for c in range(k):
+            b, cos = ixy[a, c], full[a, ixy[a, c]]
+            if kind == "eq9":  # 001 Eq. 9: sum_{NN(x)} phi/2k + sum_{NN(y)} phi/2k, cosine added
+                m = sum(np.sort(full[a])[::-1][:k]) / (2 * k) + sum(np.sort(full[:, b])[::-1][:k]) / (2 * k)
+            else:  # Eq. 10: the query's own k neighbours only
+                m = nn_mean_x(a)
+            assert fwd[a, c] == pytest.approx(cos / m + cos, rel=1e-4)
+    for b in range(18):
+        for c in range(k):
+            a, cos = iyx[b, c], full[iyx[b, c], b]
+            m = (nn_mean_x(a) + nn_mean_y(b)) / 2 if kind == "eq9" else nn_mean_y(b)
+            assert bwd[b, c] == pytest.approx(cos / m + cos, rel=1e-4)
+
+
+def test_greedy_uses_all_candidates_one_to_one():
+    # every candidate of both directions, by score: (.9,0,0) taken, (.8,1,0) blocked by target 0,
+    # (.7,1,1) taken, (.6,1,2) blocked by source 1, (.5,0,1) blocked, (.4,2,2) taken
+    s, i, j = select_pairs(FWD_S, FWD_C, BWD_S, BWD_C, "greedy")
+    got = list(zip([round(v, 3) for v in s.tolist()], i.tolist(), j.tolist()))
+    assert got == [(0.9, 0, 0), (0.7, 1, 1), (0.4, 2, 2)]
+    assert len(set(i.tolist())) == len(i) and len(set(j.tolist())) == len(j)
+
+
+def test_greedy_matches_naive_one_to_one():
+    rng = np.random.default_rng(5)
+    fs, bs = rng.random((30, 4)), rng.random((25, 4))
+    fc, bc = rng.integers(0, 25, (30, 4)), rng.integers(0, 30, (25, 4))
+    s, i, j = select_pairs(fs, fc, bs, bc, "greedy")
+    cands = [(fs[a, c], a, fc[a, c]) for a in range(30) for c in range(4)]
+    cands += [(bs[b, c], bc[b, c], b) for b in range(25) for c in range(4)]
+    cands.sort(key=lambda t: -t[0])
+    used_a, used_b, want = set(), set(), []
+    for _sc, a, b in cands:
+        if a not in used_a and b not in used_b:
+            used_a.add(a)
+            used_b.add(b)
+            want.append((a, b))
+    assert list(zip(i.tolist(), j.tolist())) == [(int(a), int(b)) for a, b in want]
+
+
+def test_blank_rows_are_never_mined():
+    from bimine.mining.pipeline import mine_sides, side_from_array
+
+    rng = np.random.default_rng(4)
+    x = unit(rng, 10)
+    valid = np.array([0, 2, 3, 5, 6, 7, 8, 9])
+    s, i, j = mine_sides(side_from_array(x, valid), side_from_array(x.copy(), valid), MineConfig())
+    assert set(i.tolist()) <= set(valid.tolist()) and set(j.tolist()) <= set(valid.tolist())
+    assert np.all(i == j) and len(i) == len(valid)
+
+
+def test_copy_key():
+    from bimine.mining.pipeline import copy_key
+
+    assert copy_key("Hello, World 2024!") == copy_key("hello world.")
+    assert copy_key("Bonjour") != copy_key("Hello")

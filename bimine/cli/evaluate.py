@@ -12,7 +12,7 @@ from bimine.cli.main import cli
 
 @cli.group(name="eval")
 def eval_group() -> None:
-    """Evaluate models: retrieval precision (P@N)."""
+    """Evaluate models: retrieval precision (P@N), BUCC-style mining F1."""
 
 
 @eval_group.command()
@@ -61,3 +61,44 @@ def retrieval(
             )
         if r["skipped_empty"]:
             click.echo(f"  ({r['skipped_empty']} pairs with an empty side left out)")
+
+
+@eval_group.command()
+@click.option("--train-src", required=True, help="BUCC sentences '<id><TAB><text>' of the source, train split.")
+@click.option("--train-tgt", required=True, help="Target sentences, train split.")
+@click.option("--train-gold", required=True, help="Gold '<src_id><TAB><tgt_id>', train split.")
+@click.option("--test-src", required=True)
+@click.option("--test-tgt", required=True)
+@click.option("--test-gold", required=True)
+@click.option("--src-lang", required=True)
+@click.option("--tgt-lang", required=True)
+@click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
+@click.option("--score", "scores", multiple=True, default=("ratio",), show_default=True,
+              help="Score(s) to evaluate: ratio, distance, absolute, eq9, eq10 (repeatable).")
+@click.option("--strategy", "strategies", multiple=True, default=("max",), show_default=True,
+              help="Strategy(ies): forward, backward, intersection, max, greedy (repeatable).")
+@click.option("-k", "--k", "k", type=int, default=4, show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Save the precision-recall curve of the first score/strategy as a PNG.")
+@click.option("--json", "as_json", is_flag=True)
+def bucc(train_src, train_tgt, train_gold, test_src, test_tgt, test_gold, src_lang, tgt_lang, model, scores,
+         strategies, k, plot, as_json) -> None:
+    """Mining P/R/F1: threshold with the best F1 on the train split, applied to the test split."""
+    from bimine.encoders import load_encoder
+    from bimine.eval.bucc import bucc_eval, embed_split, read_bucc
+    from bimine.mining.pipeline import MineConfig
+
+    enc = load_encoder(model)
+    train = embed_split(read_bucc(train_src, train_tgt, train_gold), enc, src_lang, tgt_lang)
+    test = embed_split(read_bucc(test_src, test_tgt, test_gold), enc, src_lang, tgt_lang)
+    rows = []
+    for n, (sc, st) in enumerate((a, b) for a in scores for b in strategies):
+        rows.append(bucc_eval(train, test, MineConfig(k=k, score=sc, strategy=st), plot=plot if n == 0 else None))
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    click.echo(f"{'score':<9} {'strategy':<13} {'threshold':>9} {'P':>6} {'R':>6} {'F1':>6}  (test; train F1)")
+    for r in rows:
+        t = r["test"]
+        click.echo(f"{r['score']:<9} {r['strategy']:<13} {r['threshold']:9.4f} {100 * t['precision']:6.2f} "
+                   f"{100 * t['recall']:6.2f} {100 * t['f1']:6.2f}  ({100 * r['train']['f1']:.2f})")

@@ -1,0 +1,114 @@
+"""Time and peak memory of mining N x N sentences, and recall@k of the approximate index.
+
+Usage: python benchmarks/mining_scale.py --n 10000 100000 1000000 [--data ../shared/data] [--out .bench/scale]
+
+Sentences: side A = distinct English and French lines of the training pairs, side B = distinct
+German and Spanish lines plus the Bible matrix's other languages, in file order, first N of
+each (so the sides contain real translations and much unrelated text). For each N:
+
+1. end-to-end from text: ``bimine mine A B --work-dir W`` in a fresh process (embedding included);
+2. from embeddings: ``bimine mine A B --src-store W/src.store --tgt-store W/tgt.store`` again;
+3. recall@k: 2,000 random queries of A searched in the auto index over B, against exact search.
+
+Each run's wall time and peak RSS come from the mine command's own summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def collect(data: str, patterns: list[str], n: int) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for pat in patterns:
+        for path in sorted(glob.glob(os.path.join(data, pat))):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                for line in f:
+                    s = line.rstrip("\n")
+                    if s.strip() and s not in seen:
+                        seen.add(s)
+                        out.append(s)
+                        if len(out) == n:
+                            return out
+    raise SystemExit(f"only {len(out)} distinct lines for {patterns}; lower --n")
+
+
+def run_mine(args: list[str]) -> dict:
+    t = time.time()
+    p = subprocess.run([sys.executable, "-m", "bimine", "mine", *args, "--no-progress"], capture_output=True,
+                       text=True)
+    wall = time.time() - t
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    peak = float(re.search(r"peak memory (\d+) MB", p.stderr).group(1))
+    steps = re.search(r"time: (.*); peak", p.stderr).group(1)
+    index = re.search(r"index: ([^;]*);", p.stderr).group(1)
+    return {"wall_s": round(wall, 1), "peak_rss_mb": peak, "steps": steps, "index": index,
+            "pairs": int(re.search(r"(\d+) pairs written", p.stderr).group(1))}
+
+
+def recall(work: str, k: int, n_queries: int, nprobe: int) -> dict:
+    from bimine.index.faiss_index import IndexConfig, build_index, knn_search
+    from bimine.mining.knn import knn_exact
+    from bimine.store import EmbeddingStore
+
+    a = EmbeddingStore.open(os.path.join(work, "src.store"))
+    b = EmbeddingStore.open(os.path.join(work, "tgt.store"))
+    rng = np.random.default_rng(0)
+    qi = np.sort(rng.choice(a.rows, size=min(n_queries, a.rows), replace=False))
+    q = a.load()[qi]
+    keys = b.load()
+    idx = build_index(lambda: iter([(0, keys)]), len(keys), keys.shape[1], IndexConfig(nprobe=nprobe))
+    _, approx = knn_search(idx, iter([(0, q)]), len(q), k)
+    _, exact = knn_exact(q, keys, k)
+    r = np.mean([len(set(x) & set(y)) / k for x, y in zip(approx, exact)])
+    return {"index": idx.factory, "nprobe": nprobe, f"recall@{k}": round(float(r), 4), "queries": len(q)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, nargs="+", default=[10000, 100000, 1000000])
+    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--out", default=".bench/scale")
+    ap.add_argument("--nprobe", type=int, default=16)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    side_a = ["train/*/*.en-*.en.gz", "train/*/*.en-fr.fr.gz", "train/bible-sword/pairs/*.en.gz"]
+    side_b = ["train/*/*.en-de.de.gz", "train/*/*.en-es.es.gz", "train/bible-sword/pairs/*.de.gz",
+              "train/bible-sword/pairs/*.es.gz", "train/bible-sword/matrix/*.txt.gz"]
+    nmax = max(args.n)
+    a, b = collect(args.data, side_a, nmax), collect(args.data, side_b, nmax)
+    results = []
+    for n in sorted(args.n):
+        fa, fb = os.path.join(args.out, f"a.{n}.txt"), os.path.join(args.out, f"b.{n}.txt")
+        for path, lines in ((fa, a[:n]), (fb, b[:n])):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        work = os.path.join(args.out, f"work.{n}")
+        subprocess.run(["rm", "-rf", work])
+        common = [fa, fb, "--src-lang", "en", "--tgt-lang", "de", "--nprobe", str(args.nprobe)]
+        e2e = run_mine([*common, "-o", os.path.join(args.out, f"pairs.{n}.tsv"), "--work-dir", work])
+        emb = run_mine([*common, "-o", os.path.join(args.out, f"pairs2.{n}.tsv"),
+                        "--src-store", os.path.join(work, "src.store"), "--tgt-store", os.path.join(work, "tgt.store")])
+        rec = recall(work, 4, 2000, args.nprobe)
+        res = {"n": n, "end_to_end": e2e, "from_embeddings": emb, "recall": rec}
+        results.append(res)
+        print(json.dumps(res), flush=True)
+        subprocess.run(["rm", "-rf", work])
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
