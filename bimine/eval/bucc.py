@@ -176,20 +176,20 @@ def make_newstest_bucc(newstest_dir: str, xx: str, out_dir: str, gold_per_split:
         tgt += [(t, None) for y in tgt_years for t in lines(y, "en") if t.strip() and t not in gold_tgt]
         rng.shuffle(src)
         rng.shuffle(tgt)
-        sid = {}
-        with open(os.path.join(out_dir, f"{xx}-en.{split}.{xx}"), "w", encoding="utf-8") as f:
-            for n, (t, r) in enumerate(src):
-                i = f"{xx}-{split}-{n:06d}"
-                f.write(f"{i}\t{t}\n")
-                if r is not None:
-                    sid[r] = i
-        tid = {}
-        with open(os.path.join(out_dir, f"{xx}-en.{split}.en"), "w", encoding="utf-8") as f:
-            for n, (t, r) in enumerate(tgt):
-                i = f"en-{split}-{n:06d}"
-                f.write(f"{i}\t{t}\n")
-                if r is not None:
-                    tid[r] = i
+        sid = _write_side(os.path.join(out_dir, f"{xx}-en.{split}.{xx}"), src, f"{xx}-{split}")
+        tid = _write_side(os.path.join(out_dir, f"{xx}-en.{split}.en"), tgt, f"en-{split}")
         with open(os.path.join(out_dir, f"{xx}-en.{split}.gold"), "w", encoding="utf-8") as f:
             for r in gold_rows:
                 f.write(f"{sid[r]}\t{tid[r]}\n")
+
+
+def _write_side(path: str, rows: list[tuple[str, int | None]], prefix: str) -> dict[int, str]:
+    """Write ``<id><TAB><text>`` lines; return the id given to each gold row."""
+    ids = {}
+    with open(path, "w", encoding="utf-8") as f:
+        for n, (t, r) in enumerate(rows):
+            i = f"{prefix}-{n:06d}"
+            f.write(f"{i}\t{t}\n")
+            if r is not None:
+                ids[r] = i
+    return ids

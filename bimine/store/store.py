@@ -31,7 +31,7 @@ from bimine.embed import EmbedReport, batched, embed_lines
 from bimine.encoders.base import Encoder
 from bimine.errors import InputError
 from bimine.langs import normalize_lang
-from bimine.text.io import ReadStats, read_lines
+from bimine.text.io import ReadStats, count_lines, read_lines
 
 log = logging.getLogger(__name__)
 FORMAT = "bimine-store/1"
@@ -163,7 +163,9 @@ def build_store(
     report = EmbedReport(input_path)
     stats = ReadStats()
     shards = []
-    bar = tqdm(unit=" lines", disable=not progress, dynamic_ncols=True, desc="embed")
+    total = count_lines(input_path) if progress else None  # for the ETA; cheap next to embedding
+    bar = tqdm(total=total, unit=" lines", disable=not progress, dynamic_ncols=True,
+               desc=f"embed {os.path.basename(input_path)}")
     lines = read_lines(input_path, column=column, errors=errors, stats=stats)
     reused = 0
     blank: list[int] = []
