@@ -16,13 +16,14 @@ import time
 from bimine.config import apply_overrides, load_yaml
 from bimine.training.trainer import Trainer, load_train_config
 
+# one factor at a time from paper 000's setup (random negatives, one direction, no margin)
 VARIANTS = {
     "random-uni-m0": ["loss.bidirectional=false", "loss.margin=0.0"],
-    "random-uni-m0.3": ["loss.bidirectional=false", "loss.margin=0.3"],
     "random-bi-m0": ["loss.bidirectional=true", "loss.margin=0.0"],
     "random-bi-m0.3": ["loss.bidirectional=true", "loss.margin=0.3"],
-    "hard3-uni-m0": ["loss.bidirectional=false", "loss.margin=0.0", "hard_negatives.per_example=3"],
     "hard3-bi-m0.3": ["loss.bidirectional=true", "loss.margin=0.3", "hard_negatives.per_example=3"],
+    "hard3-uni-m0": ["loss.bidirectional=false", "loss.margin=0.0", "hard_negatives.per_example=3"],
+    "random-uni-m0.3": ["loss.bidirectional=false", "loss.margin=0.3"],
 }
 
 
@@ -32,6 +33,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--out", default=".bench/ablations")
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     from benchmarks.dev_sets import evaluate_model
 
@@ -47,6 +49,7 @@ def main() -> None:
             "hard_negatives.per_example=0",
             f"hard_negatives.start_step={args.steps // 2}",
             "train.checkpoint_every=100000",
+            f"train.threads={args.threads}",
         ]
         data = apply_overrides(load_yaml(args.config), base + over)
         data["data"]["dev"] = []

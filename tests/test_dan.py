@@ -31,7 +31,7 @@ def model_featurizer(model):
     return Featurizer(model.cfg.features)
 
 
-@pytest.mark.parametrize("quantize,tol", [("none", 1e-5), ("float16", 2e-3), ("int8", 3e-2)])
+@pytest.mark.parametrize("quantize,tol", [("none", 1e-5), ("float16", 2e-3), ("int8", 3e-2), ("pq8", 0.25)])
 def test_numpy_matches_torch(quantize, tol):
     torch.manual_seed(0)
     cfg = small_cfg()
@@ -91,3 +91,22 @@ def test_load_encoder_errors(tmp_path):
 
     with pytest.raises(ConfigError, match="no config.json"):
         load_encoder(tmp_path)
+
+
+def test_pq_codes_are_nearest_centroids():
+    """PQ export: every sub-vector is coded by its nearest centroid (brute force), and lookup decodes it."""
+    from bimine.encoders.dan import EmbeddingTable
+    from bimine.training.model import _product_quantize
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3000, 16)).astype(np.float32)
+    q = _product_quantize(w, 4, "e.")
+    table = EmbeddingTable.from_weights(q, "e.")
+    cb = q["e.codebook"]  # (4, 256, 4)
+    ids = np.arange(0, 3000, 97)
+    dec = table.lookup(ids)
+    for r, i in enumerate(ids):
+        for m in range(4):
+            sub = w[i, 4 * m : 4 * m + 4]
+            best = np.argmin(((cb[m] - sub) ** 2).sum(axis=1))
+            np.testing.assert_allclose(dec[r, 4 * m : 4 * m + 4], cb[m, best], rtol=1e-5, atol=1e-6)

@@ -92,3 +92,10 @@ def test_batch_throughput_is_linear_shape():
     f = Featurizer(FeatureConfig())
     ids, off = f.featurize(["a b c"] * 1000, "en")
     assert len(off) == 1001 and np.all(np.diff(off) == off[1])
+
+
+def test_num_hashes_multiplies_features_and_keeps_the_first():
+    one = Featurizer(FeatureConfig(num_hashes=1)).featurize(["le chat"], "fr")
+    two = Featurizer(FeatureConfig(num_hashes=2)).featurize(["le chat"], "fr")
+    assert two[1][1] == 2 * one[1][1]
+    assert set(one[0].tolist()) <= set(two[0].tolist())

@@ -7,8 +7,9 @@ Forward pass for one sentence with hashed features ``f_1..f_n``::
     u = W_L h_{L-1} + b_L                               # last layer: no ReLU
     u = u / ||u||                                       # L2-normalised output
 
-The embedding table may be stored as float32/float16, or int8 with one float scale per row
-(``embedding.scale``), which quarters its size; rows are dequantised after the lookup.
+The embedding table may be stored as float32/float16, as int8 with one float scale per row
+(``embedding.scale``), which quarters its size, or product-quantised (``embedding.codes`` +
+``embedding.codebook``, m bytes per row); rows are decoded after the lookup.
 With ``shared: false`` each language has its own tower (paper 000); with ``shared: true``
 all languages use one (paper 001). Needs only NumPy and safetensors: no torch.
 """
@@ -83,6 +84,44 @@ class DANConfig:
         return cfg
 
 
+class EmbeddingTable:
+    """The n-gram embedding table in one of three storage forms, read row by row.
+
+    dense: ``weight`` (float32/float16); int8: ``weight`` int8 plus ``scale`` (one float per
+    row); pq: ``codes`` (uint8, rows x m) plus ``codebook`` (m x 256 x d/m), product
+    quantisation as in FAISS, a row being the concatenation of its m sub-vector centroids.
+    """
+
+    def __init__(self, weight=None, scale=None, codes=None, codebook=None) -> None:
+        self.weight, self.scale, self.codes, self.codebook = weight, scale, codes, codebook
+        if codes is not None:
+            m, _, dsub = codebook.shape
+            self.shape = (codes.shape[0], m * dsub)
+            self._sub = np.arange(m)
+        else:
+            if scale is None and weight.dtype != np.float32:
+                self.weight = weight.astype(np.float32)
+            self.shape = weight.shape
+            if scale is not None:
+                self.scale = scale.astype(np.float32).reshape(-1, 1)
+
+    @classmethod
+    def from_weights(cls, weights: dict[str, np.ndarray], prefix: str) -> EmbeddingTable:
+        if prefix + "codes" in weights:
+            return cls(codes=weights[prefix + "codes"], codebook=weights[prefix + "codebook"].astype(np.float32))
+        return cls(weight=weights[prefix + "weight"], scale=weights.get(prefix + "scale"))
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """float32 rows ``ids`` of the table."""
+        if self.codes is not None:
+            c = self.codes[ids]  # (n, m)
+            return self.codebook[self._sub, c].reshape(len(ids), -1)
+        rows = self.weight[ids]
+        if self.scale is not None:
+            rows = rows.astype(np.float32) * self.scale[ids]
+        return rows
+
+
 def _l2_normalize(x: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(norm, 1e-12)
@@ -108,8 +147,7 @@ class DANEncoder:
         for t in config.towers():
             p = f"{t}."
             try:
-                emb = weights[p + "embedding.weight"]
-                scale = weights.get(p + "embedding.scale")
+                table = EmbeddingTable.from_weights(weights, p + "embedding.")
                 layers = [
                     (
                         np.ascontiguousarray(weights[f"{p}layers.{i}.weight"].T, dtype=np.float32),
@@ -119,16 +157,12 @@ class DANEncoder:
                 ]
             except KeyError as e:
                 raise ConfigError(f"model weights lack tensor {e.args[0]!r}") from None
-            if emb.shape != (config.features.buckets, config.embed_dim):
+            if table.shape != (config.features.buckets, config.embed_dim):
                 raise ConfigError(
-                    f"embedding table has shape {emb.shape}, config says "
+                    f"embedding table has shape {table.shape}, config says "
                     f"({config.features.buckets}, {config.embed_dim})"
                 )
-            if scale is not None:
-                scale = scale.astype(np.float32).reshape(-1, 1)
-            elif emb.dtype != np.float32:
-                emb = emb.astype(np.float32)
-            self._towers[t] = (emb, scale, layers)
+            self._towers[t] = (table, layers)
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> DANEncoder:
@@ -147,14 +181,12 @@ class DANEncoder:
 
     def pooled(self, sentences: list[str], lang: str) -> np.ndarray:
         """The averaged n-gram embedding (input of the feed-forward stack), float32."""
-        emb, scale, _ = self._towers[self.config.tower_for(lang)]
+        table, _ = self._towers[self.config.tower_for(lang)]
         ids, offsets = self.featurizer.featurize(sentences, lang)
         n = len(sentences)
         counts = np.diff(offsets)
-        rows = emb[ids]
-        if scale is not None:
-            rows = rows.astype(np.float32) * scale[ids]
-        out = np.zeros((n, emb.shape[1]), dtype=np.float32)
+        rows = table.lookup(ids)
+        out = np.zeros((n, table.shape[1]), dtype=np.float32)
         nonempty = counts > 0
         if len(ids):
             sums = np.add.reduceat(rows, offsets[:-1][nonempty], axis=0, dtype=np.float32)
@@ -165,7 +197,7 @@ class DANEncoder:
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows."""
         tower = self.config.tower_for(lang)
-        _, _, layers = self._towers[tower]
+        _, layers = self._towers[tower]
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         bs = self.batch_size
         for i in range(0, len(sentences), bs):

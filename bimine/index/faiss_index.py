@@ -130,7 +130,11 @@ def build_index(shards: Callable[[], Iterable[tuple[int, np.ndarray]]], n_total:
     """Train (on a sample) and fill an index from ``shards()``, an iterable of (start, rows)."""
     idx = KeyIndex(d, n_total, cfg)
     if idx.needs_training:
-        idx.train(sample_rows(shards, n_total, idx.train_sample_size(), cfg.seed))
+        sample = sample_rows(shards, n_total, idx.train_sample_size(), cfg.seed)
+        log.info(f"training {idx.factory} on {len(sample)} sampled vectors")
+        if progress is not None:
+            progress.set_postfix_str(f"training {idx.factory} on {len(sample)} vectors")
+        idx.train(sample)
     for _, a in shards():
         idx.add(a)
         if progress is not None:

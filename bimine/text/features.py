@@ -32,6 +32,8 @@ class FeatureConfig:
     ``char_ngrams``/``nospace_char_ngrams`` are inclusive ``(min, max)`` lengths; ``None``
     turns character n-grams off. ``word_ngrams`` lists the word n-gram orders (1 and/or 2).
     ``max_chars`` truncates overlong sentences before featurising (the caller counts them).
+    ``num_hashes`` > 1 gives each n-gram that many buckets (hash embeddings, Svenstrup et al.
+    2017): two n-grams then share their whole representation only if all hashes collide.
     """
 
     buckets: int = 1 << 18
@@ -40,10 +42,13 @@ class FeatureConfig:
     nospace_char_ngrams: tuple[int, int] | None = (1, 4)
     lowercase: bool = True
     max_chars: int = 1000
+    num_hashes: int = 1
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
             raise ConfigError("features.buckets must be >= 1")
+        if not 1 <= self.num_hashes <= 4:
+            raise ConfigError("features.num_hashes must be 1 to 4")
         if any(n not in (1, 2) for n in self.word_ngrams):
             raise ConfigError("features.word_ngrams may contain 1 and 2 only")
         for name in ("char_ngrams", "nospace_char_ngrams"):
@@ -144,10 +149,11 @@ class Featurizer:
         all_sid: list[np.ndarray] = []
 
         def add(h: np.ndarray, s: np.ndarray, salt: int) -> None:
-            with np.errstate(over="ignore"):
-                z = _splitmix64(h + np.uint64(salt) * np.uint64(0x9E3779B97F4A7C15))
-            all_ids.append((z % np.uint64(cfg.buckets)).astype(np.int64))
-            all_sid.append(s)
+            for r in range(cfg.num_hashes):
+                with np.errstate(over="ignore"):
+                    z = _splitmix64(h + np.uint64(salt + 1000 * r) * np.uint64(0x9E3779B97F4A7C15))
+                all_ids.append((z % np.uint64(cfg.buckets)).astype(np.int64))
+                all_sid.append(s)
 
         # character n-grams over the normalised sentence with its boundary spaces
         rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams

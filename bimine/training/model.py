@@ -86,7 +86,8 @@ class TorchDAN(nn.Module):
         """Weights as the NumPy encoder reads them; ``quantize`` is ``int8``, ``float16`` or ``none``.
 
         int8: each embedding row is scaled by max|row|/127 and rounded; the scale is stored
-        as float32 under ``<tower>.embedding.scale``.
+        as float32 under ``<tower>.embedding.scale``. pqM (e.g. pq32): FAISS product
+        quantisation with M sub-vectors of 8 bits (M bytes per row), trained on the rows.
         """
         out: dict[str, np.ndarray] = {}
         for name, t in self.towers.items():
@@ -102,9 +103,27 @@ class TorchDAN(nn.Module):
                 out[f"{name}.embedding.weight"] = w.astype(np.float16)
             elif quantize == "none":
                 out[f"{name}.embedding.weight"] = w
+            elif quantize.startswith("pq"):
+                out.update(_product_quantize(w, int(quantize[2:]), f"{name}.embedding."))
             else:
-                raise ValueError(f"quantize must be int8, float16 or none, not {quantize!r}")
+                raise ValueError(f"quantize must be int8, float16, none or pqM, not {quantize!r}")
             for i, layer in enumerate(t.layers):
                 out[f"{name}.layers.{i}.weight"] = layer.weight.detach().cpu().numpy().astype(np.float32)
                 out[f"{name}.layers.{i}.bias"] = layer.bias.detach().cpu().numpy().astype(np.float32)
         return out
+
+
+def _product_quantize(w: np.ndarray, m: int, prefix: str, train_rows: int = 262144, seed: int = 0) -> dict:
+    """Codes (rows x m, uint8) and codebook (m x 256 x d/m) of ``w`` with faiss.ProductQuantizer."""
+    import faiss
+
+    d = w.shape[1]
+    if m < 1 or d % m:
+        raise ValueError(f"pq{m}: the embedding width {d} must be a multiple of {m}")
+    pq = faiss.ProductQuantizer(d, m, 8)
+    rng = np.random.default_rng(seed)
+    sample = w[rng.choice(len(w), size=min(train_rows, len(w)), replace=False)]
+    pq.train(np.ascontiguousarray(sample))
+    codes = pq.compute_codes(np.ascontiguousarray(w))
+    codebook = faiss.vector_to_array(pq.centroids).reshape(m, pq.ksub, pq.dsub)
+    return {prefix + "codes": codes.astype(np.uint8), prefix + "codebook": codebook.astype(np.float32)}

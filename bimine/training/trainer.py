@@ -105,8 +105,9 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
         cfg.data.root = os.path.join(base_dir, os.path.expandvars(cfg.data.root))
     if not cfg.data.train:
         raise ConfigError("data.train lists no corpus")
-    if cfg.export_quantize not in ("int8", "float16", "none"):
-        raise ConfigError("export_quantize must be int8, float16 or none")
+    q = cfg.export_quantize
+    if q not in ("int8", "float16", "none") and not (q.startswith("pq") and q[2:].isdigit()):
+        raise ConfigError("export_quantize must be int8, float16, none or pqM (e.g. pq32)")
     if not cfg.model.shared:
         langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
         from bimine.langs import normalize_lang
