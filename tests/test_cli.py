@@ -278,3 +278,14 @@ def test_eval_bucc(tmp_path, tiny_model):
     pytest.importorskip("matplotlib")
     r = run(*args, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "--plot", tmp_path / "pr.png")
     assert r.exit_code == 0 and (tmp_path / "pr.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+def test_mine_empty_or_blank_file(tmp_path, tiny_model, content):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(content)
+    b.write_text("some text\nmore text\n")
+    out = tmp_path / "p.tsv"
+    r = run("mine", a, b, "--src-lang", "en", "--tgt-lang", "fr", "--model", tiny_model, "-o", out, "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert out.read_text() == "" and "0 pairs written" in r.output

@@ -31,7 +31,7 @@ def model_featurizer(model):
     return Featurizer(model.cfg.features)
 
 
-@pytest.mark.parametrize("quantize,tol", [("none", 1e-5), ("float16", 2e-3), ("int8", 3e-2), ("pq8", 0.25)])
+@pytest.mark.parametrize("quantize,tol", [("none", 1e-5), ("float16", 2e-3), ("int8", 3e-2), ("int4", 0.1), ("pq8", 0.25)])
 def test_numpy_matches_torch(quantize, tol):
     torch.manual_seed(0)
     cfg = small_cfg()
@@ -110,3 +110,16 @@ def test_pq_codes_are_nearest_centroids():
             sub = w[i, 4 * m : 4 * m + 4]
             best = np.argmin(((cb[m] - sub) ** 2).sum(axis=1))
             np.testing.assert_allclose(dec[r, 4 * m : 4 * m + 4], cb[m, best], rtol=1e-5, atol=1e-6)
+
+
+def test_int4_roundtrip_exact_on_grid():
+    from bimine.encoders.dan import EmbeddingTable
+    from bimine.training.model import _int4_quantize
+
+    rng = np.random.default_rng(1)
+    scale = rng.uniform(0.5, 2, size=(50, 1)).astype(np.float16).astype(np.float32)
+    codes = rng.integers(-7, 8, size=(50, 12))
+    codes[:, 0] = 7  # max |code| is 7 on every row, so the scale is recovered exactly
+    w = (codes * scale).astype(np.float32)
+    t = EmbeddingTable.from_weights(_int4_quantize(w, "e."), "e.")
+    np.testing.assert_allclose(t.lookup(np.arange(50)), w, rtol=1e-3, atol=1e-3)

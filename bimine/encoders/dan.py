@@ -88,13 +88,17 @@ class EmbeddingTable:
     """The n-gram embedding table in one of three storage forms, read row by row.
 
     dense: ``weight`` (float32/float16); int8: ``weight`` int8 plus ``scale`` (one float per
-    row); pq: ``codes`` (uint8, rows x m) plus ``codebook`` (m x 256 x d/m), product
+    row); int4: ``nibbles`` (two 4-bit values per byte) plus ``scale``; pq: ``codes`` (uint8, rows x m) plus ``codebook`` (m x 256 x d/m), product
     quantisation as in FAISS, a row being the concatenation of its m sub-vector centroids.
     """
 
-    def __init__(self, weight=None, scale=None, codes=None, codebook=None) -> None:
+    def __init__(self, weight=None, scale=None, codes=None, codebook=None, nibbles=None) -> None:
         self.weight, self.scale, self.codes, self.codebook = weight, scale, codes, codebook
-        if codes is not None:
+        self.nibbles = nibbles
+        if nibbles is not None:
+            self.shape = (nibbles.shape[0], 2 * nibbles.shape[1])
+            self.scale = scale.astype(np.float32).reshape(-1, 1)
+        elif codes is not None:
             m, _, dsub = codebook.shape
             self.shape = (codes.shape[0], m * dsub)
             self._sub = np.arange(m)
@@ -107,12 +111,23 @@ class EmbeddingTable:
 
     @classmethod
     def from_weights(cls, weights: dict[str, np.ndarray], prefix: str) -> EmbeddingTable:
+        if prefix + "nibbles" in weights:
+            return cls(nibbles=weights[prefix + "nibbles"], scale=weights[prefix + "scale"])
         if prefix + "codes" in weights:
             return cls(codes=weights[prefix + "codes"], codebook=weights[prefix + "codebook"].astype(np.float32))
         return cls(weight=weights[prefix + "weight"], scale=weights.get(prefix + "scale"))
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """float32 rows ``ids`` of the table."""
+        if self.nibbles is not None:
+            b = self.nibbles[ids]
+            out = np.empty((len(ids), b.shape[1], 2), dtype=np.float32)
+            out[:, :, 0] = b & 15
+            np.right_shift(b, 4, out=b)
+            out[:, :, 1] = b
+            out -= 8.0
+            out *= self.scale[ids][:, :, None]
+            return out.reshape(len(ids), -1)
         if self.codes is not None:
             c = self.codes[ids]  # (n, m)
             return self.codebook[self._sub, c].reshape(len(ids), -1)
@@ -136,7 +151,7 @@ class DANEncoder:
         weights: dict[str, np.ndarray],
         *,
         model_id: str = "dan",
-        batch_size: int = 512,
+        batch_size: int = 4096,
     ) -> None:
         self.config = config
         self.featurizer = Featurizer(config.features)
@@ -180,19 +195,24 @@ class DANEncoder:
         return cls(config, weights, model_id=f"dan-{digest}", **kwargs)
 
     def pooled(self, sentences: list[str], lang: str) -> np.ndarray:
-        """The averaged n-gram embedding (input of the feed-forward stack), float32."""
+        """The n-gram embeddings summed and divided by sqrt(n): input of the feed-forward stack.
+
+        Each distinct feature of the batch is decoded once; the per-sentence sums are one
+        sparse (sentences x distinct features) by dense product. Measured ~7x faster than
+        gathering one row per occurrence and ``np.add.reduceat`` (docs/decisions.md).
+        """
+        from scipy.sparse import csr_matrix
+
         table, _ = self._towers[self.config.tower_for(lang)]
         ids, offsets = self.featurizer.featurize(sentences, lang)
         n = len(sentences)
+        if len(ids) == 0:
+            return np.zeros((n, table.shape[1]), dtype=np.float32)
         counts = np.diff(offsets)
-        rows = table.lookup(ids)
-        out = np.zeros((n, table.shape[1]), dtype=np.float32)
-        nonempty = counts > 0
-        if len(ids):
-            sums = np.add.reduceat(rows, offsets[:-1][nonempty], axis=0, dtype=np.float32)
-            out[nonempty] = sums
-        out /= np.sqrt(np.maximum(counts, 1)).astype(np.float32)[:, None]
-        return out
+        uniq, inv = np.unique(ids, return_inverse=True)
+        weights = np.repeat((1.0 / np.sqrt(np.maximum(counts, 1))).astype(np.float32), counts)
+        bags = csr_matrix((weights, inv.reshape(-1), offsets), shape=(n, len(uniq)))
+        return np.asarray(bags @ table.lookup(uniq), dtype=np.float32)
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows."""

@@ -99,6 +99,8 @@ class TorchDAN(nn.Module):
                     np.int8
                 )
                 out[f"{name}.embedding.scale"] = scale.astype(np.float32)
+            elif quantize == "int4":
+                out.update(_int4_quantize(w, f"{name}.embedding."))
             elif quantize == "float16":
                 out[f"{name}.embedding.weight"] = w.astype(np.float16)
             elif quantize == "none":
@@ -106,7 +108,7 @@ class TorchDAN(nn.Module):
             elif quantize.startswith("pq"):
                 out.update(_product_quantize(w, int(quantize[2:]), f"{name}.embedding."))
             else:
-                raise ValueError(f"quantize must be int8, float16, none or pqM, not {quantize!r}")
+                raise ValueError(f"quantize must be int8, int4, float16, none or pqM, not {quantize!r}")
             for i, layer in enumerate(t.layers):
                 out[f"{name}.layers.{i}.weight"] = layer.weight.detach().cpu().numpy().astype(np.float32)
                 out[f"{name}.layers.{i}.bias"] = layer.bias.detach().cpu().numpy().astype(np.float32)
@@ -127,3 +129,18 @@ def _product_quantize(w: np.ndarray, m: int, prefix: str, train_rows: int = 2621
     codes = pq.compute_codes(np.ascontiguousarray(w))
     codebook = faiss.vector_to_array(pq.centroids).reshape(m, pq.ksub, pq.dsub)
     return {prefix + "codes": codes.astype(np.uint8), prefix + "codebook": codebook.astype(np.float32)}
+
+
+def _int4_quantize(w: np.ndarray, prefix: str) -> dict:
+    """4-bit codes, two per byte (``nibbles``: rows x d/2 uint8), and a float16 scale per row.
+
+    A value is ``(code - 8) * scale`` with ``code`` in 1..15 and ``scale = max|row| / 7``.
+    """
+    if w.shape[1] % 2:
+        raise ValueError("int4 needs an even embedding width")
+    scale = np.abs(w).max(axis=1) / 7.0
+    scale[scale == 0] = 1.0
+    scale = scale.astype(np.float16)
+    q = np.clip(np.rint(w / scale.astype(np.float32)[:, None]), -7, 7).astype(np.int16) + 8
+    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
+    return {prefix + "nibbles": packed, prefix + "scale": scale}

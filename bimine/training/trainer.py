@@ -106,8 +106,8 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     if not cfg.data.train:
         raise ConfigError("data.train lists no corpus")
     q = cfg.export_quantize
-    if q not in ("int8", "float16", "none") and not (q.startswith("pq") and q[2:].isdigit()):
-        raise ConfigError("export_quantize must be int8, float16, none or pqM (e.g. pq32)")
+    if q not in ("int8", "int4", "float16", "none") and not (q.startswith("pq") and q[2:].isdigit()):
+        raise ConfigError("export_quantize must be int8, int4, float16, none or pqM (e.g. pq32)")
     if not cfg.model.shared:
         langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
         from bimine.langs import normalize_lang
