@@ -99,3 +99,12 @@ def test_num_hashes_multiplies_features_and_keeps_the_first():
     two = Featurizer(FeatureConfig(num_hashes=2)).featurize(["le chat"], "fr")
     assert two[1][1] == 2 * one[1][1]
     assert set(one[0].tolist()) <= set(two[0].tolist())
+
+
+def test_char_ngrams_within_words():
+    cfg = FeatureConfig(buckets=1 << 30, word_ngrams=(), char_ngrams=(3, 3), cross_word_chars=False)
+    ids, off = Featurizer(cfg).featurize(["ab cd"], "en")
+    # " ab cd ": 3-grams " ab", "ab ", "b c"(crosses), " cd", "cd " -> 4 kept
+    assert off[1] == 4
+    full = Featurizer(FeatureConfig(buckets=1 << 30, word_ngrams=(), char_ngrams=(3, 3))).featurize(["ab cd"], "en")
+    assert full[1][1] == 5 and set(ids.tolist()) < set(full[0].tolist())

@@ -32,6 +32,9 @@ class FeatureConfig:
     ``char_ngrams``/``nospace_char_ngrams`` are inclusive ``(min, max)`` lengths; ``None``
     turns character n-grams off. ``word_ngrams`` lists the word n-gram orders (1 and/or 2).
     ``max_chars`` truncates overlong sentences before featurising (the caller counts them).
+    ``cross_word_chars``: character n-grams may span a space inside them (``"t c"`` of
+    ``"chat chaud"``); when False they stay within a word plus its boundary spaces, as the
+    per-token n-grams of paper 001 (``" chat"``, ``"hat "``).
     ``num_hashes`` > 1 gives each n-gram that many buckets (hash embeddings, Svenstrup et al.
     2017): two n-grams then share their whole representation only if all hashes collide.
     """
@@ -43,6 +46,7 @@ class FeatureConfig:
     lowercase: bool = True
     max_chars: int = 1000
     num_hashes: int = 1
+    cross_word_chars: bool = True
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
@@ -158,12 +162,16 @@ class Featurizer:
         # character n-grams over the normalised sentence with its boundary spaces
         rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
         if rng is not None:
+            # cumulative count of spaces, to find n-grams with a space strictly inside
+            spaces = np.concatenate([[0], np.cumsum(c == 32)])
             # positions that may start/end an n-gram: inside a sentence, not the separator
             for k in range(rng[0], rng[1] + 1):
                 if L < k:
                     continue
                 a = np.arange(L - k + 1)
                 ok = (sid[a] == sid[a + k - 1]) & ~is_sep[a] & ~is_sep[a + k - 1]
+                if not cfg.cross_word_chars and k > 2:
+                    ok &= spaces[a + k - 1] - spaces[a + 1] == 0
                 a = a[ok]
                 # an n-gram of only spaces carries nothing
                 if k == 1:
