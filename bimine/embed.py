@@ -54,6 +54,15 @@ def batched(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
+def resolve_workers(workers: int, encoder: Encoder) -> int:
+    """``workers`` as asked, or for 0 one per CPU core for the NumPy DAN (1 for others)."""
+    if workers > 0:
+        return workers
+    from bimine.encoders.dan import DANEncoder
+
+    return (os.cpu_count() or 1) if isinstance(encoder, DANEncoder) else 1
+
+
 def max_chars_of(encoder: Encoder) -> int | None:
     cfg = getattr(encoder, "config", None)
     return getattr(getattr(cfg, "features", None), "max_chars", None)
@@ -67,19 +76,62 @@ def embed_lines(
     batch_size: int = 8192,
     report: EmbedReport | None = None,
     progress=None,
+    workers: int = 1,
 ) -> Iterator[np.ndarray]:
-    """Yield ``(batch, dim)`` float32 arrays for ``lines`` in order, counting overlong lines."""
+    """Yield ``(batch, dim)`` float32 arrays for ``lines`` in order, counting overlong lines.
+
+    ``workers`` > 1 encodes batches in that many forked processes (in order); the encoder
+    is inherited by the children, not copied through pipes.
+    """
     lang = normalize_lang(lang)
     limit = max_chars_of(encoder)
-    for batch in batched(lines, batch_size):
-        if report is not None:
-            report.lines += len(batch)
-            report.empty += sum(1 for s in batch if not s)
-            if limit:
-                report.truncated += sum(1 for s in batch if len(s) > limit)
-        yield encoder.encode(batch, lang)
-        if progress is not None:
-            progress.update(len(batch))
+
+    def counted() -> Iterator[list[str]]:
+        for batch in batched(lines, batch_size):
+            if report is not None:
+                report.lines += len(batch)
+                report.empty += sum(1 for s in batch if not s)
+                if limit:
+                    report.truncated += sum(1 for s in batch if len(s) > limit)
+            yield batch
+
+    if workers <= 1:
+        for b in counted():
+            emb = encoder.encode(b, lang)
+            yield emb
+            if progress is not None:
+                progress.update(len(emb))
+        return
+    import multiprocessing as mp
+    from collections import deque
+
+    global _WORKER_ENCODER
+    _WORKER_ENCODER = encoder
+    pool = mp.get_context("fork").Pool(workers)
+    pending: deque = deque()  # at most 2 batches per worker in flight: memory stays bounded
+    try:
+        for b in counted():
+            pending.append(pool.apply_async(_encode_in_worker, ((b, lang),)))
+            if len(pending) >= 2 * workers:
+                emb = pending.popleft().get()
+                yield emb
+                if progress is not None:
+                    progress.update(len(emb))
+        while pending:
+            emb = pending.popleft().get()
+            yield emb
+            if progress is not None:
+                progress.update(len(emb))
+    finally:
+        pool.terminate()
+
+
+_WORKER_ENCODER: Encoder | None = None
+
+
+def _encode_in_worker(job: tuple[list[str], str]) -> np.ndarray:
+    batch, lang = job
+    return _WORKER_ENCODER.encode(batch, lang)
 
 
 def embed_file(
@@ -92,6 +144,7 @@ def embed_file(
     errors: str = "strict",
     batch_size: int = 8192,
     progress: bool = True,
+    workers: int = 1,
 ) -> EmbedReport:
     """Embed every line of ``path`` into the ``.npy`` file ``output`` (written atomically).
 
@@ -118,6 +171,7 @@ def embed_file(
                 batch_size=batch_size,
                 report=report,
                 progress=bar,
+                workers=workers,
             ):
                 raw.write(np.ascontiguousarray(emb, dtype="<f4").tobytes())
                 n += len(emb)

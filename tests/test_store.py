@@ -31,7 +31,8 @@ def test_store_rows_equal_direct_embedding(tmp_path, tiny_model):
     assert st.rows == 2500 and [s["rows"] for s in st.manifest["shards"]] == [1000, 1000, 500]
     got = EmbeddingStore.open(tmp_path / "st").load()
     want = enc.encode(lines, "en").astype(np.float16).astype(np.float32)
-    np.testing.assert_array_equal(got, want)
+    # batches differ (shards vs one call), so float sums may round differently: 1 float16 ulp
+    np.testing.assert_allclose(got, want, atol=2e-3, rtol=0)
     blank = [i for i, s in enumerate(lines) if not s.strip()]
     assert st.blank_lines().tolist() == blank and st.manifest["blank_lines"] == len(blank)
 

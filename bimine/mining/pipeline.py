@@ -243,7 +243,7 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
 
 
 def _side_store(path: str, store: str | None, encoder: Encoder, lang: str, work: Path, name: str,
-                errors: str, progress: bool, report: MineReport) -> EmbeddingStore:
+                errors: str, progress: bool, report: MineReport, workers: int = 1) -> EmbeddingStore:
     if store:
         st = EmbeddingStore.open(store)
         st.check_model(encoder.model_id)
@@ -253,7 +253,8 @@ def _side_store(path: str, store: str | None, encoder: Encoder, lang: str, work:
             raise InputError(f"{store}: was built from another file than {path} (checksums differ)")
         return st
     t = time.time()
-    st, _ = build_store(path, work / f"{name}.store", encoder, lang, errors=errors, progress=progress)
+    st, _ = build_store(path, work / f"{name}.store", encoder, lang, errors=errors, progress=progress,
+                        workers=workers)
     report.seconds[f"embed {name}"] = time.time() - t
     return st
 
@@ -261,7 +262,7 @@ def _side_store(path: str, store: str | None, encoder: Encoder, lang: str, work:
 def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: str, tgt_lang: str,
                cfg: MineConfig = MineConfig(), src_store: str | None = None, tgt_store: str | None = None,
                work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
-               errors: str = "strict", progress: bool = True) -> MineReport:
+               errors: str = "strict", progress: bool = True, workers: int = 1) -> MineReport:
     """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -277,8 +278,8 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
         tmpdir = tempfile.TemporaryDirectory(prefix="bimine-mine-")
         work = Path(tmpdir.name)
     try:
-        sx = _side_store(src, src_store, encoder, src_lang, work, "src", errors, progress, report)
-        sy = _side_store(tgt, tgt_store, encoder, tgt_lang, work, "tgt", errors, progress, report)
+        sx = _side_store(src, src_store, encoder, src_lang, work, "src", errors, progress, report, workers)
+        sy = _side_store(tgt, tgt_store, encoder, tgt_lang, work, "tgt", errors, progress, report, workers)
         x, y = side_from_store(sx), side_from_store(sy)
         report.src_sentences, report.tgt_sentences = x.n_rows, y.n_rows
         report.src_blank, report.tgt_blank = x.n_rows - len(x.valid), y.n_rows - len(y.valid)

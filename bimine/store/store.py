@@ -39,6 +39,8 @@ FORMAT = "bimine-store/1"
 
 def file_checksum(path: str | os.PathLike) -> str:
     """sha256 of the file's bytes (of the compressed bytes for a compressed file)."""
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file")
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 22):
@@ -124,6 +126,7 @@ class EmbeddingStore:
 def build_store(
     input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *, shard_size: int = 1_000_000,
     column: int | None = None, errors: str = "strict", batch_size: int = 8192, progress: bool = True,
+    workers: int = 1,
 ) -> tuple[EmbeddingStore, EmbedReport]:
     """Embed ``input_path`` into a store at ``out_dir``, reusing finished shards of an earlier run.
 
@@ -182,7 +185,8 @@ def build_store(
                 reused += 1
                 continue
             f.unlink()  # a last shard of a different length: the input changed size? rebuild
-        parts = list(embed_lines(encoder, chunk, lang, batch_size=batch_size, report=report, progress=bar))
+        parts = list(embed_lines(encoder, chunk, lang, batch_size=batch_size, report=report, progress=bar,
+                                 workers=workers))
         emb = np.concatenate(parts).astype(np.float16)
         tmp = f.with_name(f.name + ".tmp")
         with open(tmp, "wb") as fh:
