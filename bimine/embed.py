@@ -95,33 +95,31 @@ def embed_lines(
                     report.truncated += sum(1 for s in batch if len(s) > limit)
             yield batch
 
-    if workers <= 1:
-        for b in counted():
-            emb = encoder.encode(b, lang)
-            yield emb
-            if progress is not None:
-                progress.update(len(emb))
-        return
+    embeddings = (
+        (encoder.encode(b, lang) for b in counted()) if workers <= 1 else _encode_in_pool(encoder, counted(), lang, workers)
+    )
+    for emb in embeddings:
+        yield emb
+        if progress is not None:
+            progress.update(len(emb))
+
+
+def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, workers: int) -> Iterator[np.ndarray]:
+    """Encode ``batches`` in forked worker processes, in order, with at most 2 per worker in flight."""
     import multiprocessing as mp
     from collections import deque
 
     global _WORKER_ENCODER
     _WORKER_ENCODER = encoder
     pool = mp.get_context("fork").Pool(workers)
-    pending: deque = deque()  # at most 2 batches per worker in flight: memory stays bounded
+    pending: deque = deque()  # bounded: memory stays at a few batches
     try:
-        for b in counted():
+        for b in batches:
             pending.append(pool.apply_async(_encode_in_worker, ((b, lang),)))
             if len(pending) >= 2 * workers:
-                emb = pending.popleft().get()
-                yield emb
-                if progress is not None:
-                    progress.update(len(emb))
+                yield pending.popleft().get()
         while pending:
-            emb = pending.popleft().get()
-            yield emb
-            if progress is not None:
-                progress.update(len(emb))
+            yield pending.popleft().get()
     finally:
         pool.terminate()
 

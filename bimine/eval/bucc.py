@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def embed_split(split: BuccSplit, encoder: Encoder, src_lang: str, tgt_lang: str
 def mine_split(e: EmbeddedSplit, cfg: MineConfig) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Scores and id pairs of every candidate the strategy selects (threshold ignored)."""
     split, x, y = e.split, e.x, e.y
-    s, i, j = mine_sides(side_from_array(x), side_from_array(y), MineConfig(**{**cfg.__dict__, "threshold": -np.inf}))
+    s, i, j = mine_sides(side_from_array(x), side_from_array(y), replace(cfg, threshold=-np.inf))
     return s, [(split.src_ids[a], split.tgt_ids[b]) for a, b in zip(i.tolist(), j.tolist())]
 
 

@@ -10,18 +10,12 @@ def knn_exact(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` by inner product: ``(scores, indices)``, each ``(len(queries), k)``.
 
-    Uses ``faiss.IndexFlatIP``; queries are searched in batches so the score buffer stays
+    A "Flat" (exact inner product) :class:`KeyIndex`; queries are searched in batches so the score buffer stays
     at ``batch_size * k`` entries. ``k`` is clipped to ``len(keys)``.
     """
-    import faiss
+    from bimine.index.faiss_index import IndexConfig, KeyIndex, knn_search
 
     k = min(k, len(keys))
-    q = np.ascontiguousarray(queries, dtype=np.float32)
-    x = np.ascontiguousarray(keys, dtype=np.float32)
-    index = faiss.IndexFlatIP(x.shape[1])
-    index.add(x)
-    scores = np.empty((len(q), k), dtype=np.float32)
-    idx = np.empty((len(q), k), dtype=np.int64)
-    for i in range(0, len(q), batch_size):
-        scores[i : i + batch_size], idx[i : i + batch_size] = index.search(q[i : i + batch_size], k)
-    return scores, idx
+    index = KeyIndex(keys.shape[1], len(keys), IndexConfig(factory="Flat"))
+    index.add(keys)
+    return knn_search(index, iter([(0, queries)]), len(queries), k, batch_size=batch_size)

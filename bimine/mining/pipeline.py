@@ -17,7 +17,7 @@ import tempfile
 import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -159,7 +159,7 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     if len(x.valid) == 0 or len(y.valid) == 0:
         return np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64)
     k = min(cfg.k, len(x.valid), len(y.valid))
-    cfg = MineConfig(**{**asdict(cfg), "k": k, "index": cfg.index})
+    cfg = replace(cfg, k=k)
     need_bwd = not (cfg.strategy == "forward" and cfg.score in ("eq10", "absolute"))
     sxy, ixy, syx, iyx = knn_both_ways(x, y, cfg, progress=progress, cache=cache, need_backward=need_bwd,
                                        report=report)
