@@ -28,11 +28,16 @@ class EmbedReport:
     truncated: int = 0
     replaced: int = 0
     seconds: float = 0.0
+    reused: int = 0  # lines whose embeddings an earlier run had stored
 
     def summary(self) -> str:
-        s = f"{self.path}: embedded {self.lines} lines in {self.seconds:.1f}s"
+        if self.reused and self.reused == self.lines:
+            return f"{self.path}: all {self.lines} lines were embedded by an earlier run; nothing to do"
+        s = f"{self.path}: embedded {self.lines - self.reused} lines in {self.seconds:.1f}s"
         if self.seconds > 0:
-            s += f" ({self.lines / self.seconds:.0f} lines/s)"
+            s += f" ({(self.lines - self.reused) / self.seconds:.0f} lines/s)"
+        if self.reused:
+            s += f" ({self.reused} more reused from an earlier run)"
         extra = []
         if self.empty:
             extra.append(f"{self.empty} empty")

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.index.faiss_index import IndexConfig, array_shards, auto_factory, build_index, knn_search
+from bimine.index.faiss_index import (
+    IndexConfig,
+    array_shards,
+    auto_factory,
+    build_index,
+    knn_search,
+    train_shared,
+)
 from bimine.mining.knn import knn_exact
 
 
@@ -27,6 +34,10 @@ def recall_at(k, approx_ids, exact_ids):
     ("IVF64,SQ8", 16, 0.93),
     ("HNSW32", 1, 0.9),
     ("OPQ8,IVF64,PQ8", 16, 0.3),
+    # auto's choice from 300k keys, small: fast-scan PQ candidates re-scored with float16/8-bit codes
+    ("IVF64,PQ16x4fs,Refine(SQfp16)", 16, 0.93),
+    ("IVF64,PQ16x4fs,Refine(SQ8)", 16, 0.9),
+    ("IVF64,PQ16x4fs", 16, 0.3),
 ])
 def test_approximate_against_exact(factory, nprobe, min_recall):
     keys, queries = clustered(8000), clustered(500, seed=1)
@@ -44,8 +55,43 @@ def test_approximate_against_exact(factory, nprobe, min_recall):
 
 def test_auto_factory_by_size():
     assert auto_factory(10_000, 384) == "Flat"
-    assert auto_factory(1_000_000, 384).startswith("IVF4096")
+    assert auto_factory(1_000_000, 384) == "IVF4096,PQ128x4fs,Refine(SQfp16)"
+    assert auto_factory(10_000_000, 384) == "IVF16384,PQ128x4fs,Refine(SQ8)"
     assert auto_factory(100_000_000, 384).startswith("OPQ64,IVF")
+
+
+def test_nprobe_default_and_refine_k_factor():
+    keys, queries = clustered(8000), clustered(300, seed=1)
+    idx = build_index(array_shards(keys), len(keys), 32, IndexConfig(factory="IVF64,PQ16x4fs,Refine(SQfp16)"))
+    assert idx.nprobe == 4  # a sixteenth of 64 lists
+    assert build_index(array_shards(keys), len(keys), 32, IndexConfig(factory="IVF64,Flat", nprobe=500)).nprobe == 64
+    _, ei = knn_exact(queries, keys, 4)
+    rec = {}
+    for kf in (1, 32):
+        idx.cfg = IndexConfig(factory=idx.factory, nprobe=64, k_factor=kf)
+        rec[kf] = recall_at(4, knn_search(idx, array_shards(queries)(), len(queries), 4)[1], ei)
+    assert rec[1] < 0.6 and rec[32] >= 0.95, rec  # re-scoring more candidates recovers the exact order
+
+
+def test_one_training_shared_by_both_directions():
+    both = clustered(11000)  # two sides drawn from one distribution, as two languages in one space
+    x, y = both[:6000], both[6000:]
+    cfg = IndexConfig(factory="IVF64,PQ16x4fs,Refine(SQfp16)", nprobe=16, train_size=4000)
+    shared = train_shared([(array_shards(x), len(x)), (array_shards(y), len(y))], 32, cfg)
+    assert shared is not None and not shared.needs_training and shared.ntotal == 0
+    ix = build_index(array_shards(x), len(x), 32, cfg, trained=shared)
+    iy = build_index(array_shards(y), len(y), 32, cfg, trained=shared)
+    assert (shared.ntotal, ix.ntotal, iy.ntotal) == (0, 6000, 5000)  # copies, filled independently
+    for idx, keys, queries in ((ix, x, y[:500]), (iy, y, x[:500])):
+        exact = knn_exact(queries, keys, 4)[1]
+        own = build_index(array_shards(keys), len(keys), 32, cfg)  # trained on its own keys only
+        r_shared, r_own = (recall_at(4, knn_search(i, array_shards(queries)(), len(queries), 4)[1], exact)
+                           for i in (idx, own))
+        assert r_shared >= 0.88 and r_shared >= r_own - 0.03, (r_shared, r_own)
+    flat = IndexConfig(factory="Flat")
+    assert train_shared([(array_shards(x), len(x)), (array_shards(y), len(y))], 32, flat) is None
+    # "auto" picks different indexes for 1k and 400k keys: nothing to share
+    assert train_shared([(array_shards(x), 1000), (array_shards(y), 400_000)], 32, IndexConfig()) is None
 
 
 def test_bad_factory_and_too_small_training():

@@ -35,6 +35,9 @@ def test_store_rows_equal_direct_embedding(tmp_path, tiny_model):
     np.testing.assert_allclose(got, want, atol=2e-3, rtol=0)
     blank = [i for i, s in enumerate(lines) if not s.strip()]
     assert st.blank_lines().tolist() == blank and st.manifest["blank_lines"] == len(blank)
+    assert rep.seconds > 0 and rep.reused == 0 and "embedded 2500 lines" in rep.summary()
+    _, again = build_store(str(tmp_path / "in.txt"), tmp_path / "st", enc, "en", shard_size=1000, progress=False)
+    assert again.reused == 2500 and "nothing to do" in again.summary()
 
 
 def test_rerun_skips_finished_shards(tmp_path, tiny_model, monkeypatch):
@@ -54,8 +57,9 @@ def test_rerun_skips_finished_shards(tmp_path, tiny_model, monkeypatch):
     ident = {"format": FORMAT, "model_id": enc.model_id, "dim": enc.dim, "lang": "en", "input": "in.txt",
              "input_sha256": file_checksum(tmp_path / "in.txt"), "column": None, "shard_size": 1000}
     (tmp_path / "st" / "progress.json").write_text(json.dumps(ident))
-    st, _ = build_store(str(tmp_path / "in.txt"), tmp_path / "st", enc, "en", shard_size=1000, progress=False)
+    st, rep = build_store(str(tmp_path / "in.txt"), tmp_path / "st", enc, "en", shard_size=1000, progress=False)
     assert sum(calls) == 1000 and st.rows == 3000
+    assert rep.reused == 2000 and "embedded 1000 lines" in rep.summary()
 
 
 def _embed_cmd(inp, out, model):

@@ -27,8 +27,12 @@ from bimine.mining.select import STRATEGIES
 @click.option("--threshold", type=float, default=0.0, show_default=True,
               help="Keep pairs scoring at least this (0 keeps every candidate; ratio ~1.06 is a common cut).")
 @click.option("--index", "factory", default="auto", show_default=True,
-              help="FAISS factory string (Flat, IVF4096,SQ8, OPQ64,IVF65536,PQ64, HNSW32) or auto by size.")
-@click.option("--nprobe", type=int, default=16, show_default=True, help="IVF lists searched per query.")
+              help="FAISS factory string (Flat, IVF4096,SQ8, IVF4096,PQ128x4fs,Refine(SQfp16), "
+                   "OPQ64,IVF65536,PQ64, HNSW32) or auto by size.")
+@click.option("--nprobe", type=int, default=0, show_default=True,
+              help="IVF lists searched per query; 0 = a sixteenth of the lists.")
+@click.option("--k-factor", type=int, default=32, show_default=True,
+              help="With a Refine(...) index: candidates re-scored per neighbour.")
 @click.option("--work-dir", type=click.Path(file_okay=False), default=None,
               help="Keep embeddings and kNN results here; a rerun skips finished steps.")
 @click.option("--src-store", type=click.Path(file_okay=False, exists=True), default=None,
@@ -46,7 +50,7 @@ from bimine.mining.select import STRATEGIES
               help="Processes embedding in parallel; 0 = one per CPU core for bimine's own models.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: str, strategy: str, score: str,
-         k: int, threshold: float, factory: str, nprobe: int, work_dir: str | None, src_store: str | None,
+         k: int, threshold: float, factory: str, nprobe: int, k_factor: int, work_dir: str | None, src_store: str | None,
          tgt_store: str | None, fmt: str, line_numbers: bool, dedupe: bool, drop_copies: bool, min_chars: int,
          encoding_errors: str, workers: int, no_progress: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
@@ -61,7 +65,7 @@ def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: s
     if k < 1:
         raise click.BadParameter("must be >= 1", param_hint="-k")
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold,
-                     index=IndexConfig(factory=factory, nprobe=nprobe), dedupe=dedupe, drop_copies=drop_copies,
+                     index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe, drop_copies=drop_copies,
                      min_chars=min_chars)
     from bimine.embed import resolve_workers
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
-from bimine.index.faiss_index import IndexConfig, build_index, knn_search
+from bimine.index.faiss_index import IndexConfig, build_index, knn_search, train_shared
 from bimine.mining.margin import score_candidates
 from bimine.mining.select import select_pairs
 from bimine.store.store import EmbeddingStore, build_store
@@ -127,21 +127,29 @@ def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, 
     out = []
     dirs = [("fwd", x, y)] + ([("bwd", y, x)] if need_backward else [])
     key = hashlib.sha256(json.dumps([asdict(cfg.index), cfg.k, len(x.valid), len(y.valid)]).encode()).hexdigest()[:12]
+    files = {name: cache / f"knn-{name}-{key}.npz" if cache else None for name, _, _ in dirs}
+    shared = None
+    if sum(1 for f in files.values() if f is None or not f.exists()) == 2:
+        t = time.time()
+        shared = train_shared([(x.valid_shards, len(x.valid)), (y.valid_shards, len(y.valid))], x.dim, cfg.index)
+        if shared is not None and report is not None:
+            report.seconds["train index"] = time.time() - t
     for name, q, keys in dirs:
-        f = cache / f"knn-{name}-{key}.npz" if cache else None
+        f = files[name]
         if f is not None and f.exists():
             z = np.load(f)
             out += [z["sims"], z["ids"]]
             continue
         t = time.time()
         with tqdm(total=len(keys.valid), unit=" vec", desc=f"index {name}", disable=not progress) as bar:
-            index = build_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=bar)
+            index = build_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=bar,
+                                trained=shared)
         t_index = time.time() - t
         t = time.time()
         with tqdm(total=len(q.valid), unit=" q", desc=f"kNN {name}", disable=not progress) as bar:
             sims, ids = knn_search(index, q.valid_shards(), len(q.valid), cfg.k, progress=bar)
         if report is not None:
-            report.index = index.factory
+            report.index = index.factory + (f" (nprobe {index.nprobe})" if index.nprobe else "")
             report.seconds[f"index {name}"] = t_index
             report.seconds[f"kNN {name}"] = time.time() - t
         del index

@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,7 +149,7 @@ def build_store(
         done = json.loads(mf.read_text())
         if {k: done.get(k) for k in ident} == ident:
             log.info(f"{out}: already complete, nothing to do")
-            rep = EmbedReport(input_path, lines=done["rows"])
+            rep = EmbedReport(input_path, lines=done["rows"], reused=done["rows"])
             return EmbeddingStore(out, done), rep
         raise InputError(f"{out}: holds a store of another input or model; use another output folder")
     if prog.exists():
@@ -163,6 +164,7 @@ def build_store(
     for tmp in out.glob("*.tmp"):
         tmp.unlink()  # left by a killed run
 
+    t0 = time.time()
     report = EmbedReport(input_path)
     stats = ReadStats()
     shards = []
@@ -181,6 +183,7 @@ def build_store(
             if a.shape == (len(chunk), encoder.dim):
                 shards.append({"file": f.name, "rows": len(chunk)})
                 report.lines += len(chunk)
+                report.reused += len(chunk)
                 bar.update(len(chunk))
                 reused += 1
                 continue
@@ -207,4 +210,5 @@ def build_store(
     if reused:
         log.info(f"{out}: reused {reused} finished shard(s)")
     report.replaced = stats.replaced
+    report.seconds = time.time() - t0
     return EmbeddingStore(out, manifest), report
