@@ -63,3 +63,8 @@ class CachedEncoder:
             np.savez(f + ".tmp.npz", texts=np.frombuffer(json.dumps(texts).encode("utf-8"), dtype=np.uint8), emb=emb)
             os.replace(f + ".tmp.npz", f)
         return emb[[index[s] for s in sentences]]
+
+
+def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray, k: int) -> float:
+    """Mean share of each query's exact top-k found in its approximate top-k."""
+    return float(np.mean([len(set(a[:k]) & set(e[:k])) / k for a, e in zip(approx_ids, exact_ids)]))

@@ -33,6 +33,7 @@ def main() -> None:
     ap.add_argument("--out", default=".bench/sweep")
     args = ap.parse_args()
 
+    from benchmarks.common import recall_at_k
     from bimine.index.faiss_index import IndexConfig, build_index, knn_search
     from bimine.mining.knn import knn_exact
     from bimine.store import EmbeddingStore
@@ -61,12 +62,11 @@ def main() -> None:
         t = time.time()
         idx = build_index(lambda: iter([(0, keys)]), len(keys), keys.shape[1], IndexConfig(factory=fac))
         build_s = time.time() - t
-        refine = "Refine" in fac or "RFlat" in fac
         for nprobe in args.nprobe:
-            for kf in args.k_factor if refine else [0]:
+            for kf in args.k_factor if idx.refines else [0]:
                 idx.cfg = IndexConfig(factory=fac, nprobe=nprobe, k_factor=kf or 1)
                 _, ids = knn_search(idx, iter([(0, q)]), len(q), args.k)
-                r = np.mean([len(set(x) & set(y)) / args.k for x, y in zip(ids, exact)])
+                r = recall_at_k(ids, exact, args.k)
                 t = time.time()
                 knn_search(idx, iter([(0, qt)]), len(qt), args.k)
                 res = {"factory": fac, "n_keys": len(keys), "build_s": round(build_s, 1), "nprobe": idx.nprobe,

@@ -65,6 +65,7 @@ def run_mine(args: list[str]) -> dict:
 def recall(work: str, k: int, n_queries: int) -> dict:
     """recall@k of the kNN lists the end-to-end run kept in its work dir, for random queries of
     each direction, against exact search over the same stores."""
+    from benchmarks.common import recall_at_k
     from bimine.mining.knn import knn_exact
     from bimine.store import EmbeddingStore
 
@@ -78,8 +79,7 @@ def recall(work: str, k: int, n_queries: int) -> dict:
         ids = np.load(path)["ids"]
         qi = np.sort(np.random.default_rng(0).choice(len(q), size=min(n_queries, len(q)), replace=False))
         _, exact = knn_exact(q[qi], keys, k)
-        out[f"recall@{k} {name}"] = round(float(np.mean([len(set(x) & set(y)) / k
-                                                         for x, y in zip(ids[qi, :k], exact)])), 4)
+        out[f"recall@{k} {name}"] = round(recall_at_k(ids[qi], exact, k), 4)
     return out
 
 

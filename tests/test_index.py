@@ -8,6 +8,7 @@ import pytest
 from bimine.errors import ConfigError
 from bimine.index.faiss_index import (
     IndexConfig,
+    KeyIndex,
     array_shards,
     auto_factory,
     build_index,
@@ -38,6 +39,7 @@ def recall_at(k, approx_ids, exact_ids):
     ("IVF64,PQ16x4fs,Refine(SQfp16)", 16, 0.93),
     ("IVF64,PQ16x4fs,Refine(SQ8)", 16, 0.9),
     ("IVF64,PQ16x4fs", 16, 0.3),
+    ("IVF64_HNSW32,Flat", 16, 0.95),  # lists to probe found by an HNSW graph over the centroids
 ])
 def test_approximate_against_exact(factory, nprobe, min_recall):
     keys, queries = clustered(8000), clustered(500, seed=1)
@@ -64,6 +66,7 @@ def test_nprobe_default_and_refine_k_factor():
     keys, queries = clustered(8000), clustered(300, seed=1)
     idx = build_index(array_shards(keys), len(keys), 32, IndexConfig(factory="IVF64,PQ16x4fs,Refine(SQfp16)"))
     assert idx.nprobe == 4  # a sixteenth of 64 lists
+    assert KeyIndex(32, len(keys), IndexConfig(factory="IVF64_HNSW32,Flat")).nprobe == 4
     assert build_index(array_shards(keys), len(keys), 32, IndexConfig(factory="IVF64,Flat", nprobe=500)).nprobe == 64
     _, ei = knn_exact(queries, keys, 4)
     rec = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -68,11 +69,17 @@ def auto_factory(n: int, d: int, exact_below: int = 300_000) -> str:
 
 
 def _nlist(factory: str) -> int:
+    """IVF lists of a factory string: the digits right after "IVF" ("IVF4096_HNSW32" -> 4096)."""
     for part in factory.split(","):
         if part.startswith("IVF"):
-            digits = "".join(ch for ch in part[3:] if ch.isdigit())
-            return int(digits) if digits else 0
+            m = re.match(r"\d+", part[3:])
+            return int(m.group()) if m else 0
     return 0
+
+
+def resolve_factory(cfg: IndexConfig, n: int, d: int) -> str:
+    """The factory string ``cfg`` asks for, with "auto" resolved for n keys of dimension d."""
+    return auto_factory(n, d, cfg.exact_below) if cfg.factory == "auto" else cfg.factory
 
 
 class KeyIndex:
@@ -82,7 +89,7 @@ class KeyIndex:
         import faiss
 
         self.cfg = cfg
-        self.factory = auto_factory(n_total, d, cfg.exact_below) if cfg.factory == "auto" else cfg.factory
+        self.factory = resolve_factory(cfg, n_total, d)
         try:
             self.index = faiss.index_factory(d, self.factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
@@ -121,6 +128,13 @@ class KeyIndex:
         return new
 
     @property
+    def refines(self) -> bool:
+        """Whether the index re-scores its candidates with finer codes ("...,Refine(X)", "RFlat")."""
+        import faiss
+
+        return isinstance(self.index, faiss.IndexRefine)
+
+    @property
     def nprobe(self) -> int:
         """IVF lists visited per query: as configured, or a sixteenth of the lists."""
         nlist = _nlist(self.factory)
@@ -142,7 +156,7 @@ class KeyIndex:
         elif "HNSW" in self.factory:
             hnsw = faiss.downcast_index(self.index.index if hasattr(self.index, "chain") else self.index)
             hnsw.hnsw.efSearch = max(self.cfg.ef_search, 2 * k)
-        if isinstance(self.index, faiss.IndexRefine):
+        if self.refines:
             self.index.k_factor = self.cfg.k_factor
         return self.index.search(np.ascontiguousarray(q, dtype=np.float32), k)
 
@@ -188,9 +202,10 @@ def train_shared(sides: list[tuple[Callable[[], Iterable[tuple[int, np.ndarray]]
     """One empty index trained on an equal sample of every side, for indexes over each of them
     (both sides live in one embedding space). None when the sides need different factories
     (``auto`` by size) or the factory needs no training."""
-    factories = {KeyIndex(d, n, cfg).factory for _, n in sides}
+    if len({resolve_factory(cfg, n, d) for _, n in sides}) > 1:
+        return None
     idx = KeyIndex(d, sides[0][1], cfg)
-    if len(factories) > 1 or not idx.needs_training:
+    if not idx.needs_training:
         return None
     size = idx.train_sample_size()
     parts = [sample_rows(sh, n, size // len(sides) + (i < size % len(sides)), cfg.seed + i)
