@@ -116,7 +116,7 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
 
     global _WORKER_ENCODER
     _WORKER_ENCODER = encoder
-    pool = mp.get_context("fork").Pool(workers)
+    pool = mp.get_context("fork").Pool(workers, initializer=_worker_init)
     pending: deque = deque()  # bounded: memory stays at a few batches
     try:
         for b in batches:
@@ -130,6 +130,14 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
 
 
 _WORKER_ENCODER: Encoder | None = None
+
+
+def _worker_init() -> None:
+    """Workers die quietly on SIGTERM (the pool's terminate) and leave Ctrl-C to the parent."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _encode_in_worker(job: tuple[list[str], str]) -> np.ndarray:
@@ -152,16 +160,26 @@ def embed_file(
     """Embed every line of ``path`` into the ``.npy`` file ``output`` (written atomically).
 
     Rows are written to a temporary file as they are computed (memory stays at one batch),
-    then the header is fixed and the file renamed to ``output``.
+    then the header is fixed and the file renamed to ``output``. A file (not stdin) is first
+    checked in one fast pass (UTF-8, NUL bytes; it also gives the bar its total), so a bad
+    line stops the run before any work. Temporaries left by killed runs are removed.
     """
-    from tqdm.auto import tqdm
+    from bimine.cleanup import sweep_stale_temporaries
+    from bimine.progress import bar as progress_bar
+    from bimine.text.io import scan_text
 
+    lang = normalize_lang(lang)  # a bad code fails before any work
     encoder = load_encoder(model) if isinstance(model, str) else model
+    total = None
+    if path != "-":
+        total = scan_text(path, errors=errors).lines
     report = EmbedReport(path)
     stats = ReadStats()
     t0 = time.time()
+    out_dir = os.path.dirname(os.path.abspath(output))
+    sweep_stale_temporaries(out_dir, f"{os.path.basename(output)}.tmp-*")
     tmp = f"{output}.tmp-{os.getpid()}"
-    bar = tqdm(unit=" lines", disable=not progress, dynamic_ncols=True, desc="embed")
+    bar = progress_bar(total=total, unit=" lines", enabled=progress, desc="embed")
     try:
         with open(tmp, "wb") as raw:
             n = 0

@@ -22,13 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.cleanup import sweep_stale_temporaries
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
 from bimine.index.faiss_index import IndexConfig, build_index, knn_search, train_shared
-from bimine.mining.margin import score_candidates
-from bimine.mining.select import select_pairs
+from bimine.langs import normalize_lang
+from bimine.mining.margin import SCORES, score_candidates
+from bimine.mining.select import STRATEGIES, select_pairs
 from bimine.store.store import EmbeddingStore, build_store
-from bimine.text.io import read_lines
+from bimine.text.io import read_lines, scan_text
 
 log = logging.getLogger(__name__)
 FORMATS = ("tsv", "jsonl", "parquet")
@@ -37,18 +39,36 @@ FORMATS = ("tsv", "jsonl", "parquet")
 @dataclass(frozen=True)
 class MineConfig:
     """k: neighbours for the margin (LASER/001: 4); score: see ``bimine.mining.margin``;
-    strategy: see ``bimine.mining.select``; threshold: minimum score (0 keeps every candidate);
-    dedupe: drop repeated (src, tgt) text pairs; drop_copies: drop pairs whose sides are equal
-    up to case, punctuation, digits and spaces; min_chars: minimum length of both sides."""
+    strategy: see ``bimine.mining.select``; threshold: minimum score of a kept pair, in the
+    units of ``score`` and the same test (score >= threshold) for every score; None keeps
+    every selected candidate, whatever its sign (``distance`` and ``absolute`` scores can be
+    negative); dedupe: drop repeated (src, tgt) text pairs; drop_copies: drop pairs whose
+    sides are equal up to case, punctuation, digits and spaces; min_chars: minimum length of
+    both sides.
+
+    The defaults (``eq9``, ``max``) are the best score and strategy on the BUCC-style newstest
+    dev sets (docs/benchmarks.md §5, docs/decisions.md "Default score and strategy")."""
 
     k: int = 4
-    score: str = "ratio"
+    score: str = "eq9"
     strategy: str = "max"
-    threshold: float = 0.0
+    threshold: float | None = None
     index: IndexConfig = field(default_factory=IndexConfig)
     dedupe: bool = False
     drop_copies: bool = False
     min_chars: int = 0
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k}")
+        if self.score not in SCORES:
+            raise ConfigError(f"unknown score {self.score!r}: choose one of {', '.join(SCORES)}")
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"unknown strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
+        if self.min_chars < 0:
+            raise ConfigError(f"min_chars must be >= 0, got {self.min_chars}")
+        if self.threshold is not None and np.isnan(self.threshold):
+            raise ConfigError("threshold must be a number (or None to keep every candidate), not NaN")
 
 
 @dataclass
@@ -59,6 +79,7 @@ class Side:
     dim: int
     shards: Callable[[], Iterator[tuple[int, np.ndarray]]]
     valid: np.ndarray  # sorted row indices that are not blank
+    fingerprint: str = ""  # identifies the embeddings (cache keys); "" = not cacheable
 
     def valid_shards(self) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (start in valid-row order, valid rows of the shard)."""
@@ -73,14 +94,24 @@ class Side:
 def side_from_store(store: EmbeddingStore) -> Side:
     blank = store.blank_lines()
     valid = np.setdiff1d(np.arange(store.rows, dtype=np.int64), blank, assume_unique=True)
-    return Side(store.rows, store.dim, store.iter_shards, valid)
+    return Side(store.rows, store.dim, store.iter_shards, valid, store_fingerprint(store))
 
 
 def side_from_array(x: np.ndarray, valid: np.ndarray | None = None) -> Side:
     def gen():
         yield 0, x
 
-    return Side(len(x), x.shape[1], gen, np.arange(len(x), dtype=np.int64) if valid is None else valid)
+    valid = np.arange(len(x), dtype=np.int64) if valid is None else np.asarray(valid, dtype=np.int64)
+    h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
+    h.update(str(x.shape).encode())
+    h.update(valid.tobytes())
+    return Side(len(x), x.shape[1], gen, valid, "array:" + h.hexdigest())
+
+
+def store_fingerprint(store: EmbeddingStore) -> str:
+    """sha256 of the store's manifest: it names the input's checksum, the model, language,
+    column and every shard, so equal fingerprints mean equal embeddings."""
+    return "store:" + hashlib.sha256(json.dumps(store.manifest, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
@@ -99,19 +130,24 @@ class MineReport:
     too_short: int = 0
     written: int = 0
     index: str = ""
+    k: int = 0
+    reused: list = field(default_factory=list)  # steps whose results came from the work dir
     seconds: dict = field(default_factory=dict)
     peak_rss_mb: float = 0.0
 
     def summary(self) -> str:
         steps = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
+        index = self.index or "none built"
         lines = [
             f"sentences: {self.src_sentences} source ({self.src_blank} blank), "
             f"{self.tgt_sentences} target ({self.tgt_blank} blank)",
-            f"index: {self.index}; candidates scored: {self.candidates}",
+            f"index: {index}; k {self.k}; candidates scored: {self.candidates}",
             f"pairs: {self.selected} selected, {self.below_threshold} below threshold, "
             f"{self.duplicates} duplicates, {self.copies} copies, {self.too_short} too short -> {self.written} written",
             f"time: {steps}; peak memory {self.peak_rss_mb:.0f} MB",
         ]
+        if self.reused:
+            lines.insert(1, f"reused from the work dir: {', '.join(self.reused)}")
         return "\n".join(lines)
 
 
@@ -119,46 +155,98 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+KNN_FORMAT = "bimine-knn/1"
+
+
+def knn_cache_meta(name: str, q: Side, keys: Side, cfg: MineConfig) -> dict | None:
+    """What a kNN list is computed from: both sides' fingerprints, the index config and k.
+
+    The cached file is named by a hash of this and holds it, so a work dir reused for other
+    inputs (even with the same line counts), another model, language or index never hands
+    back neighbours of something else. None when a side has no fingerprint (not cacheable).
+    """
+    if not q.fingerprint or not keys.fingerprint:
+        return None
+    return {"format": KNN_FORMAT, "direction": name, "queries": q.fingerprint, "keys": keys.fingerprint,
+            "n_queries": len(q.valid), "n_keys": len(keys.valid), "k": cfg.k, "index": asdict(cfg.index)}
+
+
+def _load_knn(f: Path, meta: dict, k: int, n_queries: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cached (sims, ids) of ``f`` if it was computed from exactly ``meta``, else None."""
+    try:
+        with np.load(f) as z:
+            got = json.loads(str(z["meta"]))
+            sims, ids = z["sims"], z["ids"]
+    except Exception as e:  # unreadable or from an older version: recompute
+        log.warning(f"{f}: cannot be reused ({type(e).__name__}); computing the kNN lists again")
+        return None
+    if got != meta or sims.shape != ids.shape or len(sims) != n_queries or sims.shape[1] > k:
+        log.warning(f"{f}: was computed from other inputs or settings; computing the kNN lists again")
+        return None
+    return sims, ids
+
+
 def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
                   need_backward: bool = True, report: MineReport | None = None):
-    """kNN of valid x rows among valid y rows and back; ids are positions in valid-row order."""
-    from tqdm.auto import tqdm
+    """kNN of valid x rows among valid y rows and back; ids are positions in valid-row order.
+
+    With ``cache`` (a work dir), each direction's lists are kept in a file keyed by
+    :func:`knn_cache_meta` and reused only when that matches exactly.
+    """
+    from bimine.progress import bar
 
     out = []
     dirs = [("fwd", x, y)] + ([("bwd", y, x)] if need_backward else [])
-    key = hashlib.sha256(json.dumps([asdict(cfg.index), cfg.k, len(x.valid), len(y.valid)]).encode()).hexdigest()[:12]
-    files = {name: cache / f"knn-{name}-{key}.npz" if cache else None for name, _, _ in dirs}
+    metas = {name: knn_cache_meta(name, q, keys, cfg) if cache else None for name, q, keys in dirs}
+    files = {name: cache / f"knn-{name}-{_digest(m)}.npz" if m else None for name, m in metas.items()}
+    loaded = {}
+    for name, q, _ in dirs:
+        if files[name] is not None and files[name].exists():
+            got = _load_knn(files[name], metas[name], cfg.k, len(q.valid))
+            if got is not None:
+                loaded[name] = got
     shared = None
-    if sum(1 for f in files.values() if f is None or not f.exists()) == 2:
+    if len(dirs) - len(loaded) == 2:
         t = time.time()
         shared = train_shared([(x.valid_shards, len(x.valid)), (y.valid_shards, len(y.valid))], x.dim, cfg.index)
         if shared is not None and report is not None:
             report.seconds["train index"] = time.time() - t
     for name, q, keys in dirs:
-        f = files[name]
-        if f is not None and f.exists():
-            z = np.load(f)
-            out += [z["sims"], z["ids"]]
+        if name in loaded:
+            out += list(loaded[name])
+            if report is not None:
+                report.reused.append(f"kNN {name} ({files[name].name})")
             continue
         t = time.time()
-        with tqdm(total=len(keys.valid), unit=" vec", desc=f"index {name}", disable=not progress) as bar:
-            index = build_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=bar,
+        with bar(total=len(keys.valid), unit=" vec", desc=f"index {name}", enabled=progress) as b:
+            index = build_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=b,
                                 trained=shared)
         t_index = time.time() - t
         t = time.time()
-        with tqdm(total=len(q.valid), unit=" q", desc=f"kNN {name}", disable=not progress) as bar:
-            sims, ids = knn_search(index, q.valid_shards(), len(q.valid), cfg.k, progress=bar)
+        with bar(total=len(q.valid), unit=" q", desc=f"kNN {name}", enabled=progress) as b:
+            sims, ids = knn_search(index, q.valid_shards(), len(q.valid), cfg.k, progress=b)
         if report is not None:
             report.index = index.factory + (f" (nprobe {index.nprobe})" if index.nprobe else "")
             report.seconds[f"index {name}"] = t_index
             report.seconds[f"kNN {name}"] = time.time() - t
         del index
+        f = files[name]
         if f is not None:
-            tmp = f.with_name(f.name + ".tmp.npz")
-            np.savez(tmp, sims=sims, ids=ids)
-            os.replace(tmp, f)
+            tmp = f.with_name(f"{f.stem}.tmp-{os.getpid()}.npz")
+            try:
+                np.savez(tmp, sims=sims, ids=ids, meta=np.array(json.dumps(metas[name], sort_keys=True)))
+                os.replace(tmp, f)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
         out += [sims, ids]
+    if report is not None and not report.index and loaded:
+        report.index = "reused kNN lists"
     return out if need_backward else out + [None, None]
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
@@ -167,7 +255,12 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     if len(x.valid) == 0 or len(y.valid) == 0:
         return np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64)
     k = min(cfg.k, len(x.valid), len(y.valid))
+    if k < cfg.k:
+        log.warning(f"k = {cfg.k} is more than the {min(len(x.valid), len(y.valid))} non-blank sentences "
+                    f"of the smaller side; using k = {k}")
     cfg = replace(cfg, k=k)
+    if report is not None:
+        report.k = k
     need_bwd = not (cfg.strategy == "forward" and cfg.score in ("eq10", "absolute"))
     sxy, ixy, syx, iyx = knn_both_ways(x, y, cfg, progress=progress, cache=cache, need_backward=need_bwd,
                                        report=report)
@@ -175,10 +268,10 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     fwd, bwd = score_candidates(cfg.score, k, sxy, ixy, syx, iyx)
     s, i, j = select_pairs(fwd, ixy, bwd, iyx, cfg.strategy)
     if report is not None:
-        report.candidates = fwd.size + (bwd.size if bwd is not None else 0)
+        report.candidates = int((ixy >= 0).sum() + ((iyx >= 0).sum() if iyx is not None else 0))
         report.selected = len(s)
         report.seconds["score+select"] = time.time() - t
-    keep = s >= cfg.threshold
+    keep = s >= cfg.threshold if cfg.threshold is not None else np.ones(len(s), dtype=bool)
     if report is not None:
         report.below_threshold = int((~keep).sum())
     return s[keep], x.valid[i[keep]], y.valid[j[keep]]
@@ -250,47 +343,115 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
         raise
 
 
-def _side_store(path: str, store: str | None, encoder: Encoder, lang: str, work: Path, name: str,
-                errors: str, progress: bool, report: MineReport, workers: int = 1) -> EmbeddingStore:
-    if store:
-        st = EmbeddingStore.open(store)
-        st.check_model(encoder.model_id)
-        from bimine.store.store import file_checksum
+def _side_fingerprint(path: str, checksum: str, encoder: Encoder, lang: str, shard_size: int) -> str:
+    """Name of the store a work dir keeps for one side: a hash of everything it depends on."""
+    return _digest({"input_sha256": checksum, "model_id": encoder.model_id, "lang": normalize_lang(lang),
+                    "shard_size": shard_size, "column": None})
 
-        if st.manifest["input_sha256"] != file_checksum(path):
-            raise InputError(f"{store}: was built from another file than {path} (checksums differ)")
-        return st
-    t = time.time()
-    st, _ = build_store(path, work / f"{name}.store", encoder, lang, errors=errors, progress=progress,
-                        workers=workers)
-    report.seconds[f"embed {name}"] = time.time() - t
+
+def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, lang: str,
+                      option: str) -> EmbeddingStore:
+    """A store passed with --src-store/--tgt-store, refused unless it holds ``path`` embedded
+    with ``encoder`` in ``lang``."""
+    st = EmbeddingStore.open(store)
+    st.check_model(encoder.model_id)
+    if st.manifest["input_sha256"] != checksum:
+        raise InputError(f"{option} {store}: was built from another file than {path} (checksums differ)")
+    if st.manifest.get("column") is not None:
+        raise InputError(f"{option} {store}: holds column {st.manifest['column']} of a TSV file; "
+                         "mining reads whole lines: embed the text file itself")
+    want = normalize_lang(lang)
+    if st.lang != want:
+        raise InputError(f"{option} {store}: was embedded as language {st.lang!r}, but {lang!r} was asked for; "
+                         "embed the input again with the right --lang")
     return st
+
+
+def _check_output(output: str, inputs: list[str]) -> None:
+    """Fail before any work if ``output`` cannot be written or would overwrite an input."""
+    out = Path(output)
+    parent = out.resolve().parent
+    if out.is_dir():
+        raise ConfigError(f"-o/--output {output}: is a directory; give a file name")
+    if not parent.is_dir():
+        raise ConfigError(f"-o/--output {output}: folder {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"-o/--output {output}: folder {parent} is not writable")
+    for p in inputs:
+        if out.exists() and os.path.exists(p) and os.path.samefile(out, p) or out.resolve() == Path(p).resolve():
+            raise ConfigError(f"-o/--output {output}: is the input {p}; writing there would destroy it")
 
 
 def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: str, tgt_lang: str,
                cfg: MineConfig = MineConfig(), src_store: str | None = None, tgt_store: str | None = None,
                work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
-               errors: str = "strict", progress: bool = True, workers: int = 1) -> MineReport:
-    """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report."""
+               errors: str = "strict", progress: bool = True, workers: int = 1,
+               shard_size: int = 1_000_000) -> MineReport:
+    """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report.
+
+    Everything that can be checked is checked before any embedding or search: the inputs
+    (readable, UTF-8, no NUL; for TSV output no tab inside a line, which would break the
+    3-column rows), the output path, and given stores (input checksum, model, language).
+    With ``work_dir`` every step's result is kept there under a name derived from what it
+    was computed from (input checksums, model, language, index settings), so a rerun reuses
+    exactly what still applies and a work dir reused for other inputs recomputes.
+    """
+    from bimine.store.store import file_checksum
+
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    normalize_lang(src_lang), normalize_lang(tgt_lang)  # a bad code fails before any work
     for p in (src, tgt):
         if p == "-":
             raise InputError("mining reads each input twice (embedding, then texts of the pairs): give files, not stdin")
+    _check_output(output, [src, tgt, *(x for x in (src_store, tgt_store, work_dir) if x)])
+    scans = {}
+    for p in dict.fromkeys((src, tgt)):
+        scans[p] = scan_text(p, errors=errors, find_tab=fmt == "tsv")
+        if scans[p].first_tab_line is not None:
+            raise InputError(
+                f"{p}:{scans[p].first_tab_line}: contains a tab, which would break the score<TAB>src<TAB>tgt "
+                "columns of the TSV output; use --format jsonl (keeps tabs), or remove the tabs "
+                "(for a TSV corpus, first cut out the column to mine)")
+    sums = {p: file_checksum(p) for p in dict.fromkeys((src, tgt))}
+    given = {
+        "src": _open_given_store(src_store, src, sums[src], encoder, src_lang, "--src-store") if src_store else None,
+        "tgt": _open_given_store(tgt_store, tgt, sums[tgt], encoder, tgt_lang, "--tgt-store") if tgt_store else None,
+    }
     report = MineReport()
     tmpdir = None
     if work_dir:
         work = Path(work_dir)
         work.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temporaries(work, "*.tmp-*")
     else:
-        tmpdir = tempfile.TemporaryDirectory(prefix="bimine-mine-")
+        sweep_stale_temporaries(tempfile.gettempdir(), "bimine-mine-tmp-*")
+        tmpdir = tempfile.TemporaryDirectory(prefix=f"bimine-mine-tmp-{os.getpid()}-")
         work = Path(tmpdir.name)
+    sweep_stale_temporaries(Path(output).resolve().parent, f"{Path(output).name}.tmp-*")
     try:
-        sx = _side_store(src, src_store, encoder, src_lang, work, "src", errors, progress, report, workers)
-        sy = _side_store(tgt, tgt_store, encoder, tgt_lang, work, "tgt", errors, progress, report, workers)
-        x, y = side_from_store(sx), side_from_store(sy)
+        stores = {}
+        for name, path, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+            if given[name] is not None:
+                stores[name] = given[name]
+                continue
+            folder = work / f"{name}-{_side_fingerprint(path, sums[path], encoder, lang, shard_size)}.store"
+            complete = (folder / "manifest.json").exists()
+            t = time.time()
+            stores[name], _ = build_store(path, folder, encoder, lang, errors=errors, progress=progress,
+                                          workers=workers, shard_size=shard_size, input_sha256=sums[path],
+                                          total_lines=scans[path].lines)
+            if complete:
+                report.reused.append(f"{name} embeddings ({folder.name})")
+            else:
+                report.seconds[f"embed {name}"] = time.time() - t
+        x, y = side_from_store(stores["src"]), side_from_store(stores["tgt"])
         report.src_sentences, report.tgt_sentences = x.n_rows, y.n_rows
         report.src_blank, report.tgt_blank = x.n_rows - len(x.valid), y.n_rows - len(y.valid)
+        for path, side in ((src, x), (tgt, y)):
+            if len(side.valid) == 0:
+                what = "is empty" if side.n_rows == 0 else f"has only blank lines ({side.n_rows})"
+                log.warning(f"{path} {what}: nothing to mine, no pairs will be written")
         s, i, j = mine_sides(x, y, cfg, progress=progress, cache=work if work_dir else None, report=report)
         t = time.time()
         src_text = fetch_lines(src, i, errors=errors)

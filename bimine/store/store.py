@@ -127,13 +127,15 @@ class EmbeddingStore:
 def build_store(
     input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *, shard_size: int = 1_000_000,
     column: int | None = None, errors: str = "strict", batch_size: int = 8192, progress: bool = True,
-    workers: int = 1,
+    workers: int = 1, input_sha256: str | None = None, total_lines: int | None = None,
 ) -> tuple[EmbeddingStore, EmbedReport]:
     """Embed ``input_path`` into a store at ``out_dir``, reusing finished shards of an earlier run.
 
+    ``input_sha256`` and ``total_lines`` may be passed when the caller already computed them
+    (the checksum of the file's bytes; its line count, for the progress bar).
     Raises :class:`InputError` if ``out_dir`` holds a store of another input, model or shard size.
     """
-    from tqdm.auto import tqdm
+    from bimine.progress import bar as progress_bar
 
     if input_path == "-":
         raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
@@ -141,7 +143,7 @@ def build_store(
     out.mkdir(parents=True, exist_ok=True)
     lang = normalize_lang(lang)
     ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,
-             "input": os.path.basename(input_path), "input_sha256": file_checksum(input_path),
+             "input": os.path.basename(input_path), "input_sha256": input_sha256 or file_checksum(input_path),
              "column": column, "shard_size": shard_size}
     prog = out / "progress.json"
     mf = out / "manifest.json"
@@ -168,9 +170,9 @@ def build_store(
     report = EmbedReport(input_path)
     stats = ReadStats()
     shards = []
-    total = count_lines(input_path) if progress else None  # for the ETA; cheap next to embedding
-    bar = tqdm(total=total, unit=" lines", disable=not progress, dynamic_ncols=True,
-               desc=f"embed {os.path.basename(input_path)}")
+    if total_lines is None and progress:
+        total_lines = count_lines(input_path)  # for the ETA; cheap next to embedding
+    bar = progress_bar(total=total_lines, unit=" lines", enabled=progress, desc=f"embed {os.path.basename(input_path)}")
     lines = read_lines(input_path, column=column, errors=errors, stats=stats)
     reused = 0
     blank: list[int] = []

@@ -189,3 +189,58 @@ def count_lines(path: str | os.PathLike) -> int:
             n += chunk.count(b"\n")
             last = chunk[-1:]
     return n + (last != b"\n")
+
+
+@dataclass
+class ScanResult:
+    """What one pass over a file found: its line count and the first line holding a tab."""
+
+    lines: int = 0
+    first_tab_line: int | None = None
+
+
+def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool = False) -> ScanResult:
+    """Check a whole file before any work is done on it, in one fast pass over its bytes.
+
+    Raises :class:`InputError` (naming file and line) for what :func:`read_lines` would stop
+    at later: a NUL byte (a binary file), invalid UTF-8 when ``errors == "strict"``, or a
+    truncated compressed file; so a long job fails at once instead of after its first hours.
+    Counts lines (for progress bars) and, with ``find_tab``, finds the first line with a tab.
+    """
+    import codecs
+
+    name = str(path)
+    res = ScanResult()
+    dec = codecs.getincrementaldecoder("utf-8")("strict") if errors == "strict" else None
+    last = b"\n"
+    try:
+        with open_binary(path) as f:
+            while chunk := f.read(1 << 22):
+                nul = chunk.find(b"\x00")
+                if nul >= 0:
+                    lineno = res.lines + chunk.count(b"\n", 0, nul) + 1
+                    raise InputError(f"{name}:{lineno}: contains a NUL byte; "
+                                     "this looks like a binary file, not one sentence per line of UTF-8 text")
+                if dec is not None:
+                    try:
+                        dec.decode(chunk)
+                    except UnicodeDecodeError as e:
+                        lineno = res.lines + chunk.count(b"\n", 0, max(e.start, 0)) + 1
+                        raise InputError(f"{name}:{lineno}: invalid UTF-8; fix the file or pass "
+                                         "--encoding-errors replace to substitute U+FFFD") from None
+                if find_tab and res.first_tab_line is None:
+                    tab = chunk.find(b"\t")
+                    if tab >= 0:
+                        res.first_tab_line = res.lines + chunk.count(b"\n", 0, tab) + 1
+                res.lines += chunk.count(b"\n")
+                last = chunk[-1:]
+            if dec is not None:
+                try:
+                    dec.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    raise InputError(f"{name}:{res.lines + 1}: invalid UTF-8 (a character cut off at the end "
+                                     "of the file); fix the file or pass --encoding-errors replace") from None
+    except (EOFError, OSError, lzma.LZMAError) as e:
+        raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated?") from e
+    res.lines += last != b"\n"
+    return res
