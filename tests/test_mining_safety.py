@@ -282,3 +282,59 @@ def test_sigterm_removes_the_temporary_mining_folder_and_sigkill_leftovers_are_s
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert not list(tmp.iterdir()) and not stale_out.exists() and out.exists()
+
+
+# --- checked before any work ---------------------------------------------------------------
+
+def test_tab_inside_a_line_is_refused_for_tsv_and_kept_in_jsonl(tmp_path, tiny_model):
+    from bimine.errors import InputError
+
+    src = _corpus(tmp_path / "a.en", WORDS_A, 20, 1)
+    tgt = tmp_path / "a.fr"
+    tgt.write_text("un chat\nle\tchien mange\nle pain\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"a\.fr:2: contains a tab.*--format jsonl"):
+        _mine(tmp_path, src, tgt, tmp_path / "p.tsv", tiny_model)
+    assert not (tmp_path / "p.tsv").exists()
+    _mine(tmp_path, src, tgt, tmp_path / "p.jsonl", tiny_model, fmt="jsonl")
+    import json
+
+    rows = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert "le\tchien mange" in {r["tgt"] for r in rows}
+
+
+def test_store_of_another_language_is_refused(tmp_path, tiny_model):
+    from bimine.encoders import load_encoder
+    from bimine.errors import InputError
+    from bimine.store import build_store
+
+    src, tgt = _corpus(tmp_path / "a.en", WORDS_A, 20, 1), _corpus(tmp_path / "a.fr", WORDS_B, 20, 2)
+    build_store(str(src), tmp_path / "src.store", load_encoder(str(tiny_model)), "de", progress=False)
+    with pytest.raises(InputError, match="was embedded as language 'de', but 'en' was asked for"):
+        _mine(tmp_path, src, tgt, tmp_path / "p.tsv", tiny_model, src_store=str(tmp_path / "src.store"))
+
+
+def test_output_problems_fail_before_any_work(tmp_path, tiny_model, monkeypatch):
+    import bimine.mining.pipeline as P
+    from bimine.errors import ConfigError
+
+    def no_work(*a, **kw):
+        raise AssertionError("embedding started before the output was checked")
+
+    monkeypatch.setattr(P, "build_store", no_work)
+    src, tgt = _corpus(tmp_path / "a.en", WORDS_A, 20, 1), _corpus(tmp_path / "a.fr", WORDS_B, 20, 2)
+    with pytest.raises(ConfigError, match="does not exist"):
+        _mine(tmp_path, src, tgt, tmp_path / "missing" / "p.tsv", tiny_model)
+    with pytest.raises(ConfigError, match="is the input"):
+        _mine(tmp_path, src, tgt, tgt, tiny_model)
+    with pytest.raises(ConfigError, match="is a directory"):
+        _mine(tmp_path, src, tgt, tmp_path, tiny_model)
+    assert tgt.read_text().count("\n") == 20
+
+
+def test_blank_only_input_warns(tmp_path, tiny_model, caplog):
+    src = _corpus(tmp_path / "a.en", WORDS_A, 20, 1)
+    blank = tmp_path / "blank.fr"
+    blank.write_text("\n  \n\n")
+    with caplog.at_level(logging.WARNING, logger="bimine.mining.pipeline"):
+        rep = _mine(tmp_path, src, blank, tmp_path / "p.tsv", tiny_model)
+    assert rep.written == 0 and "has only blank lines (3): nothing to mine" in caplog.text
