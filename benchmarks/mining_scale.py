@@ -1,6 +1,6 @@
 """Time and peak memory of mining N x N sentences, and recall@k of the approximate index.
 
-Usage: python benchmarks/mining_scale.py --n 10000 100000 1000000 [--data ../shared/data] [--out .bench/scale]
+Usage: python -m benchmarks.mining_scale --n 10000 100000 1000000 [--data ../shared/data] [--out .bench/scale]
 
 Sentences: side A = distinct English and French lines of the training pairs, then the Bible
 matrix's files a-k; side B = distinct German and Spanish lines, then the matrix's files l-z

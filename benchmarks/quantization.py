@@ -1,6 +1,6 @@
 """Dev scores of one trained checkpoint exported with each embedding-table storage.
 
-Usage: python benchmarks/quantization.py RUN_DIR [none int8 int4 pq40 ...]
+Usage: python -m benchmarks.quantization RUN_DIR [none int8 int4 pq40 ...]
 Loads RUN_DIR/checkpoint, exports it once per storage form to a temporary folder and prints
 newstest2012 P@1 (en->xx, xx->en) and the model file size for each.
 """

@@ -1,6 +1,6 @@
 """Training throughput (pairs/s) from a run's log.jsonl, per phase.
 
-Usage: python benchmarks/train_throughput.py runs/default [--hard-start STEP]
+Usage: python -m benchmarks.train_throughput runs/default [--hard-start STEP]
 Reports the median pairs/s over the logged intervals before and after hard negatives start
 (the logged rate is measured between log points, evaluation pauses excluded).
 """

@@ -73,7 +73,7 @@ def retrieval(
 @click.option("--src-lang", required=True)
 @click.option("--tgt-lang", required=True)
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
-@click.option("--score", "scores", multiple=True, default=("ratio",), show_default=True,
+@click.option("--score", "scores", multiple=True, default=("eq9",), show_default=True,
               help="Score(s) to evaluate: ratio, distance, absolute, eq9, eq10 (repeatable).")
 @click.option("--strategy", "strategies", multiple=True, default=("max",), show_default=True,
               help="Strategy(ies): forward, backward, intersection, max, greedy (repeatable).")
