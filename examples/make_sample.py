@@ -35,3 +35,24 @@ here = os.path.dirname(os.path.abspath(__file__))
 for name, lines in (("sample.en", sample_en), ("sample.fr", sample_fr)):
     with open(os.path.join(here, name), "w", encoding="utf-8", newline="\n") as f:
         f.write("\n".join(lines) + "\n")
+
+# BUCC-style files for `bimine eval bucc` (format of the BUCC 2017/2018 shared task:
+# "<id><TAB><sentence>" per side, gold "<src_id><TAB><tgt_id>"). Each split hides 150
+# translation pairs among 75 + 75 sentences that have no translation on the other side,
+# from NTREX lines the sample above does not use: train 421-720, test 721-1020.
+for split, a in (("train", 420), ("test", 720)):
+    gold = list(range(a, a + 150))
+    src_rows = gold + list(range(a + 150, a + 225))  # English: gold and its own distractors
+    tgt_rows = gold + list(range(a + 225, a + 300))  # French: gold and other distractors
+    rng = random.Random(f"bucc-{split}")
+    rng.shuffle(src_rows)
+    rng.shuffle(tgt_rows)
+    src_id = {r: f"en-{split}-{n:06d}" for n, r in enumerate(src_rows)}
+    tgt_id = {r: f"fr-{split}-{n:06d}" for n, r in enumerate(tgt_rows)}
+    files = {f"en-fr.{split}.en": [f"{src_id[r]}\t{en[r]}" for r in src_rows],
+             f"en-fr.{split}.fr": [f"{tgt_id[r]}\t{fr[r]}" for r in tgt_rows],
+             f"en-fr.{split}.gold": [f"{src_id[r]}\t{tgt_id[r]}" for r in sorted(gold, key=lambda r: src_id[r])]}
+    os.makedirs(os.path.join(here, "bucc"), exist_ok=True)
+    for name, lines in files.items():
+        with open(os.path.join(here, "bucc", name), "w", encoding="utf-8", newline="\n") as f:
+            f.write("\n".join(lines) + "\n")
