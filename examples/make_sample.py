@@ -56,3 +56,10 @@ for split, a in (("train", 420), ("test", 720)):
     for name, lines in files.items():
         with open(os.path.join(here, "bucc", name), "w", encoding="utf-8", newline="\n") as f:
             f.write("\n".join(lines) + "\n")
+
+# A small parallel corpus for the README's training example (`configs/example.yaml`):
+# NTREX lines 1021-1997 (those the sample and the BUCC files leave), as a 2-column TSV,
+# and for its dev set the 300 gold pairs of the BUCC files (lines 421-570 and 721-870).
+for name, rows in (("train.en-fr.tsv", range(1020, 1997)), ("dev.en-fr.tsv", [*range(420, 570), *range(720, 870)])):
+    with open(os.path.join(here, name), "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(f"{en[r]}\t{fr[r]}\n" for r in rows if en[r].strip() and fr[r].strip()))
