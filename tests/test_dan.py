@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_features import MULTI
 
-from bimine.encoders.dan import DANConfig, DANEncoder
+from bimine.encoders.base import default_model_path
+from bimine.encoders.dan import DANConfig, DANEncoder, EmbeddingTable, _map_safetensors
 from bimine.errors import ConfigError
 from bimine.text.features import FeatureConfig
 from bimine.training.model import TorchDAN
@@ -123,3 +125,173 @@ def test_int4_roundtrip_exact_on_grid():
     w = (codes * scale).astype(np.float32)
     t = EmbeddingTable.from_weights(_int4_quantize(w, "e."), "e.")
     np.testing.assert_allclose(t.lookup(np.arange(50)), w, rtol=1e-3, atol=1e-3)
+
+
+# --- compiled path (numba kernels, threads) against the NumPy reference ---
+
+LANGS = ["en", "zh", "th"]
+
+
+def _tables(rng, buckets: int, dim: int) -> dict[str, dict[str, np.ndarray]]:
+    """The embedding table of one random model in every storage form the encoder reads."""
+    w = rng.standard_normal((buckets, dim)).astype(np.float32)
+    scale = (np.abs(w).max(axis=1) / 7).astype(np.float16)
+    codes = np.clip(np.round(w / scale.astype(np.float32)[:, None]), -8, 7).astype(np.int64) + 8
+    return {
+        "float32": {"weight": w},
+        "float16": {"weight": w.astype(np.float16)},
+        "int8": {"weight": np.clip(np.round(w * 20), -127, 127).astype(np.int8),
+                 "scale": np.full(buckets, 0.05, np.float16)},
+        "int4": {"nibbles": (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8), "scale": scale},
+        "pq": {"codes": rng.integers(0, 256, size=(buckets, 4)).astype(np.uint8),
+               "codebook": rng.standard_normal((4, 256, dim // 4)).astype(np.float32)},
+    }
+
+
+def _model(form: str, seed: int = 0, **kw) -> tuple[DANConfig, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    cfg = DANConfig(features=FeatureConfig(buckets=4096, **kw), embed_dim=16, hidden=(16, 16), output_dim=12)
+    weights = {f"shared.embedding.{k}": v for k, v in _tables(rng, 4096, 16)[form].items()}
+    for i, (a, b) in enumerate(cfg.layer_dims()):
+        weights[f"shared.layers.{i}.weight"] = (rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32)
+        weights[f"shared.layers.{i}.bias"] = rng.standard_normal(b).astype(np.float32) * 0.1
+    return cfg, weights
+
+
+@pytest.mark.parametrize("form", ["float32", "float16", "int8", "int4", "pq"])
+def test_compiled_encoder_equals_reference(form):
+    cfg, weights = _model(form)
+    fast = DANEncoder(cfg, weights, backend="numba", threads=2, batch_size=8)
+    ref = DANEncoder(cfg, weights, backend="numpy", batch_size=8)
+    for lang in LANGS:
+        got, want = fast.encode(MULTI, lang), ref.encode(MULTI, lang)
+        assert got.dtype == np.float32 and got.shape == want.shape == (len(MULTI), 12)
+        assert np.abs(got - want).max() < 1e-5
+        np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)
+        # the pooled rows too (before the dense layers)
+        assert np.abs(fast.pooled(MULTI, lang) - ref.pooled(MULTI, lang)).max() < 1e-6
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return DANEncoder.load(default_model_path(), backend="numba"), DANEncoder.load(default_model_path(), backend="numpy")
+
+
+def test_shipped_model_compiled_equals_reference(shipped):
+    """The shipped int4 model on the multilingual sentences, in one thread and in slices over
+    two (512 copies, so the batch is cut), against the NumPy reference."""
+    fast, ref = shipped
+    sents = MULTI * 24
+    for lang in LANGS:
+        want = ref.encode(sents, lang)
+        for threads in (1, 2):
+            fast.threads = threads
+            got = fast.encode(sents, lang)
+            assert np.abs(got - want).max() < 1e-5
+    fast.threads = None
+
+
+# Embeddings of the shipped model computed by the NumPy code before the compiled kernels
+# (commit d88aad0: ``bimine.load_encoder().encode([s], lang)[0]``): the first 8 values and
+# the sum of value i times i over all 384.
+BEFORE = [
+    ("The cat sleeps on the mat.", "en",
+     [-0.05507, -0.0611883, 0.0885799, -0.0661787, 0.0573799, -0.094983, -0.0302164, -0.0814492], 106.33781),
+    ("Le chat dort sur le tapis.", "fr",
+     [-0.0440044, -0.0770907, 0.0776846, -0.0676232, 0.0839403, -0.0204809, -0.0404272, -0.0365483], 127.7034),
+    ("Die Katze schläft auf der Matte.", "de",
+     [-0.053949, -0.0154932, 0.092386, -0.0776119, 0.0243154, -0.0663671, -0.0481268, -0.1139795], 129.1841),
+    ("猫在垫子上睡觉。", "zh",
+     [0.0190836, -0.0791563, 0.0033117, 0.0367627, 0.0308767, 0.0459171, -0.0056361, 0.0413371], 131.49112),
+    ("", "en",
+     [-0.0637536, -0.01123, -0.0531717, 0.0034562, 0.013127, -0.0297535, -0.0783042, 0.0196527], -127.39658),
+]
+
+
+@pytest.mark.parametrize("backend", [0, 1])
+def test_shipped_model_embeddings_unchanged(shipped, backend):
+    enc = shipped[backend]
+    for s, lang, head, weighted in BEFORE:
+        e = enc.encode([s], lang)[0].astype(np.float64)
+        np.testing.assert_allclose(e[:8], head, atol=2e-7)
+        assert abs(e @ np.arange(384) - weighted) < 1e-3
+
+
+@pytest.mark.parametrize("backend", [0, 1])
+def test_empty_line_same_embedding_in_every_script(shipped, backend):
+    """Issue 8: an empty zh/ja/th line gets the empty embedding of other languages."""
+    enc = shipped[backend]
+    empty = enc.encode([""], "en")
+    for lang in ("zh", "ja", "th"):
+        np.testing.assert_array_equal(enc.encode([""], lang), empty)
+    assert not np.allclose(enc.encode(["猫"], "zh"), empty)
+
+
+def test_memory_mapped_weights_equal_safetensors(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    path = default_model_path() / "model.safetensors"
+    mapped, loaded = _map_safetensors(path), load_file(str(path))
+    assert mapped.keys() == loaded.keys()
+    for k, v in loaded.items():
+        assert mapped[k].dtype == v.dtype and mapped[k].shape == v.shape
+        np.testing.assert_array_equal(mapped[k], v)
+        assert not mapped[k].flags.writeable
+    odd = tmp_path / "odd.safetensors"
+    save_file({"x": np.zeros(3, np.uint16)}, str(odd))  # a dtype the mapper leaves to safetensors
+    assert _map_safetensors(odd) is None
+
+
+def test_model_id_is_weights_digest():
+    import hashlib
+
+    enc = DANEncoder.load(default_model_path())
+    digest = hashlib.sha256((default_model_path() / "model.safetensors").read_bytes()).hexdigest()
+    assert enc.model_id == f"dan-{digest[:16]}"
+
+
+def test_encoder_pickles_and_encodes_after():
+    import pickle
+
+    cfg, weights = _model("int4")
+    enc = DANEncoder(cfg, weights, threads=2, batch_size=300)
+    a = enc.encode(MULTI * 30, "en")  # starts the thread pool
+    b = pickle.loads(pickle.dumps(enc)).encode(MULTI * 30, "en")
+    np.testing.assert_array_equal(a, b)
+
+
+def test_table_pool_matches_lookup_mean():
+    """``EmbeddingTable.pool`` is the sum of decoded rows over sqrt(n), per sentence."""
+    rng = np.random.default_rng(3)
+    for form, parts in _tables(rng, 500, 16).items():
+        table = EmbeddingTable.from_weights(parts, "")
+        ids = rng.integers(0, 500, size=40)
+        offsets = np.array([0, 0, 1, 17, 40])
+        got = table.pool(ids, offsets)
+        for i in range(4):
+            rows = table.lookup(ids[offsets[i] : offsets[i + 1]])
+            want = rows.sum(axis=0) / np.sqrt(max(len(rows), 1))
+            np.testing.assert_allclose(got[i], want, rtol=1e-5, atol=1e-6, err_msg=form)
+
+
+def test_forked_worker_encodes_alone_and_equal():
+    """A multiprocessing child (``bimine embed --workers N``) encodes in one thread, after
+    its parent started its own thread pool, and gets the parent's embeddings."""
+    import multiprocessing as mp
+
+    cfg, weights = _model("int8")
+    enc = DANEncoder(cfg, weights, batch_size=300)
+    want = enc.encode(MULTI * 30, "en")
+    global _CHILD_ENCODER
+    _CHILD_ENCODER = enc
+    with mp.get_context("fork").Pool(1) as pool:
+        threads, got = pool.apply(_encode_in_child, (MULTI * 30,))
+    assert threads == 1 and enc._thread_count() >= 1
+    np.testing.assert_array_equal(got, want)
+
+
+_CHILD_ENCODER = None
+
+
+def _encode_in_child(sents):
+    return _CHILD_ENCODER._thread_count(), _CHILD_ENCODER.encode(sents, "en")

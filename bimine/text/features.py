@@ -3,14 +3,22 @@
 A sentence becomes a bag of bucket ids: word unigrams and bigrams (000) and character
 n-grams (001: 3-6 for space-separated scripts, 1-4 for scripts without spaces), each hashed
 into ``buckets`` buckets. The hash is a 64-bit polynomial hash of the Unicode code points
-followed by the splitmix64 finaliser, computed with NumPy over a whole batch at once. It
-depends only on the text, never on the process (unlike Python's salted ``hash()``), so the
-same sentence gets the same features on every machine and in every run.
+followed by the splitmix64 finaliser. It depends only on the text, never on the process
+(unlike Python's salted ``hash()``), so the same sentence gets the same features on every
+machine and in every run.
+
+Two implementations give the same ids in the same order: compiled kernels (numba,
+``bimine/text/_kernels.py``; the default) and the NumPy reference (``backend="numpy"``, or
+the environment variable ``BIMINE_BACKEND=numpy``), which the tests and the throughput
+benchmark compare against.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import threading
 import unicodedata
 from dataclasses import asdict, dataclass, field
 
@@ -23,6 +31,18 @@ _B = 0x100000001B3  # odd multiplier (the 64-bit FNV prime): invertible modulo 2
 _B_INV = pow(_B, -1, 1 << 64)
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _SEP = 10  # code point of "\n": separates sentences in a batch, never inside one
+BACKENDS = ("auto", "numba", "numpy")
+
+
+def resolve_backend(backend: str | None = None) -> str:
+    """``"numba"`` or ``"numpy"``: the one asked for, else ``$BIMINE_BACKEND``, else numba
+    where it is installed (``"auto"``)."""
+    b = backend or os.environ.get("BIMINE_BACKEND") or "auto"
+    if b not in BACKENDS:
+        raise ConfigError(f"backend {b!r}: use one of {', '.join(BACKENDS)} (BIMINE_BACKEND)")
+    if b == "auto":
+        b = "numba" if importlib.util.find_spec("numba") is not None else "numpy"
+    return b
 
 
 @dataclass(frozen=True)
@@ -114,6 +134,42 @@ def normalize_text(s: str, lowercase: bool = True) -> str:
     return " ".join(_TOKEN_RE.findall(s))
 
 
+class _CodePointClasses:
+    """What the tokeniser regex makes of each code point (space, word, other), learnt lazily.
+
+    A 0x110000-entry table; a code point is classified by ``_TOKEN_RE``'s own ``\\w``/``\\s``
+    the first time a batch holds it, so the compiled tokeniser splits exactly like the regex.
+    """
+
+    def __init__(self) -> None:
+        self.table: np.ndarray | None = None
+        self.lock = threading.Lock()
+
+    def ready(self, cp: np.ndarray) -> np.ndarray:
+        from bimine.text import _kernels as K
+
+        with self.lock:
+            if self.table is None:
+                t = np.full(0x110000, K.UNKNOWN, dtype=np.uint8)
+                self._classify(t, np.arange(128, dtype=np.uint32), K)
+                self.table = t
+            new = K.unknown_code_points(cp, self.table)
+            if len(new):
+                self._classify(self.table, new, K)
+        return self.table
+
+    @staticmethod
+    def _classify(table: np.ndarray, cps: np.ndarray, K) -> None:
+        for c in cps.tolist():
+            ch = chr(c)
+            table[c] = K.WORD if _WORD_RE.match(ch) else K.SPACE if _SPACE_RE.match(ch) else K.OTHER
+
+
+_WORD_RE = re.compile(r"\w", re.UNICODE)
+_SPACE_RE = re.compile(r"\s", re.UNICODE)
+_CLASSES = _CodePointClasses()
+
+
 class Featurizer:
     """Turns a batch of sentences into a flat array of bucket ids plus offsets.
 
@@ -122,10 +178,70 @@ class Featurizer:
     sentence has no features (``offsets[i] == offsets[i + 1]``).
     """
 
-    def __init__(self, config: FeatureConfig) -> None:
+    def __init__(self, config: FeatureConfig, backend: str | None = None) -> None:
         self.config = config
+        self.backend = resolve_backend(backend)
+        cfg = config
+        # premultiplied salts, row j: 0 word unigrams, 1 bigrams, 2 + k character k-grams
+        self._salts = np.array(
+            [
+                [((salt + 1000 * r) * 0x9E3779B97F4A7C15) % (1 << 64) for r in range(cfg.num_hashes)]
+                for salt in (1, 2, *(100 + k for k in range(9)))
+            ],
+            dtype=np.uint64,
+        )
 
     def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.backend == "numba":
+            return self._featurize_numba(sentences, lang)
+        return self._featurize_numpy(sentences, lang)
+
+    def normalized_codepoints(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Code points of ``"\\n".join(" " + normalize_text(s) + " " for s in sentences)`` and
+        where each sentence starts in them (``n + 1`` offsets, one past a final newline).
+
+        Normalises the whole batch at once: NFKC and lower-casing of the batch joined with
+        newlines equal those of each line (a newline never composes with a neighbour, is not
+        cased and is not case-ignorable, so it ends a final-sigma context as the end of a
+        string does), and the compiled tokeniser splits like ``_TOKEN_RE`` (``_CLASSES``).
+        A batch whose sentences themselves hold a newline is normalised line by line.
+        """
+        from bimine.text import _kernels as K
+
+        n = len(sentences)
+        mc = self.config.max_chars
+        if any(len(s) > mc for s in sentences):
+            sentences = [s[:mc] if len(s) > mc else s for s in sentences]
+        big = "\n".join(sentences)
+        if big.count("\n") == n - 1:
+            if not big.isascii():
+                big = unicodedata.normalize("NFKC", big)
+            if self.config.lowercase:
+                big = big.lower()
+            if big.count("\n") == n - 1:
+                cp = np.frombuffer(big.encode("utf-32-le"), dtype=np.uint32)
+                return K.tokenize(cp, _CLASSES.ready(cp), n)
+        joined = "\n".join(f" {normalize_text(s, self.config.lowercase)} " for s in sentences)
+        c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        starts = np.concatenate([[0], np.flatnonzero(c == _SEP) + 1, [len(c) + 1]]).astype(np.int64)
+        return c, starts
+
+    def _featurize_numba(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+        from bimine.text import _kernels as K
+
+        cfg = self.config
+        if len(sentences) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        c, starts = self.normalized_codepoints(sentences)
+        rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+        kmin, kmax = rng if rng is not None else (0, 0)
+        return K.featurize(
+            c, starts, kmin, kmax, not cfg.cross_word_chars, 1 in cfg.word_ngrams, 2 in cfg.word_ngrams,
+            self._salts, np.uint64(cfg.buckets),
+        )
+
+    def _featurize_numpy(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+        """The NumPy reference: vectorised over the whole batch, then sorted by sentence."""
         cfg = self.config
         n = len(sentences)
         if n == 0:
@@ -173,9 +289,8 @@ class Featurizer:
                 if not cfg.cross_word_chars and k > 2:
                     ok &= spaces[a + k - 1] - spaces[a + 1] == 0
                 a = a[ok]
-                # an n-gram of only spaces carries nothing
-                if k == 1:
-                    a = a[c[a] != 32]
+                # an n-gram of only spaces carries nothing (an empty sentence is "  ")
+                a = a[spaces[a + k] - spaces[a] < k]
                 add(span_hash(a, a + k), sid[a], 100 + k)
 
         if cfg.word_ngrams:

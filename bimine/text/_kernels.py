@@ -1,0 +1,295 @@
+"""Compiled (numba) kernels of the DAN encoder: tokenising, hashing n-grams, pooling rows.
+
+They compute exactly what the NumPy reference computes (``Featurizer._featurize_numpy`` and
+``DANEncoder._pooled_numpy``): the same bucket ids in the same order, and the same float32
+sums in the same order, so embeddings match the reference to the last bit in practice. The
+NumPy reference needs two sorts (``np.unique`` and a stable ``argsort``) per batch; here each
+sentence is handled on its own, with no sort at all.
+
+The kernels are serial and release the GIL (``nogil``): ``DANEncoder`` runs slices of a batch
+in a few Python threads, one per core. Measured on 2 cores, that beats numba's own ``prange``
+threads, whose pool and OpenBLAS's (which spins between calls) then compete for the cores.
+
+Compiled code is cached on disk (``cache=True``): the first run on a machine compiles (a few
+seconds); later processes load the machine code from the cache (``__pycache__`` next to this
+file, or numba's per-user cache folder when the package folder is read-only).
+
+Importing this module imports numba; ``bimine.text.features`` imports it only when the compiled
+path is first used, so commands that never featurise text do not pay for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_B = np.uint64(0x100000001B3)  # the polynomial hash multiplier (features._B)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_SPACE = np.uint32(32)
+_NL = np.uint32(10)
+
+# classes of code points, as the tokeniser regex ``\w+|[^\w\s]`` sees them
+SPACE, WORD, OTHER, UNKNOWN = 0, 1, 2, 255
+
+
+@njit(cache=True, nogil=True)
+def _splitmix64(z):
+    z = z ^ (z >> _S30)
+    z = z * _M1
+    z = z ^ (z >> _S27)
+    z = z * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bucket(z, buckets):
+    """``z % buckets``; a mask when ``buckets`` is a power of two (same value, no division)."""
+    if buckets & (buckets - np.uint64(1)) == 0:
+        return np.int64(z & (buckets - np.uint64(1)))
+    return np.int64(z % buckets)
+
+
+@njit(cache=True, nogil=True)
+def unknown_code_points(cp, classes):
+    """Code points of ``cp`` whose class is not yet known, each once (marked as pending)."""
+    out = np.empty(len(cp), dtype=np.uint32)
+    m = 0
+    for i in range(len(cp)):
+        c = cp[i]
+        if classes[c] == UNKNOWN:
+            classes[c] = 254  # pending: classified by the caller before any use
+            out[m] = c
+            m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def tokenize(cp, classes, n):
+    """Normalised, joined batch from the NFKC'd, lower-cased batch joined with ``\\n``.
+
+    ``cp`` holds the code points of ``"\\n".join(sentences)`` (exactly ``n - 1`` newlines);
+    the result holds those of ``"\\n".join(" " + " ".join(tokens(s)) + " " for s in sentences)``,
+    ``tokens`` being ``re.findall(r"\\w+|[^\\w\\s]", s)``: maximal runs of word characters, and
+    every other non-space character on its own. Also returns where each sentence starts in it
+    (``n + 1`` offsets; sentence ``i`` spans ``[starts[i], starts[i + 1] - 1)``, its trailing
+    newline excluded).
+    """
+    out = np.empty(2 * len(cp) + 3 * n + 1, dtype=np.uint32)
+    starts = np.empty(n + 1, dtype=np.int64)
+    m = 0
+    s = 0
+    starts[0] = 0
+    out[m] = _SPACE
+    m += 1
+    first = True  # no token yet in this sentence
+    in_word = False
+    for i in range(len(cp)):
+        c = cp[i]
+        if c == _NL:
+            out[m] = _SPACE
+            out[m + 1] = _NL
+            m += 2
+            s += 1
+            starts[s] = m
+            out[m] = _SPACE
+            m += 1
+            first = True
+            in_word = False
+            continue
+        k = classes[c]
+        if k == WORD:
+            if not in_word:
+                if not first:
+                    out[m] = _SPACE
+                    m += 1
+                first = False
+                in_word = True
+            out[m] = c
+            m += 1
+        elif k == OTHER:
+            if not first:
+                out[m] = _SPACE
+                m += 1
+            first = False
+            in_word = False
+            out[m] = c
+            m += 1
+        else:
+            in_word = False
+    out[m] = _SPACE
+    m += 1
+    starts[n] = m + 1  # as if followed by a newline
+    return out[:m], starts
+
+
+@njit(cache=True, nogil=True)
+def _sentence_features(c, lo, hi, kmin, kmax, within_word, word1, word2, salts, buckets, out, pos, fill):
+    """Bucket ids of the sentence ``c[lo:hi]`` (with its boundary spaces), written to
+    ``out[pos:]`` when ``fill``; returns how many. Same ids, same order as the NumPy
+    reference: character n-grams by length then hash then position, word unigrams, bigrams.
+    ``salts[j, r]`` is the premultiplied salt of feature kind j (0: words, 1: bigrams,
+    2 + k: character k-grams) and hash r.
+    """
+    nh = salts.shape[1]
+    q = pos
+    if kmax > 0:
+        for k in range(kmin, kmax + 1):
+            for r in range(nh):
+                salt = salts[2 + k, r]
+                for a in range(lo, hi - k + 1):
+                    # an n-gram made only of spaces carries nothing; within_word: no space inside
+                    blank = True
+                    inner_space = False
+                    for j in range(a, a + k):
+                        if c[j] == _SPACE:
+                            if j > a and j < a + k - 1:
+                                inner_space = True
+                        else:
+                            blank = False
+                    if blank or (within_word and k > 2 and inner_space):
+                        continue
+                    if fill:
+                        h = np.uint64(0)
+                        for j in range(a, a + k):
+                            h = h * _B + np.uint64(c[j])
+                        out[q] = _bucket(_splitmix64(h + salt), buckets)
+                    q += 1
+    if word1 or word2:
+        for kind in range(2):
+            if (kind == 0 and not word1) or (kind == 1 and not word2):
+                continue
+            for r in range(nh):
+                salt = salts[kind, r]
+                prev = np.uint64(0)
+                nw = 0
+                a = lo
+                while a < hi:
+                    if c[a] == _SPACE:
+                        a += 1
+                        continue
+                    b = a
+                    h = np.uint64(0)
+                    while b < hi and c[b] != _SPACE:
+                        h = h * _B + np.uint64(c[b])
+                        b += 1
+                    if kind == 0:
+                        if fill:
+                            out[q] = _bucket(_splitmix64(h + salt), buckets)
+                        q += 1
+                    elif nw > 0:
+                        if fill:
+                            bh = _splitmix64(prev) * _B + h
+                            out[q] = _bucket(_splitmix64(bh + salt), buckets)
+                        q += 1
+                    prev = h
+                    nw += 1
+                    a = b
+    return q - pos
+
+
+@njit(cache=True, nogil=True)
+def featurize(c, starts, kmin, kmax, within_word, word1, word2, salts, buckets):
+    """Bucket ids of every sentence of a normalised batch (see ``tokenize``): ``(ids, offsets)``."""
+    n = len(starts) - 1
+    counts = np.zeros(n + 1, dtype=np.int64)
+    dummy = np.empty(0, dtype=np.int64)
+    for i in range(n):
+        counts[i + 1] = _sentence_features(
+            c, starts[i], starts[i + 1] - 1, kmin, kmax, within_word, word1, word2, salts, buckets, dummy, 0, False
+        )
+    offsets = np.cumsum(counts)
+    ids = np.empty(offsets[n], dtype=np.int64)
+    for i in range(n):
+        _sentence_features(
+            c, starts[i], starts[i + 1] - 1, kmin, kmax, within_word, word1, word2, salts, buckets, ids, offsets[i], True
+        )
+    return ids, offsets
+
+
+@njit(cache=True, nogil=True)
+def _weight(n):
+    return np.float32(1.0 / np.sqrt(np.float64(max(n, 1))))
+
+
+# Pooling: row i of ``out`` = sum over the features f of sentence i of w_i * E[f], w_i =
+# float32(1 / sqrt(n_i)), accumulated in float32 in feature order as the reference's sparse
+# product does (scipy csr_matvecs: y += a * x). Rows are decoded as the reference decodes them.
+
+
+@njit(cache=True, nogil=True)
+def pool_int4(ids, offsets, nibbles, scale, out):
+    """int4 rows: two codes per byte (low nibble first), ``(code - 8) * scale[row]``.
+
+    Even and odd columns are summed in two contiguous accumulators (vectorised loops) and
+    interleaved at the end; every element sees the same float32 operations as the reference.
+    """
+    n = len(offsets) - 1
+    half = nibbles.shape[1]
+    eight = np.float32(8.0)
+    lo_mask = np.uint8(15)
+    shift = np.uint8(4)
+    for i in range(n):
+        even = np.zeros(half, dtype=np.float32)
+        odd = np.zeros(half, dtype=np.float32)
+        w = _weight(offsets[i + 1] - offsets[i])
+        for p in range(offsets[i], offsets[i + 1]):
+            f = ids[p]
+            s = scale[f]
+            row = nibbles[f]
+            for j in range(half):
+                even[j] += w * ((np.float32(row[j] & lo_mask) - eight) * s)
+            for j in range(half):
+                odd[j] += w * ((np.float32(row[j] >> shift) - eight) * s)
+        for j in range(half):
+            out[i, 2 * j] = even[j]
+            out[i, 2 * j + 1] = odd[j]
+
+
+@njit(cache=True, nogil=True)
+def pool_scaled(ids, offsets, weight, scale, out):
+    """int8 (or other integer) rows times one float32 scale per row."""
+    n = len(offsets) - 1
+    d = weight.shape[1]
+    for i in range(n):
+        acc = out[i]
+        acc[:] = 0
+        w = _weight(offsets[i + 1] - offsets[i])
+        for p in range(offsets[i], offsets[i + 1]):
+            f = ids[p]
+            s = scale[f]
+            row = weight[f]
+            for j in range(d):
+                acc[j] += w * (np.float32(row[j]) * s)
+
+
+@njit(cache=True, nogil=True)
+def pool_dense(ids, offsets, weight, out):
+    """float32 rows."""
+    n = len(offsets) - 1
+    d = weight.shape[1]
+    for i in range(n):
+        acc = out[i]
+        acc[:] = 0
+        w = _weight(offsets[i + 1] - offsets[i])
+        for p in range(offsets[i], offsets[i + 1]):
+            row = weight[ids[p]]
+            for j in range(d):
+                acc[j] += w * row[j]
+
+
+@njit(cache=True, nogil=True)
+def pool_pq(ids, offsets, codes, codebook, out):
+    """Product-quantised rows: sub-vector m of row f is ``codebook[m, codes[f, m]]``."""
+    n = len(offsets) - 1
+    m_sub, _, dsub = codebook.shape
+    for i in range(n):
+        acc = out[i]
+        acc[:] = 0
+        w = _weight(offsets[i + 1] - offsets[i])
+        for p in range(offsets[i], offsets[i + 1]):
+            f = ids[p]
+            for m in range(m_sub):
+                cen = codebook[m, codes[f, m]]
+                for t in range(dsub):
+                    acc[m * dsub + t] += w * cen[t]
