@@ -172,7 +172,7 @@ def embed_file(
     encoder = load_encoder(model) if isinstance(model, str) else model
     total = None
     if path != "-":
-        total = scan_text(path, errors=errors).lines
+        total = scan_text(path, errors=errors, column=column).lines
     report = EmbedReport(path)
     stats = ReadStats()
     t0 = time.time()

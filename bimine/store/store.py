@@ -32,7 +32,7 @@ from bimine.embed import EmbedReport, batched, embed_lines
 from bimine.encoders.base import Encoder
 from bimine.errors import InputError
 from bimine.langs import normalize_lang
-from bimine.text.io import ReadStats, count_lines, read_lines
+from bimine.text.io import ReadStats, read_lines, scan_text
 
 log = logging.getLogger(__name__)
 FORMAT = "bimine-store/1"
@@ -140,6 +140,8 @@ def build_store(
     if input_path == "-":
         raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: exists and is not a folder; a store is a folder: choose another output")
     out.mkdir(parents=True, exist_ok=True)
     lang = normalize_lang(lang)
     ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,
@@ -170,8 +172,8 @@ def build_store(
     report = EmbedReport(input_path)
     stats = ReadStats()
     shards = []
-    if total_lines is None and progress:
-        total_lines = count_lines(input_path)  # for the ETA; cheap next to embedding
+    if total_lines is None:  # one fast pass: bad input fails before any work; the count gives the ETA
+        total_lines = scan_text(input_path, errors=errors, column=column).lines
     bar = progress_bar(total=total_lines, unit=" lines", enabled=progress, desc=f"embed {os.path.basename(input_path)}")
     lines = read_lines(input_path, column=column, errors=errors, stats=stats)
     reused = 0

@@ -199,13 +199,15 @@ class ScanResult:
     first_tab_line: int | None = None
 
 
-def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool = False) -> ScanResult:
+def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool = False,
+              column: int | None = None) -> ScanResult:
     """Check a whole file before any work is done on it, in one fast pass over its bytes.
 
     Raises :class:`InputError` (naming file and line) for what :func:`read_lines` would stop
     at later: a NUL byte (a binary file), invalid UTF-8 when ``errors == "strict"``, or a
     truncated compressed file; so a long job fails at once instead of after its first hours.
     Counts lines (for progress bars) and, with ``find_tab``, finds the first line with a tab.
+    With ``column`` (1-based), a line with fewer tab-separated columns is an error too.
     """
     import codecs
 
@@ -243,4 +245,11 @@ def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool
     except (EOFError, OSError, lzma.LZMAError) as e:
         raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated?") from e
     res.lines += last != b"\n"
+    if column is not None and column > 1:
+        with open_binary(path) as f:
+            for lineno, raw in enumerate(f, start=1):
+                cols = raw.count(b"\t") + 1
+                if cols < column:
+                    raise InputError(f"{name}:{lineno}: has {cols} tab-separated column(s), "
+                                     f"column {column} was asked for")
     return res
