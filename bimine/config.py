@@ -1,8 +1,24 @@
-"""Loading nested dataclass configs from YAML/dicts; an unknown key is always an error."""
+"""Loading nested dataclass configs from YAML/dicts; an unknown key is always an error.
+
+Every value is checked against the type hint of its dataclass field before anything is
+built, and every error names the dotted key (``train.steps``, ``data.train[0].src_lang``)
+and the type expected:
+
+- ``int``: an integer, not ``true``/``false`` (YAML booleans are not numbers) and not
+  ``2.5`` (nor ``2.0``: write ``2``);
+- ``float``: any number but a boolean; ``1e-3`` is accepted although YAML 1.1 (PyYAML)
+  reads it as a string;
+- ``bool``: ``true``/``false`` only, not ``1``/``0`` or ``"yes"`` in quotes;
+- ``str``: a string (quote numbers meant as text: ``name: "2012"``);
+- ``list[X]``, ``tuple[X, ...]``: a list whose items are each checked (``key[i]``);
+  ``tuple[X, Y]``: a list of exactly that many items;
+- ``X | None``: ``null`` or an ``X``; a dataclass: a mapping, checked recursively.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from typing import Any, TypeVar
@@ -13,54 +29,150 @@ from bimine.errors import ConfigError
 
 T = TypeVar("T")
 
+_INDEXED = re.compile(r"^(\w+)\[(\d+)\]$")  # a list item in a --set key: data.train[0]
+_SCI_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
 
 def from_dict(cls: type[T], data: dict[str, Any] | None, where: str = "") -> T:
     """Build dataclass ``cls`` from ``data``, recursing into dataclass-typed fields.
 
-    Raises :class:`ConfigError` naming the dotted path of any unknown key or wrong type.
-    Classes with their own ``from_dict`` classmethod build themselves.
+    Raises :class:`ConfigError` naming the dotted path of any unknown or missing key or
+    wrong type (see the module docstring for the rules), before building anything. Classes
+    with their own ``from_dict`` classmethod are checked the same way, then build themselves.
     """
-    data = {} if data is None else data
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where or 'config'}: expected a mapping, got {type(data).__name__}")
+    kwargs = _check_fields(cls, data, where)
     if hasattr(cls, "from_dict") and where:
-        return cls.from_dict(data)  # type: ignore[attr-defined]
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        path = f"{where}." if where else ""
-        raise ConfigError(f"unknown config key(s): {', '.join(path + k for k in unknown)}")
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for name, value in data.items():
-        kwargs[name] = _convert(hints[name], value, f"{where}.{name}" if where else name)
+        try:
+            return cls.from_dict(data or {})  # type: ignore[attr-defined]
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{where}: {e}") from None
     try:
         return cls(**kwargs)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise ConfigError(f"{where or 'config'}: {e}") from None
+
+
+def check_config(cls: type, data: Any, where: str = "") -> None:
+    """Check ``data`` against dataclass ``cls`` (keys and types, recursively) without building it."""
+    _check_fields(cls, data, where)
+
+
+def _check_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
+    """Checked and converted field values of ``data`` for ``cls``."""
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or 'config'}: expected a mapping (key: value lines), got {_show(data)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    prefix = f"{where}." if where else ""
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise ConfigError(f"{where or 'config'}: keys must be names, got {bad[0]!r}")
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        known = ", ".join(fields)
+        raise ConfigError(f"unknown config key(s): {', '.join(prefix + k for k in unknown)} (known in "
+                          f"{where or 'the top level'}: {known})")
+    missing = [
+        n for n, f in fields.items()
+        if n not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"missing config key(s): {', '.join(prefix + k for k in missing)}")
+    hints = typing.get_type_hints(cls)
+    return {name: _convert(hints[name], value, prefix + name) for name, value in data.items()}
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it in YAML: ``true``, ``null``, ``2.5``, ``'big'``, a mapping."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return repr(value)
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else _type_name(a) for a in args)
+    if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+        if not args or args[0] is Any:
+            return "a list"
+        return "a list of mappings" if dataclasses.is_dataclass(args[0]) else f"a list of {_type_name(args[0])}"
+    if origin is tuple:
+        return f"a list of {len(args)} ({', '.join(_type_name(a) for a in args)})"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    if origin is typing.Literal:
+        return " or ".join(repr(a) for a in args)
+    return getattr(tp, "__name__", str(tp))
 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
+    if tp is Any:
+        return value
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _convert(inner[0], value, where)
+        if len(inner) == 1:
+            try:
+                return _convert(inner[0], value, where)
+            except ConfigError as e:  # say that null would do too
+                one = f"{where}: expected {_type_name(inner[0])}"
+                if not str(e).startswith(one):
+                    raise
+                raise ConfigError(f"{where}: expected {_type_name(tp)}{str(e)[len(one):]}") from None
+        else:
+            for a in inner:
+                try:
+                    return _convert(a, value, where)
+                except ConfigError:
+                    continue
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {_show(value)}")
+    if origin is typing.Literal:
+        if value in args:
+            return value
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {_show(value)}")
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, where)
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        item = args[0] if args else Any
-        out = [_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+            raise ConfigError(f"{where}: expected {_type_name(tp)}, got {_show(value)}")
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(value) != len(args):
+                raise ConfigError(f"{where}: expected {_type_name(tp)}, got {len(value)} item(s)")
+            out = [_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value))]
+        else:
+            item = args[0] if args else Any
+            out = [_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
         return tuple(out) if origin is tuple else out
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if tp in (int, float, str, bool) and not isinstance(value, tp):
-        raise ConfigError(f"{where}: expected {tp.__name__}, got {value!r}")
-    return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str) and _SCI_FLOAT.match(value.strip()):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{where}: expected str, got {_show(value)} (put quotes around text that looks like "
+                          "a number or a boolean)")
+    else:
+        return value
+    raise ConfigError(f"{where}: expected {_type_name(tp)}, got {_show(value)}")
 
 
 def to_dict(obj: Any) -> Any:
@@ -75,18 +187,45 @@ def to_dict(obj: Any) -> Any:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``key.sub=value`` strings (values parsed as YAML) to a nested dict in place."""
+    """Apply ``key.sub=value`` strings (values parsed as YAML) to a nested dict in place.
+
+    A key part may index a list: ``data.train[0].max_pairs=1000``. Only the form is checked
+    here (``key=value``, sections that are mappings, indexes in range); keys and types are
+    checked with the whole config by :func:`from_dict`.
+    """
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"override {item!r} must look like key.sub=value")
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.steps=500")
         key, raw = item.split("=", 1)
         parts = key.strip().split(".")
-        node = data
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
+        if not all(p.strip() for p in parts):
+            raise ConfigError(f"--set {item!r}: {key.strip()!r} is not a dotted key like train.steps")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({first})") from None
+        node: Any = data
+        for n, p in enumerate(parts):
+            m = _INDEXED.match(p.strip())
+            name, index = (m.group(1), int(m.group(2))) if m else (p.strip(), None)
+            last = n == len(parts) - 1
             if not isinstance(node, dict):
-                raise ConfigError(f"override {item!r}: {p} is not a section")
-        node[parts[-1]] = yaml.safe_load(raw)
+                raise ConfigError(f"--set {item!r}: {'.'.join(parts[:n])} is {_show(node)}, not a section")
+            if index is None:
+                if last:
+                    node[name] = value
+                elif node.get(name) is None:  # absent, or an empty section in the YAML ("train:")
+                    node[name] = {}
+                node = node[name]
+                continue
+            seq = node.get(name)
+            if not isinstance(seq, list) or not -len(seq) <= index < len(seq):
+                size = f"has {len(seq)} item(s)" if isinstance(seq, list) else "is not a list"
+                raise ConfigError(f"--set {item!r}: {'.'.join(parts[:n] + [name])} {size}")
+            if last:
+                seq[index] = value
+            node = seq[index]
     return data
 
 
@@ -96,8 +235,10 @@ def load_yaml(path: str) -> dict[str, Any]:
             data = yaml.safe_load(f) or {}
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; is this a YAML config?") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping")
+        raise ConfigError(f"{path}: the top level must be a mapping (key: value lines), got {_show(data)}")
     return data

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import yaml
 
-from bimine.config import from_dict, to_dict
+from bimine.config import check_config, from_dict, to_dict
 from bimine.encoders.dan import DANConfig
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
@@ -97,8 +97,83 @@ class TrainConfig:
     export_quantize: str = "int8"
 
 
+def _check_langs(data: dict) -> None:
+    """Language codes of the (type-checked) raw config, each error naming its dotted key."""
+    from bimine.langs import normalize_lang
+
+    d = data.get("data") or {}
+    keys = [(f"data.{part}[{i}].{side}", c.get(side)) for part in ("train", "dev")
+            for i, c in enumerate(d.get(part) or []) for side in ("src_lang", "tgt_lang")]
+    keys += [(f"model.languages[{i}]", x) for i, x in enumerate((data.get("model") or {}).get("languages") or [])]
+    for key, code in keys:
+        try:
+            normalize_lang(code)
+        except ConfigError as e:
+            raise ConfigError(f"{key}: {e}") from None
+
+
+def _check_values(cfg: TrainConfig) -> None:
+    """Value ranges that would otherwise fail (or divide by zero) only after the data is loaded."""
+    t, o, h, m, loss = cfg.train, cfg.optim, cfg.hard_negatives, cfg.model, cfg.loss
+    at_least = {
+        "train.batch_size": (t.batch_size, 1), "train.steps": (t.steps, 1), "train.threads": (t.threads, 1),
+        "train.eval_every": (t.eval_every, 1), "train.checkpoint_every": (t.checkpoint_every, 1),
+        "train.log_every": (t.log_every, 1), "train.dev_max_pairs": (t.dev_max_pairs, 1),
+        "optim.warmup_steps": (o.warmup_steps, 0), "hard_negatives.per_example": (h.per_example, 0),
+        "hard_negatives.start_step": (h.start_step, 0), "hard_negatives.candidates": (h.candidates, 1),
+        "model.embed_dim": (m.embed_dim, 1), "model.output_dim": (m.output_dim, 1),
+        **{f"model.hidden[{i}]": (x, 1) for i, x in enumerate(m.hidden)},
+        **{f"data.{part}[{i}].max_pairs": (c.max_pairs, 1) for part in ("train", "dev")
+           for i, c in enumerate(getattr(cfg.data, part)) if c.max_pairs is not None},
+    }
+    for key, (value, low) in at_least.items():
+        if value < low:
+            raise ConfigError(f"{key}: must be >= {low}, got {value}")
+    if t.max_minutes is not None and not 0 <= t.max_minutes < math.inf:  # 0: stop after one step
+        raise ConfigError(f"train.max_minutes: must be >= 0 or null, got {t.max_minutes}")
+    positive = {"optim.lr": o.lr, "optim.embedding_lr": o.embedding_lr, "loss.scale": loss.scale}
+    for key, value in positive.items():
+        if not value > 0 or not math.isfinite(value):
+            raise ConfigError(f"{key}: must be a number > 0, got {value}")
+    for key, value in {"optim.final_lr_fraction": o.final_lr_fraction, "hard_negatives.fraction": h.fraction}.items():
+        if not 0 <= value <= 1:
+            raise ConfigError(f"{key}: must be between 0 and 1, got {value}")
+    if not 0 <= loss.length_penalty < math.inf:
+        raise ConfigError(f"loss.length_penalty: must be >= 0, got {loss.length_penalty}")
+    if loss.similarity not in ("cosine", "dot"):
+        raise ConfigError(f"loss.similarity: must be cosine or dot, got {loss.similarity!r}")
+
+
+def check_train_files(cfg: TrainConfig) -> None:
+    """Every corpus file of ``data.train`` and ``data.dev`` exists (paths as resolved against
+    ``data.root``), so a typo fails before minutes of loading the corpora listed before it."""
+    for part in ("train", "dev"):
+        for i, spec in enumerate(getattr(cfg.data, part)):
+            for side in ("src", "tgt"):
+                rel = getattr(spec, side)
+                if rel is None:
+                    continue
+                path = os.path.join(cfg.data.root or ".", os.path.expandvars(rel))
+                if not os.path.isfile(path):
+                    what = "is a folder" if os.path.isdir(path) else "no such file"
+                    raise ConfigError(f"data.{part}[{i}].{side}: {path}: {what} (relative paths start at data.root, "
+                                      f"{cfg.data.root})")
+
+
 def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
+    """The training config of ``data`` (a YAML mapping with any --set overrides applied).
+
+    Everything that can be checked without reading the corpora is checked here, each error
+    naming its dotted key: unknown keys, types (``train.steps: 2.5`` is not an int, YAML
+    ``true`` is not a number, ``1`` is not a boolean; see ``bimine.config``), value ranges,
+    language codes. :meth:`Trainer.fit` adds the corpus files and the run folder.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"the config must be a mapping (key: value lines), got {type(data).__name__}")
+    check_config(TrainConfig, data)
+    _check_langs(data)
     cfg = from_dict(TrainConfig, data)
+    _check_values(cfg)
     if cfg.data.root is None:
         cfg.data.root = base_dir
     else:
@@ -321,13 +396,21 @@ class Trainer:
 
     def fit(self, *, resume: bool = False, progress: bool = True) -> Path:
         cfg = self.cfg
-        torch.set_num_threads(cfg.train.threads)
-        torch.manual_seed(cfg.train.seed)
-        if self.run.exists() and (self.run / "checkpoint").exists() and not resume:
+        has_checkpoint = (self.run / "checkpoint").exists() or (self.run / "checkpoint.old").exists()
+        if resume and not has_checkpoint:
+            why = "the folder does not exist" if not self.run.exists() else "it holds no checkpoint"
+            raise ConfigError(
+                f"--resume: {self.run} has no run to resume ({why}); to start a fresh run there, "
+                "run the same command without --resume"
+            )
+        if has_checkpoint and not resume:
             raise ConfigError(
                 f"{self.run} already holds a run; pass --resume to continue it "
                 "or choose another --output folder"
             )
+        check_train_files(cfg)
+        torch.set_num_threads(cfg.train.threads)
+        torch.manual_seed(cfg.train.seed)
         self.run.mkdir(parents=True, exist_ok=True)
         (self.run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
@@ -349,7 +432,7 @@ class Trainer:
         opts = [dense, sparse]
         step = 0
         elapsed = 0.0
-        if resume and ((self.run / "checkpoint").exists() or (self.run / "checkpoint.old").exists()):
+        if resume:
             meta = _load_checkpoint(self.run, model, opts, groups)
             step, elapsed = meta["step"], meta.get("elapsed", 0.0)
             log.info(f"resumed from step {step}")
