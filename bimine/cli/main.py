@@ -35,6 +35,28 @@ def cli(verbose: bool) -> None:
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 
+def check_lang_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback: refuse an unknown language code before any work (``--lang xx``)."""
+    if value is None:
+        return value
+    from bimine.langs import normalize_lang
+
+    try:
+        normalize_lang(value)
+    except BimineError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
+def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
+    """Print a one-line warning when the text of ``source`` is clearly not in ``lang``."""
+    from bimine.langs import check_language
+
+    msg = check_language(source, lang, column=column)
+    if msg:
+        click.echo(f"warning: {msg}; is {option} right?", err=True)
+
+
 def main() -> None:
     from bimine.cleanup import exit_cleanly_on_sigterm
 

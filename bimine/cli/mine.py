@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from bimine.cli.embed import MODEL_HELP
-from bimine.cli.main import cli
+from bimine.cli.main import check_lang_option, cli, warn_language
+from bimine.errors import ConfigError
 from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
 
 
+def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and math.isnan(value):
+        raise click.BadParameter("must be a number, not nan")
+    return value
+
+
 @cli.command()
 @click.argument("src", type=str)
 @click.argument("tgt", type=str)
-@click.option("--src-lang", required=True, help="Language of SRC (fr, fra, fra_Latn).")
-@click.option("--tgt-lang", required=True, help="Language of TGT.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output file.")
+@click.option("--src-lang", required=True, callback=check_lang_option, help="Language of SRC (fr, fra, fra_Latn).")
+@click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of TGT.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Output file (its folder must exist; never one of the inputs).")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="max", show_default=True,
               help="Pair selection: best per source, per target, mutual best, both by score (max), "
@@ -24,8 +34,8 @@ from bimine.mining.select import STRATEGIES
 @click.option("--score", type=click.Choice(SCORES), default="eq9", show_default=True,
               help="Candidate score: paper 001 Eq. 9 (ratio margin plus cosine; the best on our dev sets, "
                    "docs/decisions.md), Eq. 10, margin ratio/distance, or absolute (cosine).")
-@click.option("-k", "--k", "k", type=int, default=4, show_default=True, help="Neighbours for the margin.")
-@click.option("--threshold", type=float, default=None,
+@click.option("-k", "--k", "k", type=click.IntRange(min=1), default=4, show_default=True, help="Neighbours for the margin.")
+@click.option("--threshold", type=float, callback=_not_nan, default=None,
               help="Keep pairs whose score (in the units of --score) is at least this; the same test for "
                    "every score. Default: keep every selected candidate, negative scores included. "
                    "Typical cuts for the default model: eq9 ~1.85, ratio ~1.25, distance ~0.11 "
@@ -33,9 +43,9 @@ from bimine.mining.select import STRATEGIES
 @click.option("--index", "factory", default="auto", show_default=True,
               help="FAISS factory string (Flat, IVF4096,SQ8, IVF4096,PQ128x4fs,Refine(SQfp16), "
                    "OPQ64,IVF65536,PQ64, HNSW32) or auto by size.")
-@click.option("--nprobe", type=int, default=0, show_default=True,
+@click.option("--nprobe", type=click.IntRange(min=0), default=0, show_default=True,
               help="IVF lists searched per query; 0 = a sixteenth of the lists.")
-@click.option("--k-factor", type=int, default=32, show_default=True,
+@click.option("--k-factor", type=click.IntRange(min=1), default=32, show_default=True,
               help="With a Refine(...) index: candidates re-scored per neighbour.")
 @click.option("--work-dir", type=click.Path(file_okay=False), default=None,
               help="Keep embeddings and kNN results here; a rerun skips finished steps.")
@@ -48,9 +58,9 @@ from bimine.mining.select import STRATEGIES
 @click.option("--line-numbers", is_flag=True, help="TSV: add 1-based source and target line numbers as columns 4-5.")
 @click.option("--dedupe", is_flag=True, help="Drop pairs whose (src, tgt) texts repeat an earlier pair.")
 @click.option("--drop-copies", is_flag=True, help="Drop pairs whose sides are equal up to case, punctuation, digits.")
-@click.option("--min-chars", type=int, default=0, show_default=True, help="Drop pairs with a side shorter than this.")
+@click.option("--min-chars", type=click.IntRange(min=0), default=0, show_default=True, help="Drop pairs with a side shorter than this.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
-@click.option("--workers", type=int, default=0, show_default=True,
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="Processes embedding in parallel; 0 = one per CPU core for bimine's own models.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: str, strategy: str, score: str,
@@ -65,15 +75,28 @@ def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: s
     from bimine.encoders import load_encoder
     from bimine.index.faiss_index import IndexConfig
     from bimine.mining.pipeline import MineConfig, mine_files
+    from bimine.outputs import check_output_dir, check_output_file
 
-    if k < 1:
-        raise click.BadParameter("must be >= 1", param_hint="-k")
+    check_output_file(output, inputs=(src, tgt, src_store, tgt_store))
+    if work_dir is not None:
+        check_output_dir(work_dir, inputs=(src, tgt), option="--work-dir")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
+    warn_language(src, src_lang, "--src-lang")
+    warn_language(tgt, tgt_lang, "--tgt-lang")
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold,
                      index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe, drop_copies=drop_copies,
                      min_chars=min_chars)
     from bimine.embed import resolve_workers
 
     encoder = load_encoder(model)
+    if factory != "auto":  # a mistyped factory string fails now, not after embedding both sides
+        from bimine.index.faiss_index import KeyIndex
+
+        KeyIndex(encoder.dim, 0, cfg.index)
     report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                         cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                         line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,

@@ -33,7 +33,8 @@ from bimine.cli.main import cli
     metavar="KEY=VALUE",
     help="Override a config value, e.g. --set loss.margin=0 --set train.steps=500.",
 )
-@click.option("--resume", is_flag=True, help="Continue the run in OUTPUT from its last checkpoint.")
+@click.option("--resume", is_flag=True,
+              help="Continue the run in OUTPUT from its last checkpoint (an error if OUTPUT holds none).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train(config_path: str, output: str, overrides: tuple[str, ...], resume: bool, no_progress: bool) -> None:
     """Train a sentence encoder on parallel data (needs the 'train' extra: PyTorch).
@@ -47,10 +48,14 @@ def train(config_path: str, output: str, overrides: tuple[str, ...], resume: boo
             "training needs PyTorch: pip install torch==2.13.0 'bimine[train]'"
         ) from None
     from bimine.config import apply_overrides, load_yaml
+    from bimine.outputs import check_output_dir
     from bimine.training.trainer import Trainer, load_train_config
 
     logging.getLogger("bimine").setLevel(logging.INFO)
+    check_output_dir(output, inputs=(config_path,))
     data = apply_overrides(load_yaml(config_path), list(overrides))
+    # the whole config (keys, types, values, language codes, corpus files) and the run folder
+    # are checked here and at the start of fit(), before any data is read
     cfg = load_train_config(data, os.path.dirname(os.path.abspath(config_path)))
     path = Trainer(cfg, output).fit(resume=resume, progress=not no_progress)
     click.echo(f"model written to {path}")

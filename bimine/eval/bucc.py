@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -40,11 +41,17 @@ def read_bucc_sentences(path: str) -> tuple[list[str], list[str]]:
         ids.append(i)
         texts.append(t)
     if len(set(ids)) != len(ids):
-        raise InputError(f"{path}: sentence ids are not unique")
+        dup = next(i for i, c in Counter(ids).items() if c > 1)
+        raise InputError(f"{path}: sentence ids are not unique ({dup!r} appears {Counter(ids)[dup]} times)")
+    if not ids:
+        raise InputError(f"{path}: no sentences (expected '<id><TAB><sentence>' lines)")
     return ids, texts
 
 
 def read_bucc(src: str, tgt: str, gold: str) -> BuccSplit:
+    """Read one split; refuses, naming the file: an empty side, an empty gold file, and gold
+    lines whose ids are not in the sentence files (ids swapped between the columns, or the
+    gold file of another split), which would otherwise give all-zero scores."""
     si, st = read_bucc_sentences(src)
     ti, tt = read_bucc_sentences(tgt)
     g = set()
@@ -53,9 +60,21 @@ def read_bucc(src: str, tgt: str, gold: str) -> BuccSplit:
         if not line.strip():
             continue
         cells = line.split("\t")
-        if len(cells) != 2 or cells[0] not in known_s or cells[1] not in known_t:
-            raise InputError(f"{gold}:{n}: expected '<src_id><TAB><tgt_id>' with ids present in {src} and {tgt}")
-        g.add((cells[0], cells[1]))
+        if len(cells) != 2:
+            raise InputError(f"{gold}:{n}: expected '<src_id><TAB><tgt_id>', got {len(cells)} tab-separated field(s)")
+        a, b = cells
+        if a not in known_s or b not in known_t:
+            if a in known_t and b in known_s:
+                hint = "the two ids are swapped: the source id comes first"
+            else:
+                missing = [f"{x!r} is not an id of {f}" for x, known, f in ((a, known_s, src), (b, known_t, tgt))
+                           if x not in known]
+                hint = "; ".join(missing) + " (is this the gold file of this split?)"
+            raise InputError(f"{gold}:{n}: expected '<src_id><TAB><tgt_id>' with ids present in {src} and {tgt}; {hint}")
+        g.add((a, b))
+    if not g:
+        raise InputError(f"{gold}: no gold pairs (expected '<src_id><TAB><tgt_id>' lines); "
+                         "precision and recall would be meaningless")
     return BuccSplit(si, st, ti, tt, g)
 
 
