@@ -306,3 +306,12 @@ def test_embed_workers_give_identical_output(tmp_path, tiny_model):
         outs.append(np.load(out))
     assert outs[0].shape == (2500, 16)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_help_lists_the_choices_of_eval_bucc_and_mine():
+    from bimine.mining.margin import SCORES
+
+    for cmd in (["eval", "bucc"], ["mine"]):
+        r = run(*cmd, "--help")
+        assert r.exit_code == 0 and f"[{'|'.join(SCORES)}]" in " ".join(r.output.split())
+        assert "x>=1" in r.output  # -k is range-checked
