@@ -52,11 +52,6 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, where: str = "") -> T:
         raise ConfigError(f"{where or 'config'}: {e}") from None
 
 
-def check_config(cls: type, data: Any, where: str = "") -> None:
-    """Check ``data`` against dataclass ``cls`` (keys and types, recursively) without building it."""
-    _check_fields(cls, data, where)
-
-
 def _check_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
     """Checked and converted field values of ``data`` for ``cls``."""
     data = {} if data is None else data

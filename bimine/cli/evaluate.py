@@ -80,7 +80,7 @@ def retrieval(
 @click.option("--strategy", "strategies", type=click.Choice(STRATEGIES), multiple=True, default=("max",), show_default=True,
               help="Strategy(ies) (repeatable).")
 @click.option("-k", "--k", "k", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", type=click.Path(), default=None,
               help="Save the precision-recall curve of the first score/strategy as a PNG.")
 @click.option("--json", "as_json", is_flag=True)
 def bucc(train_src, train_tgt, train_gold, test_src, test_tgt, test_gold, src_lang, tgt_lang, model, scores,

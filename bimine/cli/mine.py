@@ -25,7 +25,7 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.argument("tgt", type=str)
 @click.option("--src-lang", required=True, callback=check_lang_option, help="Language of SRC (fr, fra, fra_Latn).")
 @click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of TGT.")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=click.Path(),
               help="Output file (its folder must exist; never one of the inputs).")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="max", show_default=True,
@@ -47,7 +47,7 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="IVF lists searched per query; 0 = a sixteenth of the lists.")
 @click.option("--k-factor", type=click.IntRange(min=1), default=32, show_default=True,
               help="With a Refine(...) index: candidates re-scored per neighbour.")
-@click.option("--work-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--work-dir", type=click.Path(), default=None,
               help="Keep embeddings and kNN results here; a rerun skips finished steps.")
 @click.option("--src-store", type=click.Path(file_okay=False, exists=True), default=None,
               help="Embeddings of SRC from 'bimine embed --store' (checked against SRC and the model).")

@@ -23,7 +23,7 @@ from bimine.cli.main import cli
     "-o",
     "--output",
     required=True,
-    type=click.Path(file_okay=False),
+    type=click.Path(),
     help="Run folder: checkpoints, log.jsonl, and the exported model in OUTPUT/model.",
 )
 @click.option(

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import yaml
 
-from bimine.config import check_config, from_dict, to_dict
+from bimine.config import from_dict, to_dict
 from bimine.encoders.dan import DANConfig
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
@@ -98,14 +98,22 @@ class TrainConfig:
 
 
 def _check_langs(data: dict) -> None:
-    """Language codes of the (type-checked) raw config, each error naming its dotted key."""
+    """Language codes of the raw config, each error naming its dotted key. Runs before the
+    type check builds anything (DANConfig normalises model.languages as it is built); values
+    of the wrong type are left for the type check to report."""
     from bimine.langs import normalize_lang
 
-    d = data.get("data") or {}
+    def items(x) -> list:
+        return x if isinstance(x, list) else []
+
+    d = data.get("data") if isinstance(data.get("data"), dict) else {}
+    model = data.get("model") if isinstance(data.get("model"), dict) else {}
     keys = [(f"data.{part}[{i}].{side}", c.get(side)) for part in ("train", "dev")
-            for i, c in enumerate(d.get(part) or []) for side in ("src_lang", "tgt_lang")]
-    keys += [(f"model.languages[{i}]", x) for i, x in enumerate((data.get("model") or {}).get("languages") or [])]
+            for i, c in enumerate(items(d.get(part))) if isinstance(c, dict) for side in ("src_lang", "tgt_lang")]
+    keys += [(f"model.languages[{i}]", x) for i, x in enumerate(items(model.get("languages")))]
     for key, code in keys:
+        if not isinstance(code, str):
+            continue
         try:
             normalize_lang(code)
         except ConfigError as e:
@@ -170,7 +178,6 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     """
     if not isinstance(data, dict):
         raise ConfigError(f"the config must be a mapping (key: value lines), got {type(data).__name__}")
-    check_config(TrainConfig, data)
     _check_langs(data)
     cfg = from_dict(TrainConfig, data)
     _check_values(cfg)
