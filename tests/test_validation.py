@@ -242,7 +242,7 @@ def _tiny_run_config(tmp_path: Path) -> Path:
         "data:\n  train:\n    - {src: pairs.tsv, src_lang: en, tgt_lang: de}\n"
         "model: {features: {buckets: 64}, embed_dim: 8, hidden: [8], output_dim: 8}\n"
         "train: {batch_size: 4, steps: 3, eval_every: 3, checkpoint_every: 1, log_every: 1, threads: 1}\n"
-        "export_quantize: none\n",
+        "export_quantize: int4\n",
         encoding="utf-8",
     )
     return cfg
@@ -272,6 +272,8 @@ def _tiny_run_config(tmp_path: Path) -> Path:
         ("hard_negatives.fraction=1.5", "hard_negatives.fraction: must be between 0 and 1"),
         ("loss.similarity=euclid", "loss.similarity: must be cosine or dot"),
         ("data.train[0].src=missing.tsv", "data.train[0].src:"),
+        ("export_quantize=pq3", "export_quantize pq3: model.embed_dim 8 must be a multiple of 3"),
+        ("model.embed_dim=7", "export_quantize int4 needs an even model.embed_dim"),
     ],
 )
 def test_train_config_mistakes_fail_before_any_data_is_read(tmp_path, override, message, monkeypatch):
@@ -285,6 +287,12 @@ def test_train_config_mistakes_fail_before_any_data_is_read(tmp_path, override, 
     r = invoke("train", "-c", cfg, "-o", tmp_path / "run", "--set", override, "--no-progress")
     error_line(r, message)
     assert not (tmp_path / "run").exists()  # nothing written either
+
+
+def test_missing_hard_negative_baseline_fails_before_any_data_is_read(tmp_path):
+    r = invoke("train", "-c", _tiny_run_config(tmp_path), "-o", tmp_path / "run", "--set",
+               "hard_negatives.per_example=2", "--set", f"hard_negatives.baseline={tmp_path / 'nope'}")
+    error_line(r, "hard_negatives.baseline:", "nope")
 
 
 @pytest.mark.parametrize(

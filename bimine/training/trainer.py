@@ -154,7 +154,8 @@ def _check_values(cfg: TrainConfig) -> None:
 
 def check_train_files(cfg: TrainConfig) -> None:
     """Every corpus file of ``data.train`` and ``data.dev`` exists (paths as resolved against
-    ``data.root``), so a typo fails before minutes of loading the corpora listed before it."""
+    ``data.root``), and so does a ``hard_negatives.baseline`` model folder, so a typo fails
+    before minutes of loading the corpora listed before it."""
     for part in ("train", "dev"):
         for i, spec in enumerate(getattr(cfg.data, part)):
             for side in ("src", "tgt"):
@@ -166,6 +167,11 @@ def check_train_files(cfg: TrainConfig) -> None:
                     what = "is a folder" if os.path.isdir(path) else "no such file"
                     raise ConfigError(f"data.{part}[{i}].{side}: {path}: {what} (relative paths start at data.root, "
                                       f"{cfg.data.root})")
+    hn = cfg.hard_negatives
+    if hn.per_example > 0 and hn.baseline and hn.baseline not in ("default", "e5-small"):
+        if not os.path.isfile(os.path.join(hn.baseline, "config.json")):
+            raise ConfigError(f"hard_negatives.baseline: {hn.baseline} is not a model folder (no config.json); "
+                              "use 'default', 'e5-small' or a folder written by 'bimine train'")
 
 
 def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
@@ -190,6 +196,12 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     q = cfg.export_quantize
     if q not in ("int8", "int4", "float16", "none") and not (q.startswith("pq") and q[2:].isdigit()):
         raise ConfigError("export_quantize must be int8, int4, float16, none or pqM (e.g. pq32)")
+    # checked now: the export runs after the last training step
+    d = cfg.model.embed_dim
+    if q == "int4" and d % 2:
+        raise ConfigError(f"export_quantize int4 needs an even model.embed_dim, got {d}")
+    if q.startswith("pq") and (int(q[2:]) < 1 or d % int(q[2:])):
+        raise ConfigError(f"export_quantize {q}: model.embed_dim {d} must be a multiple of {q[2:]}")
     if not cfg.model.shared:
         langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
         from bimine.langs import normalize_lang
