@@ -292,12 +292,14 @@ class _OpenBLAS:
 
 
 _OPENBLAS = _OpenBLAS()
+_POOL_LOCK = threading.Lock()
+
 
 class DANEncoder:
     """DAN encoder; ``encode(sentences, lang)`` returns unit-norm float32 rows.
 
-    ``threads``: how many slices of a batch are encoded at once (default: one per core, or 1
-    inside a multiprocessing child, whose parent already runs one process per core).
+    ``threads``: how many slices of a batch are encoded at once, each on one core (default:
+    one per core, or 1 in a multiprocessing pool worker, whose siblings take the other cores).
     ``backend``: ``"numba"`` (compiled kernels), ``"numpy"`` (the reference) or ``"auto"``.
     """
 
@@ -369,6 +371,8 @@ class DANEncoder:
         """``dan-`` + the config's ``model_id``, or the first 16 hex digits of the sha256 of
         the weights file (computed on first use: embedding to .npy never needs it)."""
         if self._model_id is None:
+            if self._weights_file is None:
+                return "dan"
             with open(self._weights_file, "rb") as f:
                 self._model_id = "dan-" + hashlib.file_digest(f, "sha256").hexdigest()[:16]
         return self._model_id
@@ -412,16 +416,20 @@ class DANEncoder:
             return max(1, self.threads)
         import multiprocessing
 
-        return 1 if multiprocessing.parent_process() is not None else _cores()
+        # a pool worker (daemonic: ``bimine embed --workers N``) shares the cores with its siblings
+        return 1 if multiprocessing.current_process().daemon else _cores()
 
     def _pool(self, threads: int):
         from concurrent.futures import ThreadPoolExecutor
 
         key = (os.getpid(), threads)  # a forked child has none of its parent's threads
-        if self._executor_key != key:
-            self._executor = ThreadPoolExecutor(threads, thread_name_prefix="bimine-dan")
-            self._executor_key = key
-        return self._executor
+        with _POOL_LOCK:
+            if self._executor_key != key:
+                if self._executor is not None and self._executor_key[0] == os.getpid():
+                    self._executor.shutdown(wait=False)
+                self._executor = ThreadPoolExecutor(threads, thread_name_prefix="bimine-dan")
+                self._executor_key = key
+            return self._executor
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows."""
