@@ -13,7 +13,7 @@ Which codes are accepted (anything else is a :class:`ConfigError` saying how to 
   ``ger``) or ``bih``. The full list ships with bimine (``bimine/_langdata.py``, generated
   from the ISO 639-3 registration authority's tables), so a language without an ISO 639-1
   code, or one that the language identifier does not know (``acu``, ``quc``), works as
-  well as ``fra``; a made-up code (``qqq``, ``abc`` is real but ``xyz`` is not) is refused.
+  well as ``fra``; a code outside the list (``qqq``, ``xyz``) is refused.
   Individual languages of a macrolanguage that has a 639-1 code map to it where the
   corpora we know use them that way (``arb`` -> ``ar``, ``cmn``/``yue`` -> ``zh``,
   ``pes`` -> ``fa``, ``zsm`` -> ``ms``, ``swh`` -> ``sw``); other 639-3 codes stay as
