@@ -168,7 +168,10 @@ def embed_file(
     from bimine.progress import bar as progress_bar
     from bimine.text.io import scan_text
 
+    from bimine.outputs import check_output_file
+
     lang = normalize_lang(lang)  # a bad code fails before any work
+    check_output_file(output, inputs=(path,))
     encoder = load_encoder(model) if isinstance(model, str) else model
     total = None
     if path != "-":

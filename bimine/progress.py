@@ -25,9 +25,9 @@ def bars_wanted(enabled: bool = True) -> bool:
         return False
 
 
-def bar(*, total: int | None = None, unit: str = " it", desc: str = "", enabled: bool = True):
+def bar(*, total: int | None = None, unit: str = " it", desc: str = "", enabled: bool = True, initial: int = 0):
     """A tqdm bar on stderr (a no-op bar when :func:`bars_wanted` says no)."""
     from tqdm.auto import tqdm
 
     return tqdm(total=total, unit=unit, desc=desc, disable=not bars_wanted(enabled), dynamic_ncols=True,
-                mininterval=0.5)
+                mininterval=0.5, initial=initial)

@@ -326,7 +326,7 @@ def test_output_problems_fail_before_any_work(tmp_path, tiny_model, monkeypatch)
         _mine(tmp_path, src, tgt, tmp_path / "missing" / "p.tsv", tiny_model)
     with pytest.raises(ConfigError, match="is the input"):
         _mine(tmp_path, src, tgt, tgt, tiny_model)
-    with pytest.raises(ConfigError, match="is a directory"):
+    with pytest.raises(ConfigError, match="is a folder"):
         _mine(tmp_path, src, tgt, tmp_path, tiny_model)
     assert tgt.read_text().count("\n") == 20
 
@@ -338,3 +338,13 @@ def test_blank_only_input_warns(tmp_path, tiny_model, caplog):
     with caplog.at_level(logging.WARNING, logger="bimine.mining.pipeline"):
         rep = _mine(tmp_path, src, blank, tmp_path / "p.tsv", tiny_model)
     assert rep.written == 0 and "has only blank lines (3): nothing to mine" in caplog.text
+
+
+def test_index_too_large_for_the_corpus_fails_before_embedding(tmp_path, tiny_model, monkeypatch):
+    import bimine.mining.pipeline as P
+    from bimine.errors import ConfigError
+
+    monkeypatch.setattr(P, "build_store", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("embedded")))
+    src, tgt = _corpus(tmp_path / "a.en", WORDS_A, 20, 1), _corpus(tmp_path / "a.fr", WORDS_B, 20, 2)
+    with pytest.raises(ConfigError, match="IVF64,Flat: needs at least 64 sentences per side"):
+        _mine(tmp_path, src, tgt, tmp_path / "p.tsv", tiny_model, cfg=MineConfig(index=IndexConfig(factory="IVF64,Flat")))

@@ -68,7 +68,7 @@ def auto_factory(n: int, d: int, exact_below: int = 300_000) -> str:
     return f"OPQ{m},IVF{nlist},PQ{m}"
 
 
-def _nlist(factory: str) -> int:
+def nlist_of(factory: str) -> int:
     """IVF lists of a factory string: the digits right after "IVF" ("IVF4096_HNSW32" -> 4096)."""
     for part in factory.split(","):
         if part.startswith("IVF"):
@@ -104,12 +104,12 @@ class KeyIndex:
     def train_sample_size(self) -> int:
         if self.cfg.train_size:
             return self.cfg.train_size
-        return max(10_000, 40 * _nlist(self.factory))
+        return max(10_000, 40 * nlist_of(self.factory))
 
     def train(self, sample: np.ndarray) -> None:
         if not self.needs_training:
             return
-        nlist = _nlist(self.factory)
+        nlist = nlist_of(self.factory)
         if nlist and len(sample) < nlist:
             raise ConfigError(f"index {self.factory} needs at least {nlist} training vectors, got {len(sample)}; "
                               "use fewer IVF lists or 'Flat'")
@@ -137,7 +137,7 @@ class KeyIndex:
     @property
     def nprobe(self) -> int:
         """IVF lists visited per query: as configured, or a sixteenth of the lists."""
-        nlist = _nlist(self.factory)
+        nlist = nlist_of(self.factory)
         return min(nlist, self.cfg.nprobe or max(1, nlist // 16))
 
     @property
@@ -147,7 +147,7 @@ class KeyIndex:
     def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
-        if _nlist(self.factory):
+        if nlist_of(self.factory):
             ivf = faiss.extract_index_ivf(self.index)
             ivf.nprobe = self.nprobe
             quantizer = faiss.downcast_index(ivf.quantizer)

@@ -25,10 +25,18 @@ import numpy as np
 from bimine.cleanup import sweep_stale_temporaries
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
-from bimine.index.faiss_index import IndexConfig, build_index, knn_search, train_shared
+from bimine.index.faiss_index import (
+    IndexConfig,
+    build_index,
+    knn_search,
+    nlist_of,
+    resolve_factory,
+    train_shared,
+)
 from bimine.langs import normalize_lang
 from bimine.mining.margin import SCORES, score_candidates
 from bimine.mining.select import STRATEGIES, select_pairs
+from bimine.outputs import check_output_dir, check_output_file
 from bimine.store.store import EmbeddingStore, build_store
 from bimine.text.io import read_lines, scan_text
 
@@ -367,19 +375,16 @@ def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, la
     return st
 
 
-def _check_output(output: str, inputs: list[str]) -> None:
-    """Fail before any work if ``output`` cannot be written or would overwrite an input."""
-    out = Path(output)
-    parent = out.resolve().parent
-    if out.is_dir():
-        raise ConfigError(f"-o/--output {output}: is a directory; give a file name")
-    if not parent.is_dir():
-        raise ConfigError(f"-o/--output {output}: folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"-o/--output {output}: folder {parent} is not writable")
-    for p in inputs:
-        if out.exists() and os.path.exists(p) and os.path.samefile(out, p) or out.resolve() == Path(p).resolve():
-            raise ConfigError(f"-o/--output {output}: is the input {p}; writing there would destroy it")
+def _check_index_fits(cfg: IndexConfig, src_lines: int, tgt_lines: int, dim: int) -> None:
+    """An IVF index needs at least as many training vectors as lists: with fewer lines than
+    that on a side, fail now rather than after embedding (blank lines can only lower the count)."""
+    for n in (src_lines, tgt_lines):
+        factory = resolve_factory(cfg, n, dim)
+        lists = nlist_of(factory)
+        if lists and n < lists:
+            raise ConfigError(f"--index {factory}: needs at least {lists} sentences per side to train its "
+                              f"{lists} lists, but a side has {n} lines; use fewer lists (e.g. IVF{max(1, n // 40)}) "
+                              "or 'Flat'")
 
 
 def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: str, tgt_lang: str,
@@ -404,7 +409,9 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
     for p in (src, tgt):
         if p == "-":
             raise InputError("mining reads each input twice (embedding, then texts of the pairs): give files, not stdin")
-    _check_output(output, [src, tgt, *(x for x in (src_store, tgt_store, work_dir) if x)])
+    check_output_file(output, inputs=(src, tgt, src_store, tgt_store, work_dir))
+    if work_dir:
+        check_output_dir(work_dir, inputs=(src, tgt), option="--work-dir")
     scans = {}
     for p in dict.fromkeys((src, tgt)):
         scans[p] = scan_text(p, errors=errors, find_tab=fmt == "tsv")
@@ -413,6 +420,7 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
                 f"{p}:{scans[p].first_tab_line}: contains a tab, which would break the score<TAB>src<TAB>tgt "
                 "columns of the TSV output; use --format jsonl (keeps tabs), or remove the tabs "
                 "(for a TSV corpus, first cut out the column to mine)")
+    _check_index_fits(cfg.index, scans[src].lines, scans[tgt].lines, encoder.dim)
     sums = {p: file_checksum(p) for p in dict.fromkeys((src, tgt))}
     given = {
         "src": _open_given_store(src_store, src, sums[src], encoder, src_lang, "--src-store") if src_store else None,

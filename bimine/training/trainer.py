@@ -461,9 +461,9 @@ class Trainer:
 
         sched = BatchSchedule([len(g) for g in groups], cfg.train.batch_size, cfg.train.seed)
         logf = open(self.run / "log.jsonl", "a")
-        from tqdm.auto import tqdm
+        from bimine.progress import bar as progress_bar
 
-        bar = tqdm(total=cfg.train.steps, initial=step, disable=not progress, unit="step", dynamic_ncols=True)
+        bar = progress_bar(total=cfg.train.steps, initial=step, enabled=progress, unit="step", desc="train")
         last_dev: dict[str, float] = {}
         t0 = time.time() - elapsed
         pairs_seen = 0
