@@ -165,10 +165,9 @@ def embed_file(
     line stops the run before any work. Temporaries left by killed runs are removed.
     """
     from bimine.cleanup import sweep_stale_temporaries
+    from bimine.outputs import check_output_file
     from bimine.progress import bar as progress_bar
     from bimine.text.io import scan_text
-
-    from bimine.outputs import check_output_file
 
     lang = normalize_lang(lang)  # a bad code fails before any work
     check_output_file(output, inputs=(path,))
