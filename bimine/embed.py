@@ -60,12 +60,10 @@ def batched(lines: Iterable[str], size: int) -> Iterator[list[str]]:
 
 
 def resolve_workers(workers: int, encoder: Encoder) -> int:
-    """``workers`` as asked, or for 0 one per CPU core for the NumPy DAN (1 for others)."""
-    if workers > 0:
-        return workers
-    from bimine.encoders.dan import DANEncoder
-
-    return (os.cpu_count() or 1) if isinstance(encoder, DANEncoder) else 1
+    """``workers`` as asked; 0 means 1: the DAN already encodes each batch with one thread per
+    core (and e5 threads itself), and extra processes only add fork and transfer costs
+    (measured in docs/benchmarks.md §3: one process beats two on every input)."""
+    return workers if workers > 0 else 1
 
 
 def max_chars_of(encoder: Encoder) -> int | None:

@@ -54,7 +54,45 @@ def warn_language(source: str, lang: str, option: str, *, column: int | None = N
 
     msg = check_language(source, lang, column=column)
     if msg:
-        click.echo(f"warning: {msg}; is {option} right?", err=True)
+        _echo_warning(f"warning: {msg}; is {option} right?")
+
+
+def _echo_warning(line: str) -> None:
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stderr)  # above a progress bar, if one is drawn
+
+
+class language_checks:  # noqa: N801  (used as a context manager, like open())
+    """Run :func:`warn_language` for each ``(source, lang, option, column)`` in a background
+    thread while the command starts its real work; each warning is printed as soon as it is
+    known, and leaving the block waits for the checks (unless the block failed).
+
+    Loading the language identifier's model costs ~0.4 s, mostly LZMA decompression, which
+    releases the GIL: in the background it overlaps with loading and running the encoder
+    instead of adding to the command's wall time (docs/benchmarks.md §3).
+    """
+
+    def __init__(self, checks: list[tuple[str, str, str, int | None]]) -> None:
+        import threading
+
+        self._checks = checks
+        self._thread = threading.Thread(target=self._run, name="bimine-language-check", daemon=True)
+
+    def _run(self) -> None:
+        for source, lang, option, column in self._checks:
+            try:
+                warn_language(source, lang, option, column=column)
+            except Exception as e:  # the main work reports problems with the input itself
+                logging.getLogger(__name__).debug(f"language check of {source} skipped: {e}")
+
+    def __enter__(self) -> language_checks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self._thread.join()
 
 
 def main() -> None:
