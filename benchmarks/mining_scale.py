@@ -8,7 +8,8 @@ matrix's files a-k; side B = distinct German and Spanish lines, then the matrix'
 translations and much unrelated text; the training data gives about 1.08M per side). For each N:
 
 1. end-to-end from text: ``bimine mine A B --work-dir W`` in a fresh process (embedding included);
-2. from embeddings: ``bimine mine A B --src-store W/src.store --tgt-store W/tgt.store`` again;
+2. from embeddings: ``bimine mine A B --src-store W/src-*.store --tgt-store W/tgt-*.store`` again
+   (the stores run 1 kept in its work dir);
 3. recall@4 of the kNN lists that run 1 kept in its work dir (both directions, 2,000 random
    queries each) against exact search.
 
@@ -62,6 +63,12 @@ def run_mine(args: list[str]) -> dict:
             "pairs": int(re.search(r"(\d+) pairs written", p.stderr).group(1))}
 
 
+def work_store(work: str, side: str) -> str:
+    """The store a mining run kept in its work dir for one side (named by a hash of its input)."""
+    (path,) = glob.glob(os.path.join(work, f"{side}-*.store"))
+    return path
+
+
 def recall(work: str, k: int, n_queries: int) -> dict:
     """recall@k of the kNN lists the end-to-end run kept in its work dir, for random queries of
     each direction, against exact search over the same stores."""
@@ -69,8 +76,8 @@ def recall(work: str, k: int, n_queries: int) -> dict:
     from bimine.mining.knn import knn_exact
     from bimine.store import EmbeddingStore
 
-    a = EmbeddingStore.open(os.path.join(work, "src.store"))
-    b = EmbeddingStore.open(os.path.join(work, "tgt.store"))
+    a = EmbeddingStore.open(work_store(work, "src"))
+    b = EmbeddingStore.open(work_store(work, "tgt"))
     assert not len(a.blank_lines()) and not len(b.blank_lines())  # so kNN ids are row numbers
     a, b = a.load().astype(np.float32), b.load().astype(np.float32)
     out = {"queries": n_queries}
@@ -108,7 +115,7 @@ def main() -> None:
         common = [fa, fb, "--src-lang", "en", "--tgt-lang", "de", "--nprobe", str(args.nprobe)]
         e2e = run_mine([*common, "-o", os.path.join(args.out, f"pairs.{n}.tsv"), "--work-dir", work])
         emb = run_mine([*common, "-o", os.path.join(args.out, f"pairs2.{n}.tsv"),
-                        "--src-store", os.path.join(work, "src.store"), "--tgt-store", os.path.join(work, "tgt.store")])
+                        "--src-store", work_store(work, "src"), "--tgt-store", work_store(work, "tgt")])
         rec = recall(work, 4, 2000)
         res = {"n": n, "end_to_end": e2e, "from_embeddings": emb, "recall": rec}
         results.append(res)
