@@ -10,7 +10,6 @@ import dataclasses
 import itertools
 import os
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -423,10 +422,8 @@ def test_mine_output_in_a_missing_folder_fails_before_any_work(tmp_path, tiny_mo
     monkeypatch.setattr(pipeline, "mine_files", no_work)
     a, b = texts
     out = tmp_path / "missing" / "x.tsv"
-    t = time.perf_counter()
     r = invoke("mine", a, b, "--src-lang", "en", "--tgt-lang", "de", "--model", tiny_model, "-o", out)
     error_line(r, "-o/--output", str(out), "does not exist")
-    assert time.perf_counter() - t < 5
     assert not out.parent.exists()
 
 
