@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, nargs="+", default=[10000, 100000, 1000000])
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--out", default=".bench/scale")
-    ap.add_argument("--nprobe", type=int, default=0, help="0 = the index default (a sixteenth of the lists)")
+    ap.add_argument("--nprobe", type=int, default=0, help="0 = the index default (3/32 of the lists)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     side_a = ["train/*/*.en-*.en.gz", "train/*/*.en-fr.fr.gz", "train/bible-sword/pairs/*.en.gz",

@@ -65,8 +65,9 @@ def test_auto_factory_by_size():
 def test_nprobe_default_and_refine_k_factor():
     keys, queries = clustered(8000), clustered(300, seed=1)
     idx = build_index(array_shards(keys), len(keys), 32, IndexConfig(factory="IVF64,PQ16x4fs,Refine(SQfp16)"))
-    assert idx.nprobe == 4  # a sixteenth of 64 lists
-    assert KeyIndex(32, len(keys), IndexConfig(factory="IVF64_HNSW32,Flat")).nprobe == 4
+    assert idx.nprobe == 6  # 3/32 of 64 lists
+    assert KeyIndex(32, len(keys), IndexConfig(factory="IVF64_HNSW32,Flat")).nprobe == 6
+    assert KeyIndex(384, 10**6, IndexConfig(factory="IVF4096,Flat")).nprobe == 384
     assert build_index(array_shards(keys), len(keys), 32, IndexConfig(factory="IVF64,Flat", nprobe=500)).nprobe == 64
     _, ei = knn_exact(queries, keys, 4)
     rec = {}

@@ -44,7 +44,7 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="FAISS factory string (Flat, IVF4096,SQ8, IVF4096,PQ128x4fs,Refine(SQfp16), "
                    "OPQ64,IVF65536,PQ64, HNSW32) or auto by size.")
 @click.option("--nprobe", type=click.IntRange(min=0), default=0, show_default=True,
-              help="IVF lists searched per query; 0 = a sixteenth of the lists.")
+              help="IVF lists searched per query; 0 = 3/32 of the lists (384 of 4096: recall@4 0.96 at 1M).")
 @click.option("--k-factor", type=click.IntRange(min=1), default=32, show_default=True,
               help="With a Refine(...) index: candidates re-scored per neighbour.")
 @click.option("--work-dir", type=click.Path(), default=None,
