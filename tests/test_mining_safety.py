@@ -348,3 +348,19 @@ def test_index_too_large_for_the_corpus_fails_before_embedding(tmp_path, tiny_mo
     src, tgt = _corpus(tmp_path / "a.en", WORDS_A, 20, 1), _corpus(tmp_path / "a.fr", WORDS_B, 20, 2)
     with pytest.raises(ConfigError, match="IVF64,Flat: needs at least 64 sentences per side"):
         _mine(tmp_path, src, tgt, tmp_path / "p.tsv", tiny_model, cfg=MineConfig(index=IndexConfig(factory="IVF64,Flat")))
+
+
+def test_changed_index_default_recomputes_cached_knn(tmp_path, tiny_model, monkeypatch):
+    """A cache keyed by the settings as asked ("nprobe 0 = default") would survive a change of
+    the default; the key holds the resolved factory and nprobe, so it does not."""
+    import bimine.mining.pipeline as P
+
+    src, tgt = _corpus(tmp_path / "a.en", WORDS_A, 80, 1), _corpus(tmp_path / "a.fr", WORDS_B, 80, 2)
+    work = tmp_path / "work"
+    cfg = MineConfig(index=IndexConfig(factory="IVF4,Flat"))
+    _mine(tmp_path, src, tgt, tmp_path / "1.tsv", tiny_model, work_dir=str(work), cfg=cfg)
+    rep = _mine(tmp_path, src, tgt, tmp_path / "2.tsv", tiny_model, work_dir=str(work), cfg=cfg)
+    assert any(r.startswith("kNN fwd") for r in rep.reused)
+    monkeypatch.setattr(P, "effective_nprobe", lambda factory, nprobe: 4)  # as if the default changed
+    rep = _mine(tmp_path, src, tgt, tmp_path / "3.tsv", tiny_model, work_dir=str(work), cfg=cfg)
+    assert not any(r.startswith("kNN") for r in rep.reused)

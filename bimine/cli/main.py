@@ -12,7 +12,9 @@ from bimine.errors import BimineError
 
 
 class _Group(click.Group):
-    """Prints :class:`BimineError` as ``error: ...`` with exit code 2, no traceback."""
+    """Every user mistake ends in one line ``error: ...`` and exit code 2, no traceback:
+    :class:`BimineError` from the work, and click's usage errors (a bad option value, a
+    missing argument), which click would print as a four-line usage block."""
 
     def invoke(self, ctx):
         try:
@@ -20,6 +22,27 @@ class _Group(click.Group):
         except BimineError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+
+    def main(self, *args, **kwargs):
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # `bimine` alone: the help, as click shows it
+                e.show()
+                sys.exit(e.exit_code)
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+            click.echo(f"error: {e.format_message()}{where}", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -77,6 +77,13 @@ def nlist_of(factory: str) -> int:
     return 0
 
 
+def effective_nprobe(factory: str, nprobe: int) -> int:
+    """IVF lists visited per query: ``nprobe`` as configured (at most the number of lists), or
+    for 0 the default, 3/32 of the lists (docs/decisions.md); 0 for an index without lists."""
+    nlist = nlist_of(factory)
+    return min(nlist, nprobe or max(1, 3 * nlist // 32))
+
+
 def resolve_factory(cfg: IndexConfig, n: int, d: int) -> str:
     """The factory string ``cfg`` asks for, with "auto" resolved for n keys of dimension d."""
     return auto_factory(n, d, cfg.exact_below) if cfg.factory == "auto" else cfg.factory
@@ -136,9 +143,8 @@ class KeyIndex:
 
     @property
     def nprobe(self) -> int:
-        """IVF lists visited per query: as configured, or 3/32 of the lists (docs/decisions.md)."""
-        nlist = nlist_of(self.factory)
-        return min(nlist, self.cfg.nprobe or max(1, 3 * nlist // 32))
+        """IVF lists visited per query (see :func:`effective_nprobe`)."""
+        return effective_nprobe(self.factory, self.cfg.nprobe)
 
     @property
     def ntotal(self) -> int:

@@ -28,6 +28,7 @@ from bimine.errors import ConfigError, InputError
 from bimine.index.faiss_index import (
     IndexConfig,
     build_index,
+    effective_nprobe,
     knn_search,
     nlist_of,
     resolve_factory,
@@ -163,20 +164,25 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-KNN_FORMAT = "bimine-knn/1"
+KNN_FORMAT = "bimine-knn/2"
 
 
 def knn_cache_meta(name: str, q: Side, keys: Side, cfg: MineConfig) -> dict | None:
     """What a kNN list is computed from: both sides' fingerprints, the index config and k.
 
     The cached file is named by a hash of this and holds it, so a work dir reused for other
-    inputs (even with the same line counts), another model, language or index never hands
-    back neighbours of something else. None when a side has no fingerprint (not cacheable).
+    inputs (even with the same line counts), another model, language or index settings (also
+    a changed default: the resolved factory and nprobe are part of it) never hands back
+    neighbours of something else. None when a side has no fingerprint (not cacheable).
     """
     if not q.fingerprint or not keys.fingerprint:
         return None
+    # the settings as they will run, not only as asked ("auto", nprobe 0 = a default that may change)
+    factory = resolve_factory(cfg.index, len(keys.valid), keys.dim)
+    resolved = {"factory": factory, "nprobe": effective_nprobe(factory, cfg.index.nprobe)}
     return {"format": KNN_FORMAT, "direction": name, "queries": q.fingerprint, "keys": keys.fingerprint,
-            "n_queries": len(q.valid), "n_keys": len(keys.valid), "k": cfg.k, "index": asdict(cfg.index)}
+            "n_queries": len(q.valid), "n_keys": len(keys.valid), "k": cfg.k, "index": asdict(cfg.index),
+            "resolved": resolved}
 
 
 def _load_knn(f: Path, meta: dict, k: int, n_queries: int) -> tuple[np.ndarray, np.ndarray] | None:
