@@ -51,3 +51,19 @@ def make_tiny_model(path: Path, dim: int = 16, buckets: int = 4096, seed: int = 
 @pytest.fixture
 def tiny_model(tmp_path) -> Path:
     return make_tiny_model(tmp_path / "tiny-model")
+
+
+def bucc_files(tmp_path: Path, gold: dict[str, str] | None = None, src: dict[str, str] | None = None) -> list:
+    """Tiny BUCC-style train/test files in ``tmp_path`` (``gold``/``src`` override files by name);
+    returns the ``eval bucc`` arguments that name them."""
+    def write(name, rows):
+        (tmp_path / name).write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+
+    for split in ("train", "test"):
+        write(f"{split}.src", [("s1", "alpha beta gamma"), ("s2", "delta epsilon"), ("s3", "zeta eta theta")])
+        write(f"{split}.tgt", [("t1", "delta epsilon"), ("t2", "alpha beta gamma"), ("t3", "iota kappa")])
+        write(f"{split}.gold", [("s1", "t2"), ("s2", "t1")])
+    for name, text in {**(gold or {}), **(src or {})}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return ["eval", "bucc"] + [x for s in ("train", "test") for k in ("src", "tgt", "gold")
+                               for x in (f"--{s}-{k}", tmp_path / f"{s}.{k}")] + ["--src-lang", "en", "--tgt-lang", "en"]

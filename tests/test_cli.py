@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import bucc_files
 
 from bimine.cli import embed, evaluate, mine, train  # noqa: F401
 from bimine.cli.main import cli, main  # noqa: F401
@@ -262,24 +263,16 @@ def test_mine_with_stores_work_dir_formats_and_filters(tmp_path, tiny_model):
 
 
 def test_eval_bucc(tmp_path, tiny_model):
-    def write(name, rows):
-        (tmp_path / name).write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
-
-    for split in ("train", "test"):
-        write(f"{split}.src", [("s1", "alpha beta gamma"), ("s2", "delta epsilon"), ("s3", "zeta eta theta")])
-        write(f"{split}.tgt", [("t1", "delta epsilon"), ("t2", "alpha beta gamma"), ("t3", "iota kappa")])
-        write(f"{split}.gold", [("s1", "t2"), ("s2", "t1")])
-    args = ["eval", "bucc"] + [x for s in ("train", "test") for x in (
-        f"--{s}-src", tmp_path / f"{s}.src", f"--{s}-tgt", tmp_path / f"{s}.tgt", f"--{s}-gold", tmp_path / f"{s}.gold")]
-    r = run(*args, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "--score", "ratio",
-            "--score", "eq10", "--strategy", "max", "--strategy", "intersection", "--json")
+    args = bucc_files(tmp_path)
+    r = run(*args, "--model", tiny_model, "--score", "ratio", "--score", "eq10", "--strategy", "max",
+            "--strategy", "intersection", "--json")
     assert r.exit_code == 0, r.output
     import json
 
     res = json.loads(r.output)
     assert len(res) == 4 and all(x["test"]["f1"] == 1.0 for x in res)  # identical texts embed identically
     pytest.importorskip("matplotlib")
-    r = run(*args, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "--plot", tmp_path / "pr.png")
+    r = run(*args, "--model", tiny_model, "--plot", tmp_path / "pr.png")
     assert r.exit_code == 0 and (tmp_path / "pr.png").read_bytes()[:4] == b"\x89PNG"
 
 

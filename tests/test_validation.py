@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import bucc_files
 
 from bimine.cli import embed, evaluate, mine, train  # noqa: F401  (register the commands)
 from bimine.cli.main import cli
@@ -524,20 +525,6 @@ def test_output_checks_leave_nothing_behind(tmp_path):
 # =============================================================================== 7. eval bucc inputs
 
 
-def _bucc_files(tmp_path: Path, gold: dict[str, str] | None = None, src: dict[str, str] | None = None) -> list:
-    def write(name, rows):
-        (tmp_path / name).write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
-
-    for split in ("train", "test"):
-        write(f"{split}.src", [("s1", "alpha beta gamma"), ("s2", "delta epsilon"), ("s3", "zeta eta theta")])
-        write(f"{split}.tgt", [("t1", "delta epsilon"), ("t2", "alpha beta gamma"), ("t3", "iota kappa")])
-        write(f"{split}.gold", [("s1", "t2"), ("s2", "t1")])
-    for name, text in {**(gold or {}), **(src or {})}.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    return ["eval", "bucc"] + [x for s in ("train", "test") for k in ("src", "tgt", "gold")
-                               for x in (f"--{s}-{k}", tmp_path / f"{s}.{k}")] + ["--src-lang", "en", "--tgt-lang", "en"]
-
-
 @pytest.mark.parametrize(
     "files, message",
     [
@@ -558,16 +545,16 @@ def test_bucc_input_mistakes_fail_before_embedding(tmp_path, tiny_model, files, 
         raise AssertionError("embedding started")
 
     monkeypatch.setattr(bucc, "embed_split", no_embedding)
-    error_line(invoke(*_bucc_files(tmp_path, files), "--model", tiny_model), message)
+    error_line(invoke(*bucc_files(tmp_path, files), "--model", tiny_model), message)
 
 
 def test_bucc_swapped_gold_columns_are_named(tmp_path, tiny_model):
-    line = error_line(invoke(*_bucc_files(tmp_path, {"train.gold": "t2\ts1\n"}), "--model", tiny_model))
+    line = error_line(invoke(*bucc_files(tmp_path, {"train.gold": "t2\ts1\n"}), "--model", tiny_model))
     assert "swapped" in line and "train.gold:1" in line
 
 
 def test_bucc_plot_path_is_checked_first(tmp_path, tiny_model):
-    args = _bucc_files(tmp_path)
+    args = bucc_files(tmp_path)
     error_line(invoke(*args, "--model", tiny_model, "--plot", tmp_path / "nope" / "pr.png"), "--plot",
                "does not exist")
     error_line(invoke(*args, "--model", tiny_model, "--plot", tmp_path / "test.gold"), "--plot", "is the input")
