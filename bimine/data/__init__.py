@@ -1,0 +1,1 @@
+"""Building training data: sentence keys for decontamination, cleaning of translation catalogs."""
