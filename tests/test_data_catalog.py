@@ -30,7 +30,12 @@ def test_accelerators():
     assert strip_accelerators("~Save As...") == "Save As..."
     assert strip_accelerators("_File") == "File"
     assert strip_accelerators("&Open && Close") == "Open & Close"
-    assert strip_accelerators("snake_case stays") == "snake_case stays"
+    assert strip_accelerators("set file_name and dir_name") == "set file_name and dir_name"
+    assert strip_accelerators("Search for st_yles") == "Search for styles"
+    # real LibreOffice/GTK entries: the mnemonic may sit anywhere in a word
+    assert strip_accelerators("Find Pre_vious") == "Find Previous"
+    assert strip_accelerators("É_changer la page") == "Échanger la page"
+    assert strip_accelerators("Rechercher le pré_cédent") == "Rechercher le précédent"
     assert strip_accelerators("Tom &amp; Jerry") == "Tom &amp; Jerry"  # an entity, not an accelerator
 
 
@@ -97,3 +102,5 @@ def test_unreadable_mo_is_a_clear_error(tmp_path):
 
 def test_clean_text_collapses_what_is_left():
     assert clean_text("_Delete %s  <i>now</i>:") == "Delete now"
+    assert clean_text("Could not open the file $(ARG1).") == "Could not open the file."
+    assert clean_text("Impossible d'ouvrir le fichier $(ARG1) !") == "Impossible d'ouvrir le fichier !"

@@ -24,7 +24,8 @@ _BRACES = re.compile(r"\{\{?\s*[\w.$:-]*\s*\}?\}|\$\([\w.]+\)|\$\{[\w.]+\}|\$[A-
                      r"|%[A-Z][A-Z0-9_]{2,}")  # the last: LibreOffice's %PRODUCTNAME
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
 _ACCEL_TILDE = re.compile(r"~(?=\w)")
-_ACCEL_UNDERSCORE = re.compile(r"(?<![\w_])_(?=\w)")
+_ACCEL_UNDERSCORE = re.compile(r"(?<!_)_(?=[^\W\d_])")
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,])(?=\s|$)")
 _ACCEL_AMP = re.compile(r"&(?=[^\W\d_])(?![A-Za-z]+;|#\d+;)")
 _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -43,10 +44,13 @@ def strip_markup(s: str) -> str:
 
 
 def strip_accelerators(s: str) -> str:
-    """Accelerator marks removed: ``~Save`` (LibreOffice), ``_File`` (GTK), ``&Open`` (Qt/KDE);
-    ``&&`` (a literal ampersand in Qt) becomes ``&``."""
+    """Accelerator marks removed: ``~Save`` (LibreOffice), ``_File``, ``Pre_vious``,
+    ``É_changer`` (GTK mnemonics, anywhere in a word), ``&Open`` (Qt/KDE); ``&&`` (a literal
+    ampersand in Qt) becomes ``&``. A string has one mnemonic at most: one with several
+    underscores before letters holds identifiers (``file_name``, ``dir_name``) and keeps them."""
     s = _ACCEL_TILDE.sub("", s)
-    s = _ACCEL_UNDERSCORE.sub("", s)
+    if len(_ACCEL_UNDERSCORE.findall(s)) == 1:  # one mnemonic per string; several: identifiers
+        s = _ACCEL_UNDERSCORE.sub("", s)
     s = s.replace("&&", "\x00")
     s = _ACCEL_AMP.sub("", s)
     return s.replace("\x00", "&")
@@ -57,7 +61,8 @@ def clean_text(s: str) -> str:
     s = strip_accelerators(s)
     s = strip_markup(s).replace("%%", "\x00")
     s = _BRACES.sub(" ", _PRINTF.sub(" ", s)).replace("\x00", "%")
-    return _SPACES.sub(" ", s).strip(" :")
+    s = _SPACE_BEFORE_STOP.sub(r"\1", _SPACES.sub(" ", s))  # "the file ." once its placeholder is gone
+    return s.strip(" :")
 
 
 @dataclass
