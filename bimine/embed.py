@@ -59,7 +59,7 @@ def batched(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
-def resolve_workers(workers: int, encoder: Encoder) -> int:
+def resolve_workers(workers: int) -> int:
     """``workers`` as asked; 0 means 1: the DAN already encodes each batch with one thread per
     core (and e5 threads itself), and extra processes only add fork and transfer costs
     (measured in docs/benchmarks.md §3: one process beats two on every input)."""

@@ -8,7 +8,7 @@ import pytest
 import zstandard
 
 from bimine.errors import InputError
-from bimine.text.io import ReadStats, count_lines, read_lines, read_parallel
+from bimine.text.io import ReadStats, read_lines, read_parallel, scan_text
 
 LINES = ["first", "", "third\u0085with NEL", "  spaced  ", "last"]
 
@@ -26,7 +26,7 @@ def test_read_plain_and_compressed(tmp_path, suffix):
     p = tmp_path / f"f.txt{suffix}"
     p.write_bytes(comp(data))
     assert list(read_lines(p)) == LINES
-    assert count_lines(p) == len(LINES)
+    assert scan_text(p).lines == len(LINES)
 
 
 def test_crlf_and_missing_final_newline(tmp_path):

@@ -418,9 +418,9 @@ def test_mine_output_in_a_missing_folder_fails_before_any_work(tmp_path, tiny_mo
     import bimine.mining.pipeline as pipeline
 
     def no_work(*a, **k):
-        raise AssertionError("mining started")
+        raise AssertionError("mining started: the inputs were read")
 
-    monkeypatch.setattr(pipeline, "mine_files", no_work)
+    monkeypatch.setattr(pipeline, "scan_text", no_work)  # mine_files' first read of the inputs
     a, b = texts
     out = tmp_path / "missing" / "x.tsv"
     r = invoke("mine", a, b, "--src-lang", "en", "--tgt-lang", "de", "--model", tiny_model, "-o", out)

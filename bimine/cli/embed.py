@@ -52,15 +52,11 @@ def embed(
     """
     from bimine.embed import embed_file, resolve_workers
     from bimine.encoders import load_encoder
-    from bimine.outputs import check_output_dir, check_output_file
 
-    if store:
-        check_output_dir(output, inputs=(input,))
-    else:
-        check_output_file(output, inputs=(input,))
+    # the output path is checked by embed_file / build_store before any work
     with language_checks([(input, lang, "--lang", column)]):
         encoder = load_encoder(model)
-        workers = resolve_workers(workers, encoder)
+        workers = resolve_workers(workers)
         if store:
             from bimine.store import build_store
 

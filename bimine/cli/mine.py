@@ -8,7 +8,6 @@ import click
 
 from bimine.cli.embed import MODEL_HELP
 from bimine.cli.main import check_lang_option, cli, language_checks
-from bimine.errors import ConfigError
 from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
@@ -76,30 +75,18 @@ def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: s
     from bimine.encoders import load_encoder
     from bimine.index.faiss_index import IndexConfig
     from bimine.mining.pipeline import MineConfig, mine_files
-    from bimine.outputs import check_output_dir, check_output_file
 
-    check_output_file(output, inputs=(src, tgt, src_store, tgt_store))
-    if work_dir is not None:
-        check_output_dir(work_dir, inputs=(src, tgt), option="--work-dir")
-    if fmt == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
+    # output, work dir, format, index string and inputs are all checked by mine_files before any work
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold,
                      index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe, drop_copies=drop_copies,
                      min_chars=min_chars)
     from bimine.embed import resolve_workers
 
     encoder = load_encoder(model)
-    if factory != "auto":  # a mistyped factory string fails now, not after embedding both sides
-        from bimine.index.faiss_index import KeyIndex
-
-        KeyIndex(encoder.dim, 0, cfg.index)
     with language_checks([(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]):
         report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                             cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                             line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
-                            workers=resolve_workers(workers, encoder))
+                            workers=resolve_workers(workers))
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} pairs written to {output}", err=True)

@@ -27,6 +27,7 @@ from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
 from bimine.index.faiss_index import (
     IndexConfig,
+    KeyIndex,
     build_index,
     effective_nprobe,
     knn_search,
@@ -357,10 +358,10 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
         raise
 
 
-def _side_fingerprint(path: str, checksum: str, encoder: Encoder, lang: str, shard_size: int) -> str:
+def _side_fingerprint(checksum: str, encoder: Encoder, lang: str, shard_size: int) -> str:
     """Name of the store a work dir keeps for one side: a hash of everything it depends on."""
     return _digest({"input_sha256": checksum, "model_id": encoder.model_id, "lang": normalize_lang(lang),
-                    "shard_size": shard_size, "column": None})
+                    "shard_size": shard_size})
 
 
 def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, lang: str,
@@ -381,9 +382,12 @@ def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, la
     return st
 
 
-def _check_index_fits(cfg: IndexConfig, src_lines: int, tgt_lines: int, dim: int) -> None:
-    """An IVF index needs at least as many training vectors as lists: with fewer lines than
-    that on a side, fail now rather than after embedding (blank lines can only lower the count)."""
+def _check_index(cfg: IndexConfig, src_lines: int, tgt_lines: int, dim: int) -> None:
+    """Fail now rather than after embedding: a factory string FAISS cannot parse, or an IVF
+    index with more lists than a side has lines to train them (blank lines can only lower
+    the count)."""
+    if cfg.factory != "auto":
+        KeyIndex(dim, 0, cfg)  # raises ConfigError for an invalid factory string
     for n in (src_lines, tgt_lines):
         factory = resolve_factory(cfg, n, dim)
         lists = nlist_of(factory)
@@ -411,6 +415,11 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
     normalize_lang(src_lang), normalize_lang(tgt_lang)  # a bad code fails before any work
     for p in (src, tgt):
         if p == "-":
@@ -426,7 +435,7 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
                 f"{p}:{scans[p].first_tab_line}: contains a tab, which would break the score<TAB>src<TAB>tgt "
                 "columns of the TSV output; use --format jsonl (keeps tabs), or remove the tabs "
                 "(for a TSV corpus, first cut out the column to mine)")
-    _check_index_fits(cfg.index, scans[src].lines, scans[tgt].lines, encoder.dim)
+    _check_index(cfg.index, scans[src].lines, scans[tgt].lines, encoder.dim)
     sums = {p: file_checksum(p) for p in dict.fromkeys((src, tgt))}
     given = {
         "src": _open_given_store(src_store, src, sums[src], encoder, src_lang, "--src-store") if src_store else None,
@@ -449,7 +458,7 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
             if given[name] is not None:
                 stores[name] = given[name]
                 continue
-            folder = work / f"{name}-{_side_fingerprint(path, sums[path], encoder, lang, shard_size)}.store"
+            folder = work / f"{name}-{_side_fingerprint(sums[path], encoder, lang, shard_size)}.store"
             complete = (folder / "manifest.json").exists()
             t = time.time()
             stores[name], _ = build_store(path, folder, encoder, lang, errors=errors, progress=progress,

@@ -139,9 +139,10 @@ def build_store(
 
     if input_path == "-":
         raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
+    from bimine.outputs import check_output_dir
+
+    check_output_dir(out_dir, inputs=(input_path,))
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a folder; a store is a folder: choose another output")
     out.mkdir(parents=True, exist_ok=True)
     lang = normalize_lang(lang)
     ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,

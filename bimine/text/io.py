@@ -180,17 +180,6 @@ def read_parallel(
         yield x, y
 
 
-def count_lines(path: str | os.PathLike) -> int:
-    """Number of lines in ``path`` (a last line without ``\\n`` counts)."""
-    n = 0
-    last = b"\n"
-    with open_binary(path) as f:
-        while chunk := f.read(1 << 20):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")
-
-
 @dataclass
 class ScanResult:
     """What one pass over a file found: its line count and the first line holding a tab."""
