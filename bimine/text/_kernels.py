@@ -98,25 +98,15 @@ def tokenize(cp, classes, n):
             in_word = False
             continue
         k = classes[c]
-        if k == WORD:
-            if not in_word:
-                if not first:
-                    out[m] = _SPACE
-                    m += 1
-                first = False
-                in_word = True
-            out[m] = c
-            m += 1
-        elif k == OTHER:
-            if not first:
+        if k == WORD or k == OTHER:
+            # a token starts here (every punctuation mark is one): a space before it, except first
+            if not (k == WORD and in_word) and not first:
                 out[m] = _SPACE
                 m += 1
             first = False
-            in_word = False
             out[m] = c
             m += 1
-        else:
-            in_word = False
+        in_word = k == WORD
     out[m] = _SPACE
     m += 1
     starts[n] = m + 1  # as if followed by a newline
