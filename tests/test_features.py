@@ -112,7 +112,7 @@ def test_char_ngrams_within_words():
 
 # --- compiled kernels (numba) against the NumPy reference and a plain-Python definition ---
 
-from bimine.text.features import _TOKEN_RE, resolve_backend  # noqa: E402
+from bimine.text.features import _TOKEN_RE, NO_SPACE_RANGES, resolve_backend  # noqa: E402
 
 _B = 0x100000001B3
 _GOLD = 0x9E3779B97F4A7C15
@@ -155,6 +155,9 @@ CONFIGS = [
     FeatureConfig(buckets=1000, num_hashes=2, word_ngrams=(2,)),
     FeatureConfig(buckets=4099, char_ngrams=(1, 8), nospace_char_ngrams=None, lowercase=False),
     FeatureConfig(buckets=1 << 20, word_ngrams=(), max_chars=7),
+    FeatureConfig(buckets=524288, cross_word_chars=False, by_script=True),
+    FeatureConfig(buckets=4099, nospace_char_ngrams=(2, 3), num_hashes=2, by_script=True),
+    FeatureConfig(buckets=4099, char_ngrams=None, by_script=True),
 ]
 
 
@@ -186,11 +189,25 @@ def naive_featurize(s: str, cfg: FeatureConfig, lang: str, *, space_rule: str = 
         return mix((h + (salt + 1000 * r) * _GOLD) & _M64) % cfg.buckets
 
     ids = []
-    rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
-    if rng is not None:
-        for k in range(rng[0], rng[1] + 1):
+
+    def no_space(cp: int) -> bool:
+        return any(lo <= cp <= hi for lo, hi in NO_SPACE_RANGES)
+
+    def lengths(a: int) -> tuple[int, int] | None:
+        """The n-gram lengths allowed at position a (by script: of its first non-space character)."""
+        if not cfg.by_script:
+            return cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+        first = cps[a] if cps[a] != 32 or a + 1 >= len(cps) else cps[a + 1]
+        return cfg.nospace_char_ngrams if no_space(first) else cfg.char_ngrams
+
+    all_k = sorted({k for r in (cfg.char_ngrams, cfg.nospace_char_ngrams) if r for k in range(r[0], r[1] + 1)})
+    if all_k:
+        for k in all_k:
             for r in range(cfg.num_hashes):
                 for a in range(len(cps) - k + 1):
+                    rng = lengths(a)
+                    if rng is None or not rng[0] <= k <= rng[1]:
+                        continue
                     g = cps[a : a + k]
                     if not cfg.cross_word_chars and k > 2 and 32 in g[1:-1]:
                         continue
@@ -231,6 +248,25 @@ def test_compiled_features_equal_reference(cfg, lang):
     np.testing.assert_array_equal(got[0], ref[0])
     assert got[0].dtype == np.int64 and got[1].dtype == np.int64
     assert per_sentence(*got) == [naive_featurize(s, cfg, lang) for s in MULTI]
+
+
+def test_by_script_features_ignore_the_language_code():
+    """by_script: the same ids whatever language is passed; lengths follow each n-gram's script
+    (Han gets single characters, Latin words inside the same sentence get 3-5-grams)."""
+    cfg = FeatureConfig(buckets=1 << 22, cross_word_chars=False, by_script=True)
+    f = Featurizer(cfg)
+    want = f.featurize(MULTI, "en")
+    for lang in ("zh", "th", "fr"):
+        got = f.featurize(MULTI, lang)
+        np.testing.assert_array_equal(got[0], want[0])
+    zh_lang = Featurizer(FeatureConfig(buckets=1 << 22, cross_word_chars=False)).featurize(["中文 Firefox"], "zh")
+    en_lang = Featurizer(FeatureConfig(buckets=1 << 22, cross_word_chars=False)).featurize(["中文 Firefox"], "en")
+    mixed = f.featurize(["中文 Firefox"], None)
+    got = set(mixed[0].tolist())
+    # the Han single characters of the zh mode, the Latin 5-grams of the en mode, in one sentence
+    assert set(zh_lang[0].tolist()) - set(en_lang[0].tolist()) & got
+    assert {i for i in set(en_lang[0].tolist()) - set(zh_lang[0].tolist())} & got
+    assert per_sentence(*mixed) == [naive_featurize("中文 Firefox", cfg, "en")]
 
 
 def test_batch_normalisation_equals_line_by_line():

@@ -114,7 +114,7 @@ def tokenize(cp, classes, n):
 
 
 @njit(cache=True, nogil=True)
-def _sentence_ids(c, lo, hi, kmin, kmax, within_word, word1, word2, salts, buckets, buf, cnt):
+def _sentence_ids(c, lo, hi, kmin, kmax, within_word, word1, word2, salts, buckets, buf, cnt, nstab, kmin2, kmax2):
     """Bucket ids of the sentence ``c[lo:hi]`` (with its boundary spaces) into ``buf[:count]``;
     returns ``count``. Same ids, same order as the NumPy reference: character n-grams by length,
     then hash, then position; word unigrams by hash; bigrams by hash.
@@ -124,18 +124,32 @@ def _sentence_ids(c, lo, hi, kmin, kmax, within_word, word1, word2, salts, bucke
     position share their hash prefix, and each kind is appended to its own region of ``buf``
     (``hi - lo + 1`` slots each, ``regions(...)`` of them; ``cnt`` counts per region); the
     regions are then packed in order.
+
+    ``nstab`` (by-script mode, empty otherwise): 1 for code points of scripts written without
+    spaces; an n-gram whose first non-space character is one of them takes its lengths from
+    ``[kmin2, kmax2]`` instead of ``[kmin, kmax]``. Regions then cover both ranges.
     """
     nh = salts.shape[1]
     stride = hi - lo + 1
-    nk = kmax - kmin + 1 if kmax > 0 else 0
+    by_script = len(nstab) > 0
+    klo, khi = kmin, kmax
+    if by_script and kmax2 > 0:
+        klo = min(kmin, kmin2) if kmax > 0 else kmin2
+        khi = max(kmax, kmax2)
+    nk = khi - klo + 1 if khi > 0 else 0
     nreg = nk * nh + 2 * nh
     for s in range(nreg):
         cnt[s] = 0
-    if kmax > 0:
+    if khi > 0:
         for a in range(lo, hi):
+            lo_k, hi_k = kmin, kmax
+            if by_script:
+                x = c[a] if c[a] != _SPACE or a + 1 >= hi else c[a + 1]
+                if nstab[x]:
+                    lo_k, hi_k = kmin2, kmax2
             h = np.uint64(0)
             blank = True  # all spaces so far: an n-gram of spaces only is never a feature
-            for k in range(1, kmax + 1):
+            for k in range(1, hi_k + 1):
                 b = a + k - 1
                 if b >= hi:
                     break
@@ -145,9 +159,9 @@ def _sentence_ids(c, lo, hi, kmin, kmax, within_word, word1, word2, salts, bucke
                 if ch != _SPACE:
                     blank = False
                 h = h * _B + np.uint64(ch)
-                if k >= kmin and not blank:
+                if k >= lo_k and not blank:
                     for r in range(nh):
-                        s = (k - kmin) * nh + r
+                        s = (k - klo) * nh + r
                         buf[s * stride + cnt[s]] = _bucket(_splitmix64(h + salts[2 + k, r]), buckets)
                         cnt[s] += 1
     if word1 or word2:
@@ -196,16 +210,21 @@ def _scratch(starts, kmin, kmax, nh):
 
 
 @njit(cache=True, nogil=True)
-def featurize(c, starts, kmin, kmax, within_word, word1, word2, salts, buckets):
-    """Bucket ids of every sentence of a normalised batch (see ``tokenize``): ``(ids, offsets)``."""
+def featurize(c, starts, kmin, kmax, within_word, word1, word2, salts, buckets, nstab, kmin2, kmax2):
+    """Bucket ids of every sentence of a normalised batch (see ``tokenize``): ``(ids, offsets)``.
+    ``nstab``/``kmin2``/``kmax2``: the by-script mode of ``_sentence_ids`` (``nstab`` empty: off)."""
     n = len(starts) - 1
-    buf, cnt = _scratch(starts, kmin, kmax, salts.shape[1])
+    klo, khi = kmin, kmax
+    if len(nstab) > 0 and kmax2 > 0:
+        klo = min(kmin, kmin2) if kmax > 0 else kmin2
+        khi = max(kmax, kmax2)
+    buf, cnt = _scratch(starts, klo, khi, salts.shape[1])
     offsets = np.zeros(n + 1, dtype=np.int64)
     ids = np.empty(max(16, 2 * len(c)), dtype=np.int64)
     q = 0
     for i in range(n):
         m = _sentence_ids(c, starts[i], starts[i + 1] - 1, kmin, kmax, within_word, word1, word2, salts, buckets,
-                          buf, cnt)
+                          buf, cnt, nstab, kmin2, kmax2)
         if q + m > len(ids):
             grown = np.empty(max(2 * len(ids), q + m), dtype=np.int64)
             grown[:q] = ids[:q]

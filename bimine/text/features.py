@@ -21,6 +21,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -57,6 +58,10 @@ class FeatureConfig:
     per-token n-grams of paper 001 (``" chat"``, ``"hat "``).
     ``num_hashes`` > 1 gives each n-gram that many buckets (hash embeddings, Svenstrup et al.
     2017): two n-grams then share their whole representation only if all hashes collide.
+    ``by_script``: the script of the text, not the language code, chooses the n-gram lengths:
+    an n-gram that starts in a script written without spaces (Han, kana, Thai, Lao, Khmer,
+    Myanmar, Tibetan) takes ``nospace_char_ngrams``, any other ``char_ngrams``; the language
+    passed to :meth:`Featurizer.featurize` is then not used (a model needs no ``--lang``).
     """
 
     buckets: int = 1 << 18
@@ -67,6 +72,7 @@ class FeatureConfig:
     max_chars: int = 1000
     num_hashes: int = 1
     cross_word_chars: bool = True
+    by_script: bool = False
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
@@ -170,6 +176,29 @@ _SPACE_RE = re.compile(r"\s", re.UNICODE)
 _CLASSES = _CodePointClasses()
 
 
+# Scripts written without spaces between words (Unicode blocks): Thai, Lao, Tibetan, Myanmar,
+# Khmer (+ symbols), CJK radicals/punctuation-free letters, kana, CJK ideographs (+ extensions
+# and compatibility), Myanmar extensions, half-width katakana.
+NO_SPACE_RANGES = (
+    (0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),
+    (0x19E0, 0x19FF), (0x2E80, 0x2FDF), (0x3040, 0x30FF), (0x31F0, 0x31FF), (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F), (0xF900, 0xFAFF), (0xFF66, 0xFF9F),
+    (0x20000, 0x3134F),
+)
+
+
+@lru_cache(maxsize=1)
+def no_space_table() -> np.ndarray:
+    """``table[cp] == 1`` for code points of scripts written without spaces (0x110000 bytes)."""
+    t = np.zeros(0x110000, dtype=np.uint8)
+    for a, b in NO_SPACE_RANGES:
+        t[a : b + 1] = 1
+    return t
+
+
+_NO_TABLE = np.zeros(0, dtype=np.uint8)
+
+
 class Featurizer:
     """Turns a batch of sentences into a flat array of bucket ids plus offsets.
 
@@ -233,11 +262,16 @@ class Featurizer:
         if len(sentences) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
         c, starts = self.normalized_codepoints(sentences)
-        rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+        if cfg.by_script:
+            rng, rng2, table = cfg.char_ngrams, cfg.nospace_char_ngrams, no_space_table()
+        else:
+            rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+            rng2, table = None, _NO_TABLE
         kmin, kmax = rng if rng is not None else (0, 0)
+        kmin2, kmax2 = rng2 if rng2 is not None else (0, 0)
         return K.featurize(
             c, starts, kmin, kmax, not cfg.cross_word_chars, 1 in cfg.word_ngrams, 2 in cfg.word_ngrams,
-            self._salts, np.uint64(cfg.buckets),
+            self._salts, np.uint64(cfg.buckets), table, kmin2, kmax2,
         )
 
     def _featurize_numpy(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
@@ -276,16 +310,31 @@ class Featurizer:
                 all_sid.append(s)
 
         # character n-grams over the normalised sentence with its boundary spaces
-        rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
-        if rng is not None:
+        if cfg.by_script:
+            # lengths by the script of an n-gram's first non-space character
+            first = np.concatenate([c[1:], [_SEP]])
+            first = np.where(c == 32, first, c).astype(np.int64)
+            ns = no_space_table()[np.minimum(first, 0x10FFFF)].astype(bool) & (first != _SEP)
+            ranges = [(r, m) for r, m in ((cfg.char_ngrams, ~ns), (cfg.nospace_char_ngrams, ns)) if r is not None]
+        else:
+            rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+            ranges = [(rng, None)] if rng is not None else []
+        if ranges:
+            lengths = sorted({k for r, _ in ranges for k in range(r[0], r[1] + 1)})
             # cumulative count of spaces, to find n-grams with a space strictly inside
             spaces = np.concatenate([[0], np.cumsum(c == 32)])
             # positions that may start/end an n-gram: inside a sentence, not the separator
-            for k in range(rng[0], rng[1] + 1):
+            for k in lengths:
                 if L < k:
                     continue
                 a = np.arange(L - k + 1)
                 ok = (sid[a] == sid[a + k - 1]) & ~is_sep[a] & ~is_sep[a + k - 1]
+                if ranges[0][1] is not None:  # by script: the start's script allows length k
+                    allowed = np.zeros(L - k + 1, dtype=bool)
+                    for r, m in ranges:
+                        if r[0] <= k <= r[1]:
+                            allowed |= m[a]
+                    ok &= allowed
                 if not cfg.cross_word_chars and k > 2:
                     ok &= spaces[a + k - 1] - spaces[a + 1] == 0
                 a = a[ok]

@@ -25,7 +25,7 @@ from bimine.encoders.dan import DANConfig
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
 from bimine.text.features import Featurizer
-from bimine.training.data import BatchSchedule, CorpusSpec, PairGroup, load_groups
+from bimine.training.data import BatchSchedule, CorpusSpec, PairGroup, TemperatureSchedule, load_groups
 from bimine.training.losses import LossConfig, ranking_loss
 from bimine.training.model import TorchDAN
 from bimine.training.optim import RowAdam
@@ -34,13 +34,31 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
+class RecipeSpec:
+    """A folder built by ``bimine data build``: one training corpus per language with at
+    least ``min_pairs`` pairs (only ``languages`` when given), each read up to ``max_pairs``
+    (the recipe writes every language's pairs in random order, so the first pairs are a sample)."""
+
+    path: str
+    min_pairs: int = 1
+    max_pairs: int | None = None
+    languages: list[str] = field(default_factory=list)
+
+
+@dataclass
 class DataConfig:
-    """``root``: folder that relative corpus paths start from (default: the config's folder)."""
+    """``root``: folder that relative corpus paths start from (default: the config's folder).
+
+    ``sampling_temperature``: ``null`` reads every language pair's data once per epoch (batches
+    in proportion to the data); a number T samples the language pair of each batch with
+    probability ∝ n ** (1/T) (language-balanced sampling of multilingual models)."""
 
     train: list[CorpusSpec] = field(default_factory=list)
     dev: list[CorpusSpec] = field(default_factory=list)
+    recipes: list[RecipeSpec] = field(default_factory=list)
     root: str | None = None
     dedupe: bool = True
+    sampling_temperature: float | None = None
 
 
 @dataclass
@@ -191,6 +209,20 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
         cfg.data.root = base_dir
     else:
         cfg.data.root = os.path.join(base_dir, os.path.expandvars(cfg.data.root))
+    for i, r in enumerate(cfg.data.recipes):
+        from bimine.data.recipe import recipe_corpora
+        from bimine.langs import normalize_lang
+
+        folder = os.path.join(cfg.data.root, os.path.expandvars(r.path))
+        try:
+            entries = recipe_corpora(folder, min_pairs=r.min_pairs, max_pairs=r.max_pairs,
+                                     languages=[normalize_lang(x) for x in r.languages] or None)
+        except ConfigError as e:
+            raise ConfigError(f"data.recipes[{i}]: {e}") from None
+        cfg.data.train += [from_dict(CorpusSpec, e) for e in entries]
+    t = cfg.data.sampling_temperature
+    if t is not None and not (0 < t < math.inf):
+        raise ConfigError(f"data.sampling_temperature: must be a number > 0 or null, got {t}")
     if not cfg.data.train:
         raise ConfigError("data.train lists no corpus")
     q = cfg.export_quantize
@@ -459,7 +491,14 @@ class Trainer:
         if hn.per_example > 0 and hn.baseline and groups[0].hard is None:
             self._mine(None, groups)
 
-        sched = BatchSchedule([len(g) for g in groups], cfg.train.batch_size, cfg.train.seed)
+        sizes = [len(g) for g in groups]
+        if cfg.data.sampling_temperature is None:
+            sched = BatchSchedule(sizes, cfg.train.batch_size, cfg.train.seed)
+        else:
+            sched = TemperatureSchedule(sizes, cfg.train.batch_size, cfg.train.seed, cfg.train.steps,
+                                        cfg.data.sampling_temperature)
+            for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
+                log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
         logf = open(self.run / "log.jsonl", "a")
         from bimine.progress import bar as progress_bar
 

@@ -1,0 +1,194 @@
+"""The data recipe's orchestration on a fake source: tags, deduplication, decontamination,
+resumption, failures, local corpora, and the training config that reads the result."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+
+from bimine.data import recipe
+from bimine.data.catalog import CleanReport
+from bimine.data.decontam import sentence_key
+from bimine.errors import ConfigError
+
+HELD_OUT = "This sentence is in a held-out test set."
+
+
+def test_language_of_package_tags():
+    assert recipe.language_of("pt_BR") == "pt"
+    assert recipe.language_of("sr@latin") == "sr"
+    assert recipe.language_of("zh-Hant") == "zh"
+    assert recipe.language_of("zh_TW") == "zh"
+    assert recipe.language_of("ca-valencia") == "ca"
+    assert recipe.language_of("ca@valencia") == "ca"
+    assert recipe.language_of("en_GB") == "en"
+    assert recipe.language_of("de.UTF-8") == "de"
+    assert recipe.language_of("qqq-nonsense") is None
+    assert recipe.language_of("") is None
+
+
+class FakeSource:
+    """Two units; records how often each is extracted; ``fail`` makes p2 fail once."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[str] = []
+        self.fail = fail
+
+    def units(self):
+        return [recipe.Unit("fake", "p1", "deb", ["p1"]), recipe.Unit("fake", "p2", "deb", ["p2"])]
+
+    def extract(self, unit, paths, rep: CleanReport):
+        self.calls.append(unit.name)
+        assert os.path.isdir(paths[unit.packages[0]])
+        if unit.name == "p2" and self.fail:
+            self.fail = False
+            raise ValueError("corrupt archive")
+        rows = {
+            "p1": [("de", "The cat sleeps on the mat.", "Die Katze schläft auf der Matte."),
+                   ("de", "The cat sleeps on the mat.", "Die Katze schläft auf der Matte."),  # duplicate
+                   ("pt_BR", "Open the\tfile now.", "Abra o\narquivo agora."),  # tab, newline
+                   ("en_GB", "The colour is red today.", "The colour is red today!"),
+                   ("qqq-x", "Some words are here.", "Irgendwas ist da."),
+                   ("de", HELD_OUT, "Dieser Satz steht in einem Testsatz.")],
+            "p2": [("de_AT", "The cat sleeps on the mat.", "Die Katze schläft auf der Matte."),  # dup across units
+                   ("de", "A dog barks at night.", "Ein Hund bellt in der Nacht."),
+                   ("pt", "Save the document first.", "Salve o documento primeiro.")],
+        }[unit.name]
+        for r in rows:
+            rep.entries += 1
+            rep.kept += 1
+            yield r
+        rep.entries += 1
+        rep.dropped["too short"] += 1
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    src = FakeSource()
+    monkeypatch.setattr(recipe, "SOURCES", {"fake": recipe.Source("fake", "deb", "a fake source", "CC0",
+                                                                  src.units, src.extract)})
+
+    def download(kind, name, folder):
+        os.makedirs(folder, exist_ok=True)
+        p = os.path.join(folder, f"{name}_1.0_all.deb")
+        with open(p, "w") as f:
+            f.write(name)
+        return p
+
+    def unpack(kind, path, folder):
+        os.makedirs(os.path.join(folder, "usr/share/doc/pkg"), exist_ok=True)
+        with open(os.path.join(folder, "usr/share/doc/pkg/copyright"), "w") as f:
+            f.write("Files: *\nLicense: GPL-2+\n\nFiles: po/*\nLicense: LGPL-2.1+\nLicense: GPL-2+\n")
+        return folder
+
+    monkeypatch.setattr(recipe, "download", download)
+    monkeypatch.setattr(recipe, "unpack", unpack)
+    keys = tmp_path / "keys.txt"
+    keys.write_text(sentence_key(HELD_OUT) + "\n" + "0123456789abcdef\n")
+    return src, str(keys)
+
+
+def read_pairs(path) -> list[tuple[str, str]]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [tuple(line.rstrip("\n").split("\t")) for line in f]
+
+
+def test_build_dedupes_normalises_decontaminates_and_reports(fake, tmp_path):
+    src, keys = fake
+    out = tmp_path / "out"
+    res = recipe.build(str(out), keys=keys, progress=False)
+    assert res["extract"] == {"done": 2, "skipped": 0, "failed": {}}
+    m = json.loads((out / "manifest.json").read_text())
+    de = read_pairs(out / "pairs/en-de.tsv.gz")
+    assert sorted(de) == sorted([("The cat sleeps on the mat.", "Die Katze schläft auf der Matte."),
+                                 ("A dog barks at night.", "Ein Hund bellt in der Nacht.")])
+    pt = read_pairs(out / "pairs/en-pt.tsv.gz")
+    assert sorted(pt) == sorted([("Open the file now.", "Abra o arquivo agora."),
+                                 ("Save the document first.", "Salve o documento primeiro.")])
+    assert sorted(os.listdir(out / "pairs")) == ["en-de.tsv.gz", "en-pt.tsv.gz"]
+    assert m["languages"]["de"] == {"pairs": 2, "sources": {"fake": 2}, "duplicates": 2,
+                                    "decontaminated": {"fake": 1}}
+    assert m["decontamination"] == {"keys": "keys.txt", "keys_count": 2, "dropped": 1}
+    assert m["skipped"] == {"English variant": 1, "unknown language tag qqq-x": 1}
+    assert m["total_pairs"] == 4
+    s = m["sources"]["fake"]
+    assert (s["units"], s["entries"], s["pairs"], s["dropped"]) == (2, 11, 4, {"too short": 2})
+    assert s["licenses"]["p1"] == ["GPL-2+", "LGPL-2.1+"]
+    readme = (out / "README.md").read_text()
+    assert "| de | 2 | fake 2 |" in readme and "CC0" in readme
+    assert not list(out.glob("**/*.part")) and not (out / "tmp" / "bylang").exists()
+
+
+def test_build_resumes_and_retries_failed_units(fake, tmp_path):
+    src, keys = fake
+    src.fail = True
+    out = str(tmp_path / "out")
+    res = recipe.build(out, keys=keys, progress=False)
+    assert list(res["extract"]["failed"]) == ["fake/p2"]
+    assert "corrupt archive" in res["extract"]["failed"]["fake/p2"]
+    assert res["manifest"]["languages"]["de"]["pairs"] == 1  # p1 only, still written
+    assert src.calls == ["p1", "p2"]
+    res = recipe.build(out, keys=keys, progress=False)  # the rerun does only the failed unit
+    assert src.calls == ["p1", "p2", "p2"]
+    assert res["extract"] == {"done": 1, "skipped": 1, "failed": {}}
+    assert res["manifest"]["languages"]["de"]["pairs"] == 2
+    res = recipe.build(out, keys=keys, progress=False)
+    assert src.calls == ["p1", "p2", "p2"] and res["extract"]["skipped"] == 2
+
+
+def test_pairs_file_order_is_a_fixed_shuffle(fake, tmp_path):
+    _, keys = fake
+    a = recipe.build(str(tmp_path / "a"), keys=keys, progress=False)
+    b = recipe.build(str(tmp_path / "b"), keys=None, progress=False)
+    assert a["manifest"]["decontamination"]["dropped"] == 1 and b["manifest"]["decontamination"]["keys"] is None
+    assert read_pairs(tmp_path / "a/pairs/en-pt.tsv.gz") == read_pairs(tmp_path / "b/pairs/en-pt.tsv.gz")
+
+
+def test_unknown_source_and_missing_keys_are_errors(tmp_path):
+    with pytest.raises(ConfigError, match="unknown source"):
+        recipe.build(str(tmp_path / "o"), sources=["nope"], keys=None, progress=False)
+    with pytest.raises(Exception, match="no such key list"):
+        recipe.build(str(tmp_path / "o"), sources=["udhr"], keys=str(tmp_path / "missing.txt"), progress=False)
+
+
+def _gz(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("".join(x + "\n" for x in lines))
+
+
+def test_local_corpora_bible_matrix_and_file_pairs(tmp_path, monkeypatch):
+    root = tmp_path / "train"
+    _gz(root / "bible-sword/matrix/vref.txt.gz", ["GEN.1.1", "GEN.1.2", "GEN.1.3"])
+    _gz(root / "bible-sword/matrix/en-ASV.txt.gz", ["In the beginning", "", "And God said"])
+    _gz(root / "bible-sword/matrix/fin-Fin.txt.gz", ["Alussa", "Ja maa", ""])
+    _gz(root / "bible-sword/pairs/bible.en-fr.en.gz", ["x"])
+    _gz(root / "bible-sword/pairs/bible.en-fr.fr.gz", ["y"])
+    _gz(root / "tatoeba-manythings/tatoeba.en-tr.en.gz", ["I am here.", "Go!"])
+    _gz(root / "tatoeba-manythings/tatoeba.en-tr.tr.gz", ["Buradayım.", "Git!"])
+    got = {(s, lang): list(p()) for s, lang, p in recipe.local_corpora(str(root))}
+    assert got == {("bible", "fin"): [("In the beginning", "Alussa")],
+                   ("tatoeba", "tr"): [("I am here.", "Buradayım."), ("Go!", "Git!")]}
+    monkeypatch.setattr(recipe, "SOURCES", {})
+    m = recipe.build(str(tmp_path / "out"), sources=[], keys=None, local=str(root), progress=False)["manifest"]
+    assert {k: v["pairs"] for k, v in m["languages"].items()} == {"fi": 1, "tr": 2}
+    assert m["sources"]["tatoeba"]["pairs"] == 2
+
+
+def test_training_config_reads_a_recipe(fake, tmp_path):
+    from bimine.training.trainer import load_train_config
+
+    _, keys = fake
+    recipe.build(str(tmp_path / "data"), keys=keys, progress=False)
+    cfg = load_train_config({"data": {"recipes": [{"path": "data", "min_pairs": 2, "max_pairs": 10}],
+                                      "sampling_temperature": 5.0}}, str(tmp_path))
+    assert [(c.tgt_lang, c.max_pairs) for c in cfg.data.train] == [("de", 10), ("pt", 10)]
+    cfg = load_train_config({"data": {"recipes": [{"path": "data", "languages": ["por"]}]}}, str(tmp_path))
+    assert [c.tgt_lang for c in cfg.data.train] == ["pt"]
+    with pytest.raises(ConfigError, match=r"data.recipes\[0\].*no manifest"):
+        load_train_config({"data": {"recipes": [{"path": "nowhere"}]}}, str(tmp_path))
+    with pytest.raises(ConfigError, match="sampling_temperature"):
+        load_train_config({"data": {"recipes": [{"path": "data"}], "sampling_temperature": 0}}, str(tmp_path))

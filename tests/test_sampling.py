@@ -1,0 +1,64 @@
+"""Language-balanced (temperature) sampling of training batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bimine.errors import ConfigError
+from bimine.training.data import TemperatureSchedule, temperature_probs
+
+
+def test_temperature_probs_by_hand():
+    sizes = [10_000, 100, 1]
+    np.testing.assert_allclose(temperature_probs(sizes, 1.0), np.array(sizes) / 10_101)
+    w = np.array([100.0, 10.0, 1.0])  # n ** (1/2)
+    np.testing.assert_allclose(temperature_probs(sizes, 2.0), w / w.sum())
+    np.testing.assert_allclose(temperature_probs(sizes, 1e9), [1 / 3] * 3, rtol=1e-6)
+    with pytest.raises(ConfigError):
+        temperature_probs(sizes, 0)
+
+
+def test_schedule_draws_groups_in_proportion():
+    sizes = [200_000, 20_000, 2_000, 200]
+    steps = 40_000
+    s = TemperatureSchedule(sizes, 64, seed=3, steps=steps, temperature=5.0)
+    counts = np.bincount([s(i)[0] for i in range(steps)], minlength=4)
+    want = s.probs * steps
+    sigma = np.sqrt(want * (1 - s.probs))
+    assert np.all(np.abs(counts - want) < 4 * sigma), (counts, want)
+    # balanced: the smallest language gets far more than its share of the data (0.09%)
+    assert counts[3] / steps > 0.1
+
+
+def test_each_group_is_read_without_repeats_within_its_epochs():
+    sizes = [1000, 130, 20]
+    s = TemperatureSchedule(sizes, 32, seed=0, steps=3000, temperature=3.0)
+    seen = {g: [] for g in range(3)}
+    for i in range(3000):
+        g, rows = s(i)
+        assert len(rows) == min(32, sizes[g]) and len(set(rows.tolist())) == len(rows)
+        assert rows.min() >= 0 and rows.max() < sizes[g]
+        seen[g].append(rows)
+    for g, n in enumerate(sizes):
+        b = min(32, n)
+        nb = n // b
+        flat = np.concatenate(seen[g])
+        for e in range(len(flat) // (nb * b)):  # each full epoch: nb batches of distinct rows
+            chunk = flat[e * nb * b : (e + 1) * nb * b]
+            assert len(set(chunk.tolist())) == nb * b
+    assert sizes[2] < 32 and all(len(r) == 20 for r in seen[2])  # a group smaller than a batch: all of it
+
+
+def test_schedule_is_deterministic_and_resumable():
+    sizes = [5000, 300, 70]
+    a = TemperatureSchedule(sizes, 50, seed=7, steps=500, temperature=2.0)
+    b = TemperatureSchedule(sizes, 50, seed=7, steps=500, temperature=2.0)
+    for i in list(range(500))[::-1]:  # any order: step i needs no history
+        ga, ra = a(i)
+        gb, rb = b(i)
+        assert ga == gb and np.array_equal(ra, rb)
+    c = TemperatureSchedule(sizes, 50, seed=8, steps=500, temperature=2.0)
+    assert any(a(i)[0] != c(i)[0] for i in range(500))
+    with pytest.raises(IndexError):
+        a(500)
