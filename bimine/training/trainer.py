@@ -378,6 +378,15 @@ def mine_hard_negatives(
 # --------------------------------------------------------------------------- training
 
 
+def _pairs_per_language(groups: list[PairGroup]) -> dict[str, int]:
+    """Training pairs per language other than English (both sides of a pair without English)."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        for lang in {g.src_lang, g.tgt_lang} - {"en"}:
+            counts[lang] = counts.get(lang, 0) + len(g)
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike) -> None:
         self.cfg = cfg
@@ -569,6 +578,7 @@ class Trainer:
             "seed": cfg.train.seed,
             "dev_p1": last_dev,
             "corpora": [s for g in groups for s in g.sources],
+            "languages": _pairs_per_language(groups),
         }
         export_model(model, cfg, self.run / "model", info)
         return self.run / "model"
