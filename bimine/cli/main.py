@@ -71,6 +71,18 @@ def check_lang_option(ctx: click.Context, param: click.Parameter, value: str | N
     return value
 
 
+def resolve_lang(encoder, lang: str | None, option: str) -> str:
+    """The language code to encode with: the one given, or ``und`` (undetermined) when the
+    model does not use it; a model that does use it needs the option."""
+    from bimine.encoders.base import uses_language
+
+    if lang is not None:
+        return lang
+    if uses_language(encoder):
+        raise click.UsageError(f"{option} is needed: this model's features depend on the language")
+    return "und"
+
+
 def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
     """Print a one-line warning when the text of ``source`` is clearly not in ``lang``."""
     from bimine.langs import check_language

@@ -7,7 +7,7 @@ import math
 import click
 
 from bimine.cli.embed import MODEL_HELP
-from bimine.cli.main import check_lang_option, cli, language_checks
+from bimine.cli.main import check_lang_option, cli, language_checks, resolve_lang
 from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
@@ -22,8 +22,10 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @cli.command()
 @click.argument("src", type=str)
 @click.argument("tgt", type=str)
-@click.option("--src-lang", required=True, callback=check_lang_option, help="Language of SRC (fr, fra, fra_Latn).")
-@click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of TGT.")
+@click.option("--src-lang", default=None, callback=check_lang_option,
+              help="Language of SRC (fr, fra, fra_Latn): checked against the text; needed only by models "
+                   "whose features depend on it (not the default model).")
+@click.option("--tgt-lang", default=None, callback=check_lang_option, help="Language of TGT (see --src-lang).")
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output file (its folder must exist; never one of the inputs).")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
@@ -63,7 +65,7 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Processes encoding batches in parallel; 0 = 1, the fastest measured: bimine's own "
                    "models already encode each batch with one thread per core, e5-small threads itself.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: str, strategy: str, score: str,
+def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output: str, model: str, strategy: str, score: str,
          k: int, threshold: float, factory: str, nprobe: int, k_factor: int, work_dir: str | None, src_store: str | None,
          tgt_store: str | None, fmt: str, line_numbers: bool, dedupe: bool, drop_copies: bool, min_chars: int,
          encoding_errors: str, workers: int, no_progress: bool) -> None:
@@ -83,7 +85,9 @@ def mine(src: str, tgt: str, src_lang: str, tgt_lang: str, output: str, model: s
     from bimine.embed import resolve_workers
 
     encoder = load_encoder(model)
-    with language_checks([(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]):
+    checks = [(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]
+    src_lang, tgt_lang = resolve_lang(encoder, src_lang, "--src-lang"), resolve_lang(encoder, tgt_lang, "--tgt-lang")
+    with language_checks([c for c in checks if c[1] is not None]):
         report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                             cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                             line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,

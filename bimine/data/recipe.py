@@ -674,7 +674,12 @@ def build(out: str, *, sources: list[str] | None = None, keys: str | None, local
         sweep_stale_temporaries(out, "*.tmp*")
     units = plan(out, names)
     counts = extract_all(out, units, progress=progress)
-    manifest = combine(out, units, keys, local, progress=progress)
+    # the combined data holds every source planned in OUT so far, not only this run's
+    every = units
+    if os.path.exists(os.path.join(out, "plan.json")):
+        with open(os.path.join(out, "plan.json"), encoding="utf-8") as f:
+            every = [Unit(**u) for name, us in json.load(f).items() if name in SOURCES for u in us]
+    manifest = combine(out, every, keys, local, progress=progress)
     return {"extract": counts, "manifest": manifest}
 
 

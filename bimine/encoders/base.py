@@ -25,6 +25,13 @@ class Encoder(Protocol):
         ...
 
 
+def uses_language(encoder) -> bool:
+    """Whether ``encoder.encode(sentences, lang)`` depends on ``lang``: a model with a tower per
+    language, or whose character n-grams follow the language code, needs the right code; a
+    by-script model, or e5, does not (the CLI then needs no ``--lang``)."""
+    return bool(getattr(encoder, "uses_language", True))
+
+
 def default_model_path() -> Path:
     """Folder of the model shipped inside the package."""
     return Path(__file__).resolve().parent.parent / "models" / "default"

@@ -345,6 +345,11 @@ class DANEncoder:
                 )
             self._towers[t] = (table, layers)
 
+    @property
+    def uses_language(self) -> bool:
+        """False for a shared model with by-script n-grams: ``encode`` then ignores ``lang``."""
+        return not (self.config.shared and self.config.features.by_script)
+
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> DANEncoder:
         """Load ``config.json`` + ``model.safetensors`` from the folder ``path``.

