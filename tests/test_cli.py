@@ -314,7 +314,6 @@ def test_language_options_needed_only_by_models_that_use_them(tmp_path):
     """A by-script model embeds and mines without --lang (same vectors as with any code); a model
     whose n-grams follow the language code still asks for it; a bad code is still an error."""
     import numpy as np
-
     from conftest import make_tiny_model
 
     by_script = make_tiny_model(tmp_path / "bs", by_script=True)
