@@ -203,3 +203,18 @@ def test_a_run_for_one_source_keeps_the_others_in_the_combined_data(fake, tmp_pa
     recipe.build(out, sources=["fake"], keys=keys, progress=False)
     m = recipe.build(out, sources=["other"], keys=keys, progress=False)["manifest"]
     assert sorted(m["languages"]) == ["de", "fi", "pt"] and src.calls == ["p1", "p2"]
+
+
+def test_two_builds_never_share_a_folder(fake, tmp_path):
+    import fcntl
+
+    from bimine.errors import BimineError
+
+    _, keys = fake
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".lock", "w") as held:  # as if another build were running
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(BimineError, match="another 'bimine data build' is running"):
+            recipe.build(str(out), keys=keys, progress=False)
+    assert recipe.build(str(out), keys=keys, progress=False)["manifest"]["total_pairs"] == 4

@@ -668,6 +668,30 @@ def build(out: str, *, sources: list[str] | None = None, keys: str | None, local
     if local is not None and not os.path.isdir(local):
         raise InputError(f"{local}: no such folder")
     os.makedirs(out, exist_ok=True)
+    with _exclusive(out):
+        return _build(out, names, keys, local, progress)
+
+
+@contextlib.contextmanager
+def _exclusive(out: str):
+    """One build per folder at a time: a second one stops with an error instead of sharing
+    (and deleting) the first one's temporary files. The lock goes with the process."""
+    import fcntl
+
+    f = open(os.path.join(out, ".lock"), "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise BimineError(f"{out}: another 'bimine data build' is running on this folder") from None
+    try:
+        yield
+    finally:
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
+
+
+def _build(out: str, names: list[str], keys: str | None, local: str | None, progress: bool) -> dict:
     from bimine.cleanup import sweep_stale_temporaries
 
     with contextlib.suppress(OSError):
