@@ -117,9 +117,13 @@ LO_DE = LO_HEAD.format(lang="de") + """
 # not well-formed XML (an HTML entity, an unquoted attribute): read with html.parser instead
 LO_EN_2 = LO_HEAD.format(lang="en-US") + """
 <p id="par_id10" class=paragraph dir="auto">Press&nbsp;Enter to confirm the entry.</p>
+<div class="embedded"><p id="par_id3155525" class="paragraph" dir="auto">LibreOffice numbers <span class="emph">your</span>
+   paragraphs automatically &amp; quickly.</p></div>
 """ + LO_FOOT
 LO_DE_2 = LO_HEAD.format(lang="de") + """
 <p id="par_id10" class=paragraph dir="auto">Drücken Sie&nbsp;die Eingabetaste zum Bestätigen.</p>
+<div class="embedded"><p id="par_id3155525" class="paragraph" dir="auto">LibreOffice nummeriert <span class="emph">Ihre</span>
+   Absätze automatisch &amp; schnell.</p></div>
 """ + LO_FOOT
 LO_DE_ONLY = LO_HEAD.format(lang="de") + """
 <h2 id="hd_id1" dir="auto">Eine Seite, die es nur auf Deutsch gibt</h2>
@@ -153,9 +157,9 @@ def test_libreoffice_help_pairs(lo):
         ("de", "Use Basic for this task.", "Verwenden Sie Basic für diese Aufgabe."),
         ("de", "Press Enter to confirm the entry.", "Drücken Sie die Eingabetaste zum Bestätigen."),
     ]
-    assert rep.entries == 13 and rep.kept == 5 and balanced(rep)
+    assert rep.entries == 14 and rep.kept == 5 and balanced(rep)
     assert rep.dropped == Counter({"repeated id": 2, "no English counterpart": 3, "code": 1, "too short": 1,
-                                   "untranslated": 1})
+                                   "untranslated": 1, "duplicate": 1})  # the paragraph embedded in entry.html
 
 
 def test_libreoffice_help_needs_english(lo, tmp_path):
@@ -372,3 +376,13 @@ def test_gnome_user_docs_lang_tags(gnome):
 def test_gnome_user_docs_needs_c(tmp_path):
     with pytest.raises(InputError, match="gnome-user-docs"):
         list(gnome_user_docs_pairs(str(tmp_path), CleanReport()))
+
+
+def test_libreoffice_help_symlinked_language(lo, tmp_path):
+    # libreoffice-help-sk ships only help/sk -> cs: Czech pages, not Slovak ones
+    sk = str(tmp_path / "sk")
+    os.makedirs(os.path.join(sk, "usr/share/libreoffice/help"))
+    os.symlink(os.path.join(lo[1], "usr/share/libreoffice/help/de"), os.path.join(sk, "usr/share/libreoffice/help/sk"))
+    assert os.path.isdir(os.path.join(sk, "usr/share/libreoffice/help/sk/text"))
+    rep = CleanReport()
+    assert list(libreoffice_help_pairs(lo[0], sk, rep)) == [] and rep.entries == 0

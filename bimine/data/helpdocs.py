@@ -15,9 +15,11 @@ Each yields ``(lang_tag, english, translation)``, the tag spelt as the package's
 (``de``, ``pt_BR``, ``sr@latin``, ``zh-CN``). Every translated text unit seen counts in
 ``report.entries``: it is either kept (``report.kept``) or dropped under one reason
 (``report.dropped``), so ``entries == kept + sum(dropped.values())``. Reasons: ``"no English
-counterpart"`` (no same-path English page, or no same-id English paragraph), ``"repeated id"``,
-``"structure differs"`` (every unit of a page whose block structure differs from the English
-page's), ``"code"`` (program code, not prose), and those of :func:`clean_prose_pair`.
+counterpart"`` (no same-path English page, or no same-id English paragraph), ``"repeated id"``
+(an id found twice in the English or the translated page), ``"structure differs"`` (every unit of
+a page whose block structure differs from the English page's), ``"bad page"`` (a Mallard page that
+is not well-formed XML), ``"code"`` (program code, not prose), those of :func:`clean_prose_pair`,
+and ``"duplicate"`` (a pair already yielded for the language: embedded paragraphs, shared notes).
 
 Texts come out on one line: markup removed, entities decoded, whitespace collapsed. Program
 listings, navigation, tables of contents and index pages are left out.
@@ -276,7 +278,23 @@ class _Text:
         return out
 
 
-def _pair_units(lang: str, en: list | None, xx: list, report: CleanReport,
+def _take(lang: str, a: str, b: str, report: CleanReport, seen: set) -> tuple[str, str, str] | None:
+    """The cleaned pair to yield, or None with the drop counted. A pair already yielded for the
+    language (an embedded paragraph, a shared note) is dropped as ``"duplicate"``."""
+    got = clean_prose_pair(a, b)
+    if isinstance(got, str):
+        report.dropped[got] += 1
+        return None
+    key = hash((lang, got[0], got[1]))
+    if key in seen:
+        report.dropped["duplicate"] += 1
+        return None
+    seen.add(key)
+    report.kept += 1
+    return lang, got[0], got[1]
+
+
+def _pair_units(lang: str, en: list | None, xx: list, report: CleanReport, seen: set,
                 prepare: Callable[[str, str], tuple[str, str]] | None = None) -> Iterator[tuple[str, str, str]]:
     """Units of a translated page paired one to one with the English page's, when both pages have
     the same sequence of signatures; otherwise every unit is dropped."""
@@ -291,12 +309,9 @@ def _pair_units(lang: str, en: list | None, xx: list, report: CleanReport,
         if code:
             report.dropped["code"] += 1
             continue
-        got = clean_prose_pair(*(prepare(a, b) if prepare else (a, b)))
-        if isinstance(got, str):
-            report.dropped[got] += 1
-            continue
-        report.kept += 1
-        yield lang, got[0], got[1]
+        got = _take(lang, *(prepare(a, b) if prepare else (a, b)), report, seen)
+        if got is not None:
+            yield got
 
 
 def _need_dir(path: str, what: str) -> None:
@@ -305,12 +320,11 @@ def _need_dir(path: str, what: str) -> None:
 
 
 def _lang_dirs(base: str, exclude: set, what: str) -> list[str]:
-    """The language directories under ``base``, sorted; an error if there are none."""
+    """The language directories under ``base``, sorted. A symbolic link is not one: Debian's
+    ``libreoffice-help-sk`` holds only ``help/sk -> cs`` (the Czech help), which is not Slovak."""
     _need_dir(base, what)
-    langs = sorted(d for d in os.listdir(base) if d not in exclude and os.path.isdir(os.path.join(base, d)))
-    if not langs:
-        raise InputError(f"{base}: no language directory in it; expected {what}")
-    return langs
+    return sorted(d for d in os.listdir(base) if d not in exclude and os.path.isdir(os.path.join(base, d))
+                  and not os.path.islink(os.path.join(base, d)))
 
 
 def _files(top: str, suffix: str) -> list[str]:
@@ -364,6 +378,7 @@ def libreoffice_help_pairs(en_root: str, xx_root: str, report: CleanReport) -> I
     en_text = os.path.join(en_root, _LO_HELP, "en-US", "text")
     _need_dir(en_text, "the English help of libreoffice-help-en-us")
     for lang in _lang_dirs(os.path.join(xx_root, _LO_HELP), {"en-US", "media"}, "a libreoffice-help-<x> package"):
+        seen: set = set()  # hashes of the pairs yielded for this language
         xx_text = os.path.join(xx_root, _LO_HELP, lang, "text")
         for rel in _files(xx_text, ".html"):
             xx, xx_seen = _lo_paragraphs(os.path.join(xx_text, rel))
@@ -384,12 +399,9 @@ def libreoffice_help_pairs(en_root: str, xx_root: str, report: CleanReport) -> I
                 if code:
                     report.dropped["code"] += 1
                     continue
-                got = clean_prose_pair(a, b)
-                if isinstance(got, str):
-                    report.dropped[got] += 1
-                    continue
-                report.kept += 1
-                yield lang, got[0], got[1]
+                got = _take(lang, a, b, report, seen)
+                if got is not None:
+                    yield got
 
 
 # --- GIMP help -----------------------------------------------------------------------------------
@@ -408,14 +420,17 @@ _DOCBOOK_LABEL = re.compile(r"(?:(?:Figure|Table|Example|Procedure|Equation|Chap
 
 def _strip_labels(en: str, xx: str) -> tuple[str, str]:
     """DocBook's label removed from both sides when the English has one and the translation has
-    the same number near its start (``Figure 15.43. Oilify`` / ``Abbildung 15.43. Ölgemälde``)."""
+    the same number near its start (``Figure 15.43. Oilify`` / ``Abbildung 15.43. Ölgemälde`` /
+    ``図15.43 油絵``)."""
     m = _DOCBOOK_LABEL.match(en)
     if not m or not (m.group(1)[0].isdigit() or m.group(0)[0] != m.group(1)[0]):
         return en, xx  # a bare capital ("A new …") is not a label
-    i = xx.find(m.group(1), 0, 30)
-    if i < 0:
+    number = m.group(1).rstrip(".")
+    i = xx.find(number, 0, 24)
+    j = i + len(number)
+    if i < 0 or any(c.isdigit() for c in xx[:i]) or xx[j:j + 1].isdigit():
         return en, xx
-    return en[m.end():], xx[i + len(m.group(1)):].lstrip(" :.")
+    return en[m.end():], xx[j:].lstrip(" :.")
 
 
 def _gimp_skip(ch: ET.Element, parent: ET.Element) -> bool:
@@ -438,12 +453,13 @@ def gimp_help_pairs(en_root: str, xx_root: str, report: CleanReport) -> Iterator
     en_dir = os.path.join(en_root, _GIMP_HELP, "en")
     _need_dir(en_dir, "the English help of gimp-help-en")
     for lang in _lang_dirs(os.path.join(xx_root, _GIMP_HELP), {"en"}, "a gimp-help-<x> package"):
+        seen: set = set()  # hashes of the pairs yielded for this language
         xx_dir = os.path.join(xx_root, _GIMP_HELP, lang)
         for rel in _files(xx_dir, ".html"):
             xx = _gimp_units(os.path.join(xx_dir, rel))
             en_path = os.path.join(en_dir, rel)
             en = _gimp_units(en_path) if os.path.isfile(en_path) else None
-            yield from _pair_units(lang, en, xx, report, _strip_labels)
+            yield from _pair_units(lang, en, xx, report, seen, _strip_labels)
 
 
 # --- GNOME user docs (Mallard) -------------------------------------------------------------------
@@ -504,8 +520,10 @@ def gnome_user_docs_pairs(root: str, report: CleanReport) -> Iterator[tuple[str,
     is not well-formed XML is dropped as a whole (``"bad page"``, one entry)."""
     help_dir = os.path.join(root, _GNOME_HELP)
     en_dir = os.path.join(help_dir, "C")
+    _mallard_link_text.cache_clear()  # keyed by directory: another package may have been unpacked there
     _need_dir(en_dir, "the English (C) pages of gnome-user-docs")
     for lang in _lang_dirs(help_dir, {"C"}, "the translated pages of gnome-user-docs"):
+        seen: set = set()  # hashes of the pairs yielded for this language
         xx_dir = os.path.join(help_dir, lang)
         for rel in _files(xx_dir, ".page"):
             xx = _mallard_units(os.path.join(xx_dir, rel))
@@ -519,4 +537,4 @@ def gnome_user_docs_pairs(root: str, report: CleanReport) -> Iterator[tuple[str,
                 report.entries += len(xx)
                 report.dropped["bad page"] += len(xx)
                 continue
-            yield from _pair_units(lang, en, xx, report)
+            yield from _pair_units(lang, en, xx, report, seen)
