@@ -57,3 +57,21 @@ def test_bad_key_file_is_a_clear_error(tmp_path):
 def test_real_key_list_loads(shared_data):
     h = HeldOutKeys.load(str(shared_data / "decontam" / "holdout-keys.txt.gz"))
     assert len(h) > 500_000
+
+
+def test_batch_normalisation_equals_one_by_one():
+    """normalize_many (NumPy removal over a batch) equals normalize_for_key on each string:
+    the samples, empty strings, every code point below 0x3000 in runs, and a lone surrogate."""
+    import numpy as np
+
+    from bimine.data.decontam import normalize_for_key, normalize_many
+
+    rng = np.random.default_rng(0)
+    cps = [c for c in range(0x3000) if not 0xD800 <= c < 0xE000]
+    runs = ["".join(map(chr, cps[i : i + 37])) for i in range(0, len(cps), 37)]
+    mixed = ["".join(rng.choice(SAMPLES + runs, size=3)) for _ in range(200)]
+    texts = SAMPLES + ["", " ", "\t\n"] + runs + mixed
+    assert normalize_many(texts) == [normalize_for_key(t) for t in texts]
+    odd = ["ok \udcff text", "fine"]
+    assert normalize_many(odd) == [normalize_for_key(t) for t in odd]
+    assert normalize_many([]) == []

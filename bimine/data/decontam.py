@@ -42,6 +42,28 @@ def normalize_for_key(s: str) -> str:
     return _removed().sub("", unicodedata.normalize("NFKC", s).casefold())
 
 
+@lru_cache(maxsize=1)
+def _drop_table() -> np.ndarray:
+    """``table[cp]``: whether code point cp is removed (category P*, S*, Z* or C*)."""
+    return np.array([unicodedata.category(chr(cp))[0] in "PSZC" for cp in range(sys.maxunicode + 1)], dtype=bool)
+
+
+def normalize_many(texts: list[str]) -> list[str]:
+    """``[normalize_for_key(t) for t in texts]``, with the removal done for the whole batch at
+    once in NumPy (the per-string regex costs ~35 µs a sentence)."""
+    folded = [unicodedata.normalize("NFKC", t).casefold() for t in texts]
+    try:
+        cp = np.frombuffer("".join(folded).encode("utf-32-le"), dtype=np.uint32)
+    except UnicodeEncodeError:  # a lone surrogate: the per-string path
+        return [_removed().sub("", f) for f in folded]
+    lens = np.fromiter(map(len, folded), dtype=np.int64, count=len(folded))
+    keep = ~_drop_table()[cp]
+    kept = np.bincount(np.repeat(np.arange(len(folded)), lens)[keep], minlength=len(folded))
+    joined = cp[keep].tobytes().decode("utf-32-le")
+    ends = np.cumsum(kept).tolist()
+    return [joined[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
 def sentence_key(s: str) -> str:
     """The 16-hex-digit key of ``s`` in the held-out key lists."""
     return hashlib.sha1(normalize_for_key(s).encode("utf-8")).hexdigest()[:16]
@@ -73,7 +95,7 @@ class HeldOutKeys:
 
     def contains(self, texts: list[str]) -> np.ndarray:
         """Whether each text's key is listed (texts normalised shorter than 4 characters never are)."""
-        norm = [normalize_for_key(t) for t in texts]
+        norm = normalize_many(texts)
         k = np.array([int(hashlib.sha1(n.encode("utf-8")).hexdigest()[:16], 16) for n in norm], dtype=np.uint64)
         pos = np.searchsorted(self.keys, k)
         hit = (pos < len(self.keys)) & (self.keys[np.minimum(pos, len(self.keys) - 1)] == k)
