@@ -120,3 +120,17 @@ def test_unknown_config_key_is_an_error():
         )
     with pytest.raises(ConfigError, match="lists no corpus"):
         load_train_config({})
+
+
+def test_resume_refuses_other_data_or_settings(shared_data, tmp_path):
+    """A checkpoint continues only the run it belongs to: other training data (here 9,000
+    pairs instead of 10,000) or another batch size stop with an error; more steps are fine."""
+    Trainer(tiny_config(shared_data, steps=3), tmp_path / "r").fit(progress=False)
+    other = tiny_config(shared_data, steps=6, **{"data.train[0].max_pairs": 9000})
+    with pytest.raises(ConfigError, match=r"training data differ.*en-fr \(1000\d -> 900\d pairs\)"):
+        Trainer(other, tmp_path / "r").fit(resume=True, progress=False)
+    with pytest.raises(ConfigError, match=r"settings differ.*batch_size"):
+        Trainer(tiny_config(shared_data, steps=6, **{"train.batch_size": 64}), tmp_path / "r").fit(
+            resume=True, progress=False)
+    Trainer(tiny_config(shared_data, steps=6), tmp_path / "r").fit(resume=True, progress=False)
+    assert json.loads((tmp_path / "r" / "checkpoint" / "state.json").read_text())["step"] == 6

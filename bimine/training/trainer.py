@@ -286,6 +286,49 @@ def _save_checkpoint(
     shutil.rmtree(old, ignore_errors=True)
 
 
+def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup]) -> dict:
+    """What a checkpoint's state depends on: the training data (per language pair: size and a
+    hash of every text, in order) and the settings that shape the model, the optimiser state
+    and the batch sequence. Resuming with any of them changed would silently continue a
+    different run (hard-negative rows would even point at other pairs); ``train.steps``,
+    ``max_minutes``, threads, logging, checkpointing and dev sets may change."""
+    import hashlib
+
+    data = []
+    for g in groups:
+        h = hashlib.sha256()
+        for side in (g.src, g.tgt):
+            for t in side.texts:
+                h.update(t.encode("utf-8", "surrogatepass"))
+                h.update(b"\n")
+        data.append([g.src_lang, g.tgt_lang, len(g), h.hexdigest()[:16]])
+    d = to_dict(cfg)
+    settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim")}
+    settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
+                    sampling_temperature=cfg.data.sampling_temperature)
+    return {"data": data, "settings": json.loads(json.dumps(settings, sort_keys=True, default=str))}
+
+
+def check_resume_fingerprint(saved: dict | None, now: dict) -> None:
+    """Refuse to resume a run on other data or settings (a checkpoint of an older version,
+    without a fingerprint, is resumed with a warning)."""
+    if saved is None:
+        log.warning("the checkpoint has no record of its data and settings (older bimine): resuming unchecked")
+        return
+    if saved["data"] != now["data"]:
+        old = {f"{a}-{b}": (n, h) for a, b, n, h in saved["data"]}
+        new = {f"{a}-{b}": (n, h) for a, b, n, h in now["data"]}
+        diff = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        shown = ", ".join(f"{k} ({old.get(k, ('none',))[0]} -> {new.get(k, ('none',))[0]} pairs)" for k in diff[:5])
+        raise ConfigError(f"--resume: the training data differ from the checkpoint's: {shown}"
+                          f"{' ...' if len(diff) > 5 else ''}; resume with the same data, or start a new run")
+    if saved["settings"] != now["settings"]:
+        a, b = saved["settings"], now["settings"]
+        keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        raise ConfigError(f"--resume: settings differ from the checkpoint's ({', '.join(keys)}); only train.steps, "
+                          "max_minutes, threads, logging, checkpointing and dev sets may change on resume")
+
+
 def _load_checkpoint(
     run: Path, model: TorchDAN, opts: list[torch.optim.Optimizer], groups: list[PairGroup]
 ) -> dict:
@@ -486,6 +529,7 @@ class Trainer:
             f"loaded {n_pairs} training pairs in {len(groups)} language pairs in {time.time() - t_load:.0f}s"
         )
 
+        fingerprint = run_fingerprint(cfg, groups)
         model = TorchDAN(cfg.model)
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
@@ -493,6 +537,9 @@ class Trainer:
         step = 0
         elapsed = 0.0
         if resume:
+            ck = self.run / "checkpoint"
+            ck = ck if ck.exists() else self.run / "checkpoint.old"
+            check_resume_fingerprint(json.loads((ck / "state.json").read_text()).get("fingerprint"), fingerprint)
             meta = _load_checkpoint(self.run, model, opts, groups)
             step, elapsed = meta["step"], meta.get("elapsed", 0.0)
             log.info(f"resumed from step {step}")
@@ -564,7 +611,8 @@ class Trainer:
                 )
             over_time = cfg.train.max_minutes is not None and time.time() - t0 > 60 * cfg.train.max_minutes
             if step % cfg.train.checkpoint_every == 0 or over_time or step == cfg.train.steps:
-                _save_checkpoint(self.run, step, model, opts, groups, {"elapsed": time.time() - t0})
+                _save_checkpoint(self.run, step, model, opts, groups,
+                                 {"elapsed": time.time() - t0, "fingerprint": fingerprint})
             if over_time:
                 stop_reason = "max_minutes"
                 break
