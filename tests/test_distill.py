@@ -1,0 +1,97 @@
+"""Distillation from a teacher encoder: the loss by hand, the on-disk teacher cache, training."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_tiny_model
+
+from bimine.training.distill import TeacherCache, teacher_rows
+from bimine.training.losses import distill_loss
+
+
+def test_distill_loss_by_hand():
+    s = torch.tensor([[3.0, 4.0], [1.0, 0.0]])
+    t = torch.tensor([[0.0, 2.0], [5.0, 0.0]])
+    # row 0: (0.6, 0.8) vs (0, 1): 0.36 + 0.04; row 1: identical directions: 0
+    assert float(distill_loss(s, t)) == pytest.approx((0.4 + 0.0) / 2)
+
+
+class CountingEncoder:
+    model_id = "fake/teacher v1"
+    dim = 3
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.seen: list[str] = []
+        self.fail_after = fail_after
+
+    def encode(self, texts, lang):
+        if self.fail_after is not None and len(self.seen) >= self.fail_after:
+            raise KeyboardInterrupt
+        self.seen += texts
+        return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
+
+
+def test_teacher_cache_computes_once_and_resumes(tmp_path):
+    texts = [f"sentence {'a' * i}" for i in range(10)]
+    enc = CountingEncoder(fail_after=4)
+    cache = TeacherCache(str(tmp_path), enc, shard_rows=4)
+    with pytest.raises(KeyboardInterrupt):  # killed after the first shard was saved
+        cache.embed(texts + texts[:3])
+    assert enc.seen == texts[:4]
+    enc2 = CountingEncoder()
+    got = TeacherCache(str(tmp_path), enc2, shard_rows=4).embed(texts[::-1])
+    assert enc2.seen == texts[4:][::-1]  # only what the killed run had not saved
+    want = np.array([[len(t), t.count("a"), 1.0] for t in texts[::-1]], dtype=np.float16)
+    np.testing.assert_array_equal(got, want)
+    enc3 = CountingEncoder()
+    TeacherCache(str(tmp_path), enc3).embed(texts)
+    assert enc3.seen == []
+    other = CountingEncoder()
+    other.model_id = "another teacher"
+    TeacherCache(str(tmp_path), other).embed(texts[:2])
+    assert other.seen == texts[:2]  # another model never reads these vectors
+
+
+def test_teacher_rows_fixed_sample():
+    a = teacher_rows(1000, 50, seed=0, group=3)
+    assert len(a) == 50 and len(set(a.tolist())) == 50 and np.all(np.diff(a) > 0)
+    np.testing.assert_array_equal(a, teacher_rows(1000, 50, seed=0, group=3))
+    assert not np.array_equal(a, teacher_rows(1000, 50, seed=0, group=4))
+    np.testing.assert_array_equal(teacher_rows(30, 50, 0, 0), np.arange(30))
+
+
+def test_training_pulls_both_sides_to_the_teacher(shared_data, tmp_path):
+    from test_train import tiny_config
+
+    from bimine.encoders import load_encoder
+    from bimine.training.trainer import Trainer
+
+    teacher = make_tiny_model(tmp_path / "teacher", dim=32, buckets=4096, seed=5)
+    over = {"distill.teacher": str(teacher), "distill.weight": 20.0, "distill.pairs_per_language": 500}
+    cfg = tiny_config(shared_data, steps=60, **over)
+    out = Trainer(cfg, tmp_path / "with").fit(progress=False)
+    base = Trainer(tiny_config(shared_data, steps=60), tmp_path / "without").fit(progress=False)
+    files = list((tmp_path / "with" / "teacher-cache").rglob("part-*.npz"))
+    assert files and sum(len(np.load(f)["emb"]) for f in files) <= 500
+    en = ["I am hungry.", "Where is the station?", "He reads a book.", "It is raining today."]
+    t = load_encoder(str(teacher)).encode(en, "en")
+
+    def closeness(model):
+        e = load_encoder(str(model)).encode(en, "en")
+        return float(np.mean(np.sum(e * t, axis=1)))
+
+    assert closeness(out) > closeness(base) + 0.2
+
+
+def test_teacher_of_another_dimension_is_an_error(shared_data, tmp_path):
+    from test_train import tiny_config
+
+    from bimine.errors import ConfigError
+    from bimine.training.trainer import Trainer
+
+    teacher = make_tiny_model(tmp_path / "teacher", dim=16)
+    cfg = tiny_config(shared_data, steps=5, **{"distill.teacher": str(teacher)})
+    with pytest.raises(ConfigError, match="16-dim vectors; model.output_dim is 32"):
+        Trainer(cfg, tmp_path / "run").fit(progress=False)
