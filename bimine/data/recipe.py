@@ -233,11 +233,15 @@ def download(kind: str, name: str, folder: str) -> str:
     else:
         pattern = f"{name}-*.tgz"
 
+    pinned = name.split("==", 1)[1].strip() if kind == "pip" and "==" in name else None
+
     def found() -> str | None:
         hits = [p for p in glob.glob(os.path.join(sub, pattern)) if not p.endswith(".part")]
         if kind == "pip" and not hits:  # wheel names may keep the project's capitals
             hits = [p for p in glob.glob(os.path.join(sub, "*.whl"))
                     if os.path.basename(p).lower().startswith(re.sub(r"[-_.]+", "_", base).lower() + "-")]
+        if pinned is not None:  # a cached wheel of another version is not this package
+            hits = [p for p in hits if os.path.basename(p).split("-")[1] == pinned]
         return sorted(hits)[-1] if hits else None
 
     if (hit := found()) is not None:
