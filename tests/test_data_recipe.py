@@ -252,3 +252,20 @@ def test_cached_wheel_of_another_version_is_not_reused(tmp_path, monkeypatch):
     assert recipe.download("pip", "Django==5.2.19", str(folder)) == got and len(calls) == 1  # now cached
     assert os.path.basename(recipe.download("pip", "Django==5.1.0", str(folder))) == "django-5.1.0-py3-none-any.whl"
     assert len(calls) == 1
+
+
+def test_units_extracted_by_other_code_are_redone(fake, tmp_path, monkeypatch):
+    src, keys = fake
+    out = str(tmp_path / "out")
+    recipe.build(out, keys=keys, progress=False)
+    recipe.build(out, keys=keys, progress=False)
+    assert src.calls == ["p1", "p2"]
+    monkeypatch.setattr(recipe, "code_version", lambda source: "changed")  # the extraction code was edited
+    res = recipe.build(out, keys=keys, progress=False)
+    assert src.calls == ["p1", "p2", "p1", "p2"] and res["extract"]["done"] == 2
+
+
+def test_code_version_follows_the_module_source():
+    a = recipe.code_version("firefox")
+    assert a == recipe.code_version("thunderbird") and a != recipe.code_version("desktop")
+    assert len(a) == 16

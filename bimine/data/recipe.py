@@ -332,23 +332,38 @@ def _one_line(s: str) -> str:
 
 
 def plan(out: str, sources: Iterable[str]) -> list[Unit]:
-    """The units of ``sources`` (saved in ``OUT/plan.json``; a later run reuses the saved list
-    of a source, so a resumed build works on the same packages)."""
+    """The units of ``sources``, listed afresh (an edited package list or a new language pack
+    is picked up), saved in ``OUT/plan.json`` next to the saved units of the sources not built
+    this time (the combined data holds them too)."""
     path = os.path.join(out, "plan.json")
     saved: dict = {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
     units: list[Unit] = []
-    changed = False
     for name in sources:
-        if name not in saved:
-            saved[name] = [asdict(u) for u in SOURCES[name].units()]
-            changed = True
+        saved[name] = [asdict(u) for u in SOURCES[name].units()]
         units += [Unit(**u) for u in saved[name]]
-    if changed:
-        _atomic_write_json(path, saved)
+    _atomic_write_json(path, saved)
     return units
+
+
+# the modules whose code shapes each source's pairs: a unit extracted by other code is redone
+_CODE = {"libreoffice-ui": ["catalog"], "libreoffice-help": ["catalog", "helpdocs"], "gimp-help": ["catalog", "helpdocs"],
+         "gnome-user-docs": ["catalog", "helpdocs"], "firefox": ["catalog", "mozilla"], "thunderbird": ["catalog", "mozilla"],
+         "desktop": ["catalog", "gettext_trees"], "pypi": ["catalog", "gettext_trees"], "udhr": ["catalog", "gettext_trees"]}
+
+
+def code_version(source: str) -> str:
+    """A hash of the extraction code of ``source`` (its modules' source files)."""
+    import hashlib
+
+    h = hashlib.sha256(FORMAT.encode())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for mod in _CODE.get(source, []):
+        with open(os.path.join(here, f"{mod}.py"), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
 
 
 def unit_paths(out: str, unit: Unit) -> tuple[str, str]:
@@ -361,7 +376,8 @@ def unit_done(out: str, unit: Unit) -> bool:
     if not os.path.exists(meta):
         return False
     with open(meta, encoding="utf-8") as f:
-        return json.load(f).get("status") == "done"
+        info = json.load(f)
+    return info.get("status") == "done" and info.get("code") == code_version(unit.source)
 
 
 class _SharedTrees:
@@ -414,7 +430,7 @@ def extract_unit(out: str, unit: Unit, shared: _SharedTrees, work: str) -> dict:
                 rows += 1
         os.replace(part, tsv)
     info = {
-        "format": FORMAT, "status": "done", "source": unit.source, "unit": unit.name,
+        "format": FORMAT, "status": "done", "code": code_version(unit.source), "source": unit.source, "unit": unit.name,
         "files": {p: os.path.basename(f) for p, f in files.items()}, "licenses": licenses,
         "entries": rep.entries, "kept": rep.kept, "rows": rows, "dropped": dict(rep.dropped),
         "per_tag": dict(per_tag), "seconds": round(time.time() - t0, 1),
