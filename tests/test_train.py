@@ -134,3 +134,22 @@ def test_resume_refuses_other_data_or_settings(shared_data, tmp_path):
             resume=True, progress=False)
     Trainer(tiny_config(shared_data, steps=6), tmp_path / "r").fit(resume=True, progress=False)
     assert json.loads((tmp_path / "r" / "checkpoint" / "state.json").read_text())["step"] == 6
+
+
+def test_features_per_batch_give_the_same_model(shared_data, tmp_path):
+    """data.precompute_features false (features made per batch, in a thread ahead of the step)
+    trains exactly the model of the precomputed features; resuming such a run works too."""
+    torch.set_num_threads(1)
+    a = Trainer(tiny_config(shared_data, steps=25), tmp_path / "a").fit(progress=False)
+    over = {"data.precompute_features": "false"}
+    b = Trainer(tiny_config(shared_data, steps=25, **over), tmp_path / "b").fit(progress=False)
+    from safetensors.numpy import load_file
+
+    wa, wb = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    for k in wa:
+        np.testing.assert_array_equal(wa[k], wb[k])
+    Trainer(tiny_config(shared_data, steps=10, **over, **{"train.max_minutes": 0}), tmp_path / "c").fit(progress=False)
+    c = Trainer(tiny_config(shared_data, steps=25, **over), tmp_path / "c").fit(resume=True, progress=False)
+    wc = load_file(str(c / "model.safetensors"))
+    for k in wa:
+        np.testing.assert_allclose(wa[k].astype(np.float32), wc[k].astype(np.float32), atol=1e-5)

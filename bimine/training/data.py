@@ -30,15 +30,23 @@ class CorpusSpec:
 
 @dataclass
 class Side:
-    """Featurised sentences of one side: features of row i are ``ids[offsets[i]:offsets[i+1]]``."""
+    """Featurised sentences of one side: features of row i are ``ids[offsets[i]:offsets[i+1]]``.
+
+    With ``ids`` None the features are computed when a batch asks for them (``featurizer``
+    and ``lang`` given): the same ids, a quarter of the memory of millions of pairs."""
 
     texts: list[str]
-    ids: np.ndarray
-    offsets: np.ndarray
+    ids: np.ndarray | None
+    offsets: np.ndarray | None
     text_ids: np.ndarray  # equal ids <=> equal normalised text
+    featurizer: Featurizer | None = None
+    lang: str | None = None
 
     def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Features of ``rows`` as a flat ``(ids, offsets)`` batch."""
+        if self.ids is None:
+            ids, offsets = self.featurizer.featurize([self.texts[i] for i in rows], self.lang)
+            return ids.astype(np.int64), offsets
         starts = self.offsets[rows]
         lens = self.offsets[rows + 1] - starts
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -64,7 +72,17 @@ class PairGroup:
         return len(self.src.texts)
 
 
-def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int = 4096) -> Side:
+def _text_ids(texts: list[str]) -> np.ndarray:
+    table: dict[str, int] = {}
+    return np.fromiter(
+        (table.setdefault(normalize_text(t), len(table)) for t in texts), dtype=np.int64, count=len(texts)
+    )
+
+
+def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int = 4096, *,
+               precompute: bool = True) -> Side:
+    if not precompute:
+        return Side(texts, None, None, _text_ids(texts), featurizer, lang)
     ids_parts, lens = [], []
     for i in range(0, len(texts), chunk):
         ids, off = featurizer.featurize(texts[i : i + chunk], lang)
@@ -74,19 +92,17 @@ def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int =
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     if lens:
         np.cumsum(np.concatenate(lens), out=offsets[1:])
-    table: dict[str, int] = {}
-    text_ids = np.fromiter(
-        (table.setdefault(normalize_text(t), len(table)) for t in texts), dtype=np.int64, count=len(texts)
-    )
+    text_ids = _text_ids(texts)
     # int32 storage (half the memory of millions of featurised sentences); batches are int64
     return Side(texts, ids.astype(np.int32 if featurizer.config.buckets < 2**31 else np.int64), offsets, text_ids)
 
 
 def load_groups(
-    specs: list[CorpusSpec], featurizer: Featurizer, root: str, *, dedupe: bool = True
+    specs: list[CorpusSpec], featurizer: Featurizer, root: str, *, dedupe: bool = True, precompute: bool = True
 ) -> list[PairGroup]:
     """Read every corpus, drop pairs with an empty side (counted, logged), de-duplicate exact
-    duplicate pairs, and group by language pair."""
+    duplicate pairs, and group by language pair. ``precompute``: featurise every sentence
+    now (fast batches, ~1.2 KB a pair) or when a batch needs it (see :class:`Side`)."""
     by_pair: dict[tuple[str, str], tuple[list[str], list[str], list[str]]] = {}
     for spec in specs:
         sl, tl = normalize_lang(spec.src_lang), normalize_lang(spec.tgt_lang)
@@ -120,7 +136,8 @@ def load_groups(
             xs = [xs[i] for i in keep]
             ys = [ys[i] for i in keep]
         groups.append(
-            PairGroup(sl, tl, _featurize(featurizer, xs, sl), _featurize(featurizer, ys, tl), sources=names)
+            PairGroup(sl, tl, _featurize(featurizer, xs, sl, precompute=precompute),
+                      _featurize(featurizer, ys, tl, precompute=precompute), sources=names)
         )
     return groups
 
