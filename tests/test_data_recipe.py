@@ -269,3 +269,13 @@ def test_code_version_follows_the_module_source():
     a = recipe.code_version("firefox")
     assert a == recipe.code_version("thunderbird") and a != recipe.code_version("desktop")
     assert len(a) == 16
+
+
+def test_per_language_sources_skip_metapackages_and_english(monkeypatch):
+    names = ["gimp-help-common", "gimp-help-de", "gimp-help-en", "gimp-help-en-gb", "gimp-help-pt-br",
+             "gimp-help-all", "gimp-help-zz-bogus"]
+    monkeypatch.setattr(recipe, "_apt_names", lambda prefix: names)
+    units = recipe._per_language("gimp-help", "gimp-help-", "gimp-help-en")()
+    assert [(u.name, u.packages, u.shared) for u in units] == [
+        ("gimp-help-de", ["gimp-help-en", "gimp-help-de"], 1), ("gimp-help-pt-br", ["gimp-help-en", "gimp-help-pt-br"], 1),
+        ("gimp-help-zz-bogus", ["gimp-help-en", "gimp-help-zz-bogus"], 1)]  # counted as an unknown tag later

@@ -105,8 +105,13 @@ def _per_language(source: str, prefix: str, english: str | None) -> Callable[[],
     def units() -> list[Unit]:
         out = []
         for name in _apt_names(prefix):
-            if _english_variant(name[len(prefix):]) or name == english:
+            suffix = name[len(prefix):]
+            if _english_variant(suffix) or name == english:
                 continue
+            if suffix in ("all", "common"):
+                continue  # a metapackage, shared data (firefox-esr-l10n-all, gimp-help-common)
+            # a suffix that names no known language (firefox-esr-l10n-son) is extracted; the
+            # combine stage counts its pairs as an unknown tag, so the skip is reported
             pkgs = [english, name] if english else [name]
             out.append(Unit(source, name, "deb", pkgs, shared=1 if english else 0))
         return out
