@@ -143,7 +143,8 @@ def summary(res: dict, counts: dict[str, int]) -> dict:
         }
         out[model] = {g: {"languages": len(ns), "mean": round(float(np.mean([nt[n]["mean"] for n in ns])), 2)
                           if ns else None} for g, ns in groups.items()}
-        out[model]["pud"] = round(float(np.mean([v["mean"] for v in r["pud"].values()])), 2)
+        pud = [v["mean"] for v in r["pud"].values()]
+        out[model]["pud"] = round(float(np.mean(pud)), 2) if pud else None
     return out
 
 
@@ -163,7 +164,7 @@ def markdown(res: dict, counts: dict[str, int], summ: dict) -> str:
         lines.append(f"| NTREX {g} ({n} languages) | " + " | ".join(
             f"{summ[m][g]['mean']:.2f}" if summ[m][g]["mean"] is not None else "-" for m in models) + " |")
     lines.append(f"| UD PUD ({len(res[models[0]]['pud'])} languages) | " + " | ".join(
-        f"{summ[m]['pud']:.2f}" for m in models) + " |")
+        f"{summ[m]['pud']:.2f}" if summ[m]["pud"] is not None else "-" for m in models) + " |")
     return "\n".join(lines)
 
 
