@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gettext
 import html
+import io
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -93,12 +94,18 @@ def clean_pair(src: str, tgt: str, *, min_src_words: int = 3) -> tuple[str, str]
     return a, b
 
 
+def mo_entries(data: bytes) -> dict:
+    """The entries of ``.mo`` bytes (a file, a zip member): ``{msgid: msgstr}``, plural entries
+    keyed ``(msgid, n)``; raises on corrupt data."""
+    return dict(gettext.GNUTranslations(io.BytesIO(data))._catalog)
+
+
 def read_mo(path: str) -> dict:
     """The entries of a gettext ``.mo`` file: ``{msgid: msgstr}``, plural entries keyed
     ``(msgid, n)`` as gettext stores them. (``.mo`` files never hold fuzzy entries: msgfmt leaves them out.)"""
     try:
         with open(path, "rb") as f:
-            return dict(gettext.GNUTranslations(f)._catalog)
+            return mo_entries(f.read())
     except Exception as e:  # missing, unreadable or corrupt (struct errors, a bad header)
         raise InputError(f"{path}: not a readable .mo catalog ({type(e).__name__}: {e})") from None
 

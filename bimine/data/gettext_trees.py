@@ -20,15 +20,13 @@ Drop reasons added here:
 
 from __future__ import annotations
 
-import gettext
-import io
 import os
 import re
 import zipfile
 from collections.abc import Iterable, Iterator
 from html.parser import HTMLParser
 
-from bimine.data.catalog import CleanReport, clean_pair, clean_text, placeholders
+from bimine.data.catalog import CleanReport, clean_pair, clean_text, mo_entries, placeholders
 
 # Debian bookworm packages whose gettext catalogs are large and translated into many languages,
 # chosen by measuring pairs kept per language (prose-like strings preferred: help texts, game
@@ -254,13 +252,9 @@ def _domain_key(name: str, tag: str) -> str:
     return "/".join(out)
 
 
-def _entries_from_mo_bytes(data: bytes) -> dict:
-    return dict(gettext.GNUTranslations(io.BytesIO(data))._catalog)
-
-
 def _mo_items(data: bytes, report: CleanReport) -> Iterator[tuple[str, str]]:
     """(msgid, msgstr) of a ``.mo`` catalog's singular entries; header and plural entries counted."""
-    cat = _entries_from_mo_bytes(data)
+    cat = mo_entries(data)
     for key, value in cat.items():
         if isinstance(key, tuple):
             report.entries += 1
