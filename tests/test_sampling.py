@@ -62,3 +62,36 @@ def test_schedule_is_deterministic_and_resumable():
     assert any(a(i)[0] != c(i)[0] for i in range(500))
     with pytest.raises(IndexError):
         a(500)
+
+
+def test_weights_multiply_the_tempered_share():
+    sizes = [10_000, 100, 1]
+    w = np.array([100.0, 10.0, 1.0]) * np.array([1.0, 3.0, 1.0])  # n ** (1/2) times the weight
+    np.testing.assert_allclose(temperature_probs(sizes, 2.0, [1.0, 3.0, 1.0]), w / w.sum())
+    for bad in ([1.0, 0.0, 1.0], [1.0, 1.0], [1.0, float("nan"), 1.0]):
+        with pytest.raises(ConfigError, match="weights"):
+            temperature_probs(sizes, 2.0, bad)
+
+
+def test_language_weights_in_a_training_config(tmp_path):
+    from types import SimpleNamespace
+
+    from bimine.training.trainer import group_weights, load_train_config
+
+    for lang in ("fr", "de"):
+        for side, text in (("en", "Hello there."), (lang, "Bonjour.")):
+            (tmp_path / f"c.en-{lang}.{side}").write_text(text + "\n")
+    train = [{"name": f"c.en-{x}", "src": f"c.en-{x}.en", "tgt": f"c.en-{x}.{x}", "src_lang": "en", "tgt_lang": x}
+             for x in ("fr", "de")]
+    base = {"train": train, "sampling_temperature": 3.0}
+    cfg = load_train_config({"data": {**base, "language_weights": {"fra": 4}}}, str(tmp_path))
+    assert cfg.data.language_weights == {"fr": 4.0}  # codes normalised like every language option
+    groups = [SimpleNamespace(src_lang="en", tgt_lang=x) for x in ("de", "fr")]
+    assert group_weights(groups, cfg.data.language_weights) == [1.0, 4.0]
+    assert group_weights(groups, {}) is None
+    for weights, msg in (({"ru": 2}, "no training corpus"), ({"fr": 0}, "> 0"), ({"fr": "x"}, "> 0"),
+                         ({"xx-nope": 2}, "language_weights")):
+        with pytest.raises(ConfigError, match=msg):
+            load_train_config({"data": {**base, "language_weights": weights}}, str(tmp_path))
+    with pytest.raises(ConfigError, match="needs data.sampling_temperature"):
+        load_train_config({"data": {"train": train, "language_weights": {"fr": 2}}}, str(tmp_path))

@@ -319,7 +319,14 @@ class DANEncoder:
         self.threads = threads
         self._executor = None
         self._executor_key: tuple[int, int] | None = None
-        self.featurizer = Featurizer(config.features, backend=self.backend)
+        table = None
+        if config.features.translit:
+            from bimine.text.translit import table_from_tensors
+
+            table = table_from_tensors(weights)
+            if table is None:
+                raise ConfigError("the model's features use transliteration, but its weights hold no translit.* table")
+        self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table)
         self._model_id = model_id
         self._weights_file = weights_file
         self.dim = config.output_dim

@@ -20,7 +20,7 @@ import os
 import re
 import threading
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -62,6 +62,9 @@ class FeatureConfig:
     an n-gram that starts in a script written without spaces (Han, kana, Thai, Lao, Khmer,
     Myanmar, Tibetan) takes ``nospace_char_ngrams``, any other ``char_ngrams``; the language
     passed to :meth:`Featurizer.featurize` is then not used (a model needs no ``--lang``).
+    ``translit``: words in non-Latin scripts written with spaces also give the word unigram
+    and character n-grams of their ASCII romanisation (:mod:`bimine.text.translit`), appended
+    after the sentence's own features.
     """
 
     buckets: int = 1 << 18
@@ -73,6 +76,7 @@ class FeatureConfig:
     num_hashes: int = 1
     cross_word_chars: bool = True
     by_script: bool = False
+    translit: bool = False
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
@@ -207,10 +211,21 @@ class Featurizer:
     sentence has no features (``offsets[i] == offsets[i + 1]``).
     """
 
-    def __init__(self, config: FeatureConfig, backend: str | None = None) -> None:
+    def __init__(self, config: FeatureConfig, backend: str | None = None,
+                 translit_table: dict[int, str] | None = None) -> None:
+        """``translit_table``: the romanisation table of a ``translit`` model (stored in its
+        weights); built from anyascii when not given."""
         self.config = config
         self.backend = resolve_backend(backend)
         cfg = config
+        self.romanizer = None
+        if cfg.translit:
+            from bimine.text.translit import Romanizer, build_table
+
+            self.romanizer = Romanizer(translit_table if translit_table is not None else build_table())
+            # romanised words: unigrams and Latin character n-grams, hashed as Latin text is
+            self._extra = Featurizer(replace(cfg, word_ngrams=tuple(k for k in cfg.word_ngrams if k == 1),
+                                             translit=False, by_script=True), backend=self.backend)
         # premultiplied salts, row j: 0 word unigrams, 1 bigrams, 2 + k character k-grams
         self._salts = np.array(
             [
@@ -222,8 +237,38 @@ class Featurizer:
 
     def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
         if self.backend == "numba":
-            return self._featurize_numba(sentences, lang)
-        return self._featurize_numpy(sentences, lang)
+            ids, offsets = self._featurize_numba(sentences, lang)
+        else:
+            ids, offsets = self._featurize_numpy(sentences, lang)
+        if self.romanizer is not None:
+            ids, offsets = self._add_romanized(sentences, ids, offsets)
+        return ids, offsets
+
+    def _add_romanized(self, sentences: list[str], ids: np.ndarray, offsets: np.ndarray):
+        """Append to each sentence's features those of its romanised words (``translit``)."""
+        cfg = self.config
+        mc = cfg.max_chars
+        idx = [i for i, s in enumerate(sentences) if not s.isascii()]
+        if not idx:
+            return ids, offsets
+        norm = [normalize_text(sentences[i][:mc], cfg.lowercase) for i in idx]
+        extra = self.romanizer.extra_texts(norm)
+        keep = [j for j, e in enumerate(extra) if e]
+        if not keep:
+            return ids, offsets
+        rows = np.array([idx[j] for j in keep], dtype=np.int64)
+        ids2, off2 = self._extra.featurize([extra[j] for j in keep], "en")
+        n = len(sentences)
+        cnt = np.diff(offsets)
+        cnt2 = np.zeros(n, dtype=np.int64)
+        cnt2[rows] = np.diff(off2)
+        new_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(cnt + cnt2, out=new_off[1:])
+        out = np.empty(new_off[-1], dtype=ids.dtype)
+        out[np.repeat(new_off[:-1] - offsets[:-1], cnt) + np.arange(len(ids))] = ids
+        start2 = (new_off[:-1] + cnt)[rows]
+        out[np.repeat(start2 - off2[:-1], np.diff(off2)) + np.arange(len(ids2))] = ids2
+        return out, new_off
 
     def normalized_codepoints(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Code points of ``"\\n".join(" " + normalize_text(s) + " " for s in sentences)`` and

@@ -178,14 +178,20 @@ class BatchSchedule:
         return self._batches[i]
 
 
-def temperature_probs(sizes: list[int], temperature: float) -> np.ndarray:
-    """Sampling probability of each group: ``p_g ∝ n_g ** (1 / T)``. T = 1 samples in
+def temperature_probs(sizes: list[int], temperature: float, weights: list[float] | None = None) -> np.ndarray:
+    """Sampling probability of each group: ``p_g ∝ w_g * n_g ** (1 / T)``. T = 1 samples in
     proportion to the data; larger T flattens towards uniform (multilingual BERT/XLM-R use
-    T ≈ 1.4-3.3 in this form, LaBSE-style models up to T = 5)."""
+    T ≈ 1.4-3.3 in this form, LaBSE-style models up to T = 5). ``weights`` (default 1 each)
+    raise or lower chosen groups on top of that."""
     n = np.asarray(sizes, dtype=np.float64)
     if temperature <= 0 or not np.isfinite(temperature):
         raise ConfigError(f"sampling temperature must be a number > 0, got {temperature}")
     w = n ** (1.0 / temperature)
+    if weights is not None:
+        wt = np.asarray(weights, dtype=np.float64)
+        if wt.shape != n.shape or not np.all(np.isfinite(wt)) or np.any(wt <= 0):
+            raise ConfigError(f"sampling weights must be numbers > 0, one per group, got {list(weights)}")
+        w = w * wt
     return w / w.sum()
 
 
@@ -201,11 +207,12 @@ class TemperatureSchedule:
     its pairs.
     """
 
-    def __init__(self, sizes: list[int], batch_size: int, seed: int, steps: int, temperature: float) -> None:
+    def __init__(self, sizes: list[int], batch_size: int, seed: int, steps: int, temperature: float,
+                 weights: list[float] | None = None) -> None:
         self.sizes = sizes
         self.batch_size = batch_size
         self.seed = seed
-        self.probs = temperature_probs(sizes, temperature)
+        self.probs = temperature_probs(sizes, temperature, weights)
         rng = np.random.default_rng([seed, 1])
         self.groups = rng.choice(len(sizes), size=steps, p=self.probs).astype(np.int32)
         # k of step s: how many earlier steps drew the same group

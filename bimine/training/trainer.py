@@ -54,6 +54,9 @@ class DataConfig:
     ``sampling_temperature``: ``null`` reads every language pair's data once per epoch (batches
     in proportion to the data); a number T samples the language pair of each batch with
     probability ∝ n ** (1/T) (language-balanced sampling of multilingual models).
+    ``language_weights``: ``{lang: w}`` multiplies that probability for the language pairs
+    with ``lang`` on one side (not English, which is on every side), e.g. to keep the share
+    of the languages a model must stay strong in; needs ``sampling_temperature``.
     ``precompute_features``: featurise every sentence once at the start (fast, ~1.2 KB a pair),
     or each batch when it is drawn, in a thread ahead of the training step (a quarter of the
     memory; the same features, so the same model)."""
@@ -64,6 +67,7 @@ class DataConfig:
     root: str | None = None
     dedupe: bool = True
     sampling_temperature: float | None = None
+    language_weights: dict[str, float] = field(default_factory=dict)
     precompute_features: bool = True
 
 
@@ -233,6 +237,23 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     t = cfg.data.sampling_temperature
     if t is not None and not (0 < t < math.inf):
         raise ConfigError(f"data.sampling_temperature: must be a number > 0 or null, got {t}")
+    if cfg.data.language_weights:
+        from bimine.langs import normalize_lang
+
+        if t is None:
+            raise ConfigError("data.language_weights: needs data.sampling_temperature (weights act on its sampling)")
+        weights = {}
+        for code, w in cfg.data.language_weights.items():
+            try:
+                lang = normalize_lang(code)
+            except ConfigError as e:
+                raise ConfigError(f"data.language_weights: {e}") from None
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < math.inf:
+                raise ConfigError(f"data.language_weights.{code}: must be a number > 0, got {w!r}")
+            if not any(lang in (c.src_lang, c.tgt_lang) for c in cfg.data.train):
+                raise ConfigError(f"data.language_weights.{code}: no training corpus has this language")
+            weights[lang] = float(w)
+        cfg.data.language_weights = weights
     if not cfg.data.train:
         raise ConfigError("data.train lists no corpus")
     q = cfg.export_quantize
@@ -296,7 +317,7 @@ def _save_checkpoint(
     shutil.rmtree(old, ignore_errors=True)
 
 
-def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup]) -> dict:
+def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: dict[int, str] | None = None) -> dict:
     """What a checkpoint's state depends on: the training data (per language pair: size and a
     hash of every text, in order) and the settings that shape the model, the optimiser state
     and the batch sequence. Resuming with any of them changed would silently continue a
@@ -316,7 +337,27 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup]) -> dict:
     settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim", "distill")}
     settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
                     sampling_temperature=cfg.data.sampling_temperature)
+    if cfg.data.language_weights:  # absent when unused: older checkpoints keep their fingerprint
+        settings["language_weights"] = dict(sorted(cfg.data.language_weights.items()))
+    if translit_table is not None:
+        from bimine.text.translit import table_digest
+
+        settings["translit_table"] = table_digest(translit_table)
     return {"data": data, "settings": json.loads(json.dumps(settings, sort_keys=True, default=str))}
+
+
+def group_weights(groups, language_weights: dict[str, float]) -> list[float] | None:
+    """Sampling weight of each language-pair group: the product of ``language_weights`` of its
+    non-English sides (1 when none is listed); ``None`` when no weight is set."""
+    if not language_weights:
+        return None
+    out = []
+    for g in groups:
+        w = 1.0
+        for lang in {g.src_lang, g.tgt_lang} - {"en"}:
+            w *= language_weights.get(lang, 1.0)
+        out.append(w)
+    return out
 
 
 def check_resume_fingerprint(saved: dict | None, now: dict) -> None:
@@ -367,14 +408,22 @@ def _load_checkpoint(
     return meta
 
 
-def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict) -> None:
-    """Write ``config.json`` + ``model.safetensors`` (atomically: temp folder, then rename)."""
+def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
+                 translit_table: dict[int, str] | None = None) -> None:
+    """Write ``config.json`` + ``model.safetensors`` (atomically: temp folder, then rename).
+    A ``translit`` model stores its romanisation table with the weights (the one the run
+    used; built from anyascii when not given)."""
     from safetensors.numpy import save_file
 
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(model.export_weights(cfg.export_quantize), str(tmp / "model.safetensors"))
+    weights = model.export_weights(cfg.export_quantize)
+    if cfg.model.features.translit:
+        from bimine.text.translit import build_table, table_to_tensors
+
+        weights.update(table_to_tensors(translit_table if translit_table is not None else build_table()))
+    save_file(weights, str(tmp / "model.safetensors"))
     meta = {
         "architecture": "dan",
         "model": cfg.model.to_dict(),
@@ -576,7 +625,8 @@ class Trainer:
         )
 
         self._teach(groups, progress)
-        fingerprint = run_fingerprint(cfg, groups)
+        rom = self.featurizer.romanizer
+        fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None)
         model = TorchDAN(cfg.model)
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
@@ -599,7 +649,7 @@ class Trainer:
             sched = BatchSchedule(sizes, cfg.train.batch_size, cfg.train.seed)
         else:
             sched = TemperatureSchedule(sizes, cfg.train.batch_size, cfg.train.seed, cfg.train.steps,
-                                        cfg.data.sampling_temperature)
+                                        cfg.data.sampling_temperature, group_weights(groups, cfg.data.language_weights))
             for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
                 log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
         logf = open(self.run / "log.jsonl", "a")
@@ -693,5 +743,6 @@ class Trainer:
             "corpora": [s for g in groups for s in g.sources],
             "languages": _pairs_per_language(groups),
         }
-        export_model(model, cfg, self.run / "model", info)
+        rom = self.featurizer.romanizer
+        export_model(model, cfg, self.run / "model", info, rom.table if rom is not None else None)
         return self.run / "model"

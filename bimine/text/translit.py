@@ -1,0 +1,109 @@
+"""Romanised extra features for words in non-Latin scripts (``FeatureConfig.translit``).
+
+Hashed n-grams share nothing between scripts: ``Трамп``, ``Τραμπ`` and ``Trump`` have no
+n-gram in common, and neither have Serbian in Cyrillic and in Latin letters. With ``translit``
+on, every word that holds a letter, mark or digit of a non-Latin script written with spaces
+(Cyrillic, Greek, Arabic, Hebrew, Armenian, Georgian, the Indic scripts, Ethiopic, Hangul, ...)
+also contributes the features of its lower-case ASCII romanisation (``tramp``), hashed like
+Latin text, so names, loanwords and numbers meet their Latin-script forms. Scripts written
+without spaces (Han, kana, Thai, ...) keep their own n-grams only.
+
+The table (code point -> romanisation) comes from ``anyascii`` (ISC licence) when a model is
+trained, and is stored in the model's weights (``translit.*`` tensors): a trained model never
+depends on the installed ``anyascii`` version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+import numpy as np
+
+from bimine.errors import ConfigError
+
+
+def build_table() -> dict[int, str]:
+    """``{code point: romanisation}`` from anyascii: letters (L*), marks (M*) and decimal
+    digits (Nd) outside ASCII that are neither Latin (by Unicode name) nor of a script written
+    without spaces; the romanisation is anyascii's output, lower-cased, letters and digits
+    only (a virama maps to ``""``)."""
+    try:
+        from anyascii import anyascii
+    except ImportError:
+        raise ConfigError(
+            "features.translit: building the transliteration table needs anyascii (pip install anyascii)"
+        ) from None
+    from bimine.text.features import no_space_table
+
+    ns = no_space_table()
+    out: dict[int, str] = {}
+    for cp in range(0x80, 0x30000):
+        if ns[cp] or 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        if cat[0] not in "LM" and cat != "Nd":
+            continue
+        name = unicodedata.name(ch, "")
+        if not name or "LATIN" in name or name.startswith("COMBINING") or "FULLWIDTH" in name:
+            continue
+        r = "".join(c for c in anyascii(ch).lower() if c.isascii() and c.isalnum())
+        if r != ch:
+            out[cp] = r
+    return out
+
+
+def table_digest(table: dict[int, str]) -> str:
+    """A short hash of a table (recorded in checkpoints: resuming with another table is refused)."""
+    h = hashlib.sha256()
+    for cp in sorted(table):
+        h.update(f"{cp}:{table[cp]}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def table_to_tensors(table: dict[int, str]) -> dict[str, np.ndarray]:
+    """The table as three arrays for a safetensors file: code points, offsets, ASCII bytes."""
+    cps = np.array(sorted(table), dtype=np.int32)
+    parts = [table[int(c)].encode("ascii") for c in cps]
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    text = np.frombuffer(b"".join(parts), dtype=np.uint8).copy()
+    return {"translit.codepoints": cps, "translit.offsets": offsets, "translit.text": text}
+
+
+def table_from_tensors(weights) -> dict[int, str] | None:
+    """The table stored by :func:`table_to_tensors`, or ``None`` when the weights hold none."""
+    if "translit.codepoints" not in weights:
+        return None
+    cps = np.asarray(weights["translit.codepoints"])
+    off = np.asarray(weights["translit.offsets"])
+    text = np.asarray(weights["translit.text"]).tobytes().decode("ascii")
+    if len(off) != len(cps) + 1 or off[-1] != len(text):
+        raise ConfigError("model weights: the translit.* tensors do not fit together")
+    return {int(c): text[off[i] : off[i + 1]] for i, c in enumerate(cps.tolist())}
+
+
+class Romanizer:
+    """Per sentence, the romanised forms of its words that change (``""`` when none does)."""
+
+    def __init__(self, table: dict[int, str]) -> None:
+        self.table = table
+        self._trans = str.maketrans(table)
+
+    def extra_texts(self, normalized: list[str]) -> list[str]:
+        """``normalized``: sentences as :func:`~bimine.text.features.normalize_text` makes
+        them (space-separated tokens). Returns the romanised tokens that differ from the
+        token, space-separated (empty romanisations, e.g. a lone virama, are left out)."""
+        out = []
+        tr = self._trans
+        for s in normalized:
+            if s.isascii():
+                out.append("")
+                continue
+            t = s.translate(tr)
+            if t == s:
+                out.append("")
+                continue
+            out.append(" ".join(r for w, r in zip(s.split(" "), t.split(" ")) if r != w and r))
+        return out
