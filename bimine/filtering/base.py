@@ -1,0 +1,46 @@
+"""What every pair filter is: a score per pair, a direction, and a decision (OpusFilter's
+split of ``score()`` from ``accept()``).
+
+A filter scores a block of pairs at once (``score(src, tgt) -> float64 array``), says which
+direction of its score means clean (``clean_high``), and accepts a pair when its score is on
+the clean side of ``threshold`` (inclusive). Rules, embedding scores and classifiers all take
+this shape, so that one pipeline runs them in order, records one column per score, and
+combines them (a clean-low score enters a combination negated).
+
+A *stateful* filter (duplicates) depends on the pairs before it and must see the blocks in
+input order, in one process; the others score any block anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class PairFilter:
+    """Base class. Subclasses set ``name`` (the score's column), ``clean_high``, a default
+    ``threshold`` and ``reason`` (the drop reason written next to a dropped pair), and
+    implement :meth:`score`."""
+
+    name: str = "filter"
+    threshold: float = 0.0
+    clean_high: bool = True
+    reason: str = ""
+    stateful: bool = False
+
+    def score(self, src: list[str], tgt: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def accept(self, scores: np.ndarray) -> np.ndarray:
+        """True where the score is on the clean side of the threshold (inclusive); a NaN
+        score is never accepted."""
+        s = np.asarray(scores, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return s >= self.threshold if self.clean_high else s <= self.threshold
+
+    def clean_score(self, scores: np.ndarray) -> np.ndarray:
+        """The score oriented so that higher means cleaner (negated for clean-low scores)."""
+        s = np.asarray(scores, dtype=np.float64)
+        return s if self.clean_high else -s

@@ -1,0 +1,237 @@
+"""Rule-based pair filters: the cheap checks every crawled corpus needs first (paper 002 §2.1
+and the hard rules of Bicleaner and OpusFilter).
+
+Each rule is a :class:`~bimine.filtering.base.PairFilter`: a score per pair, the direction
+that means clean, a default threshold and a drop reason. Lengths are counted in *units*:
+words (runs of letters/digits) in scripts written with spaces, characters in scripts written
+without them (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan), so that ratios between, say,
+Chinese and English stay near 1-2.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from bimine.filtering.base import PairFilter
+from bimine.text.features import NO_SPACE_RANGES
+
+_NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
+_WORD_RE = re.compile(r"\w+")
+
+
+def length_units(s: str) -> int:
+    """Words (``\\w+`` runs) outside scripts written without spaces, plus one per character
+    of those scripts: ``"The cat sleeps."`` 3, ``"猫在睡觉。"`` 4, ``"iPhone手机"`` 3."""
+    if s.isascii():
+        return len(_WORD_RE.findall(s))
+    rest, n = _NO_SPACE_RE.subn(" ", s)
+    return n + len(_WORD_RE.findall(rest))
+
+
+def _units(texts: list[str]) -> np.ndarray:
+    return np.fromiter((length_units(s) for s in texts), dtype=np.float64, count=len(texts))
+
+
+@dataclass
+class EmptySide(PairFilter):
+    """Score: characters of the shorter side, spaces excluded; clean when at least 1."""
+
+    name: str = "empty"
+    threshold: float = 1
+    clean_high: bool = True
+    reason: str = "a side is empty"
+
+    def score(self, src, tgt):
+        return np.array([min(len("".join(a.split())), len("".join(b.split()))) for a, b in zip(src, tgt)],
+                        dtype=np.float64)
+
+
+def _letters_digits(s: str) -> str:
+    return "".join(ch for ch in s.casefold() if ch.isalnum())
+
+
+@dataclass
+class IdenticalSides(PairFilter):
+    """Score 1 when both sides hold the same letters and digits (case, spaces and punctuation
+    ignored: an untranslated copy), else 0; clean when 0. Sides without any letter or digit
+    are left to the other rules (score 0)."""
+
+    name: str = "identical"
+    threshold: float = 0
+    clean_high: bool = False
+    reason: str = "the sides are the same text (untranslated copy)"
+
+    def score(self, src, tgt):
+        out = np.zeros(len(src))
+        for i, (a, b) in enumerate(zip(src, tgt)):
+            ka = _letters_digits(a)
+            out[i] = float(bool(ka) and ka == _letters_digits(b))
+        return out
+
+
+@dataclass
+class LengthRatio(PairFilter):
+    """Score: length of the longer side over the shorter, in units (:func:`length_units`; a
+    side of 0 units counts as 1); clean when at most ``threshold`` (OpusFilter's default 3)."""
+
+    name: str = "length_ratio"
+    threshold: float = 3.0
+    clean_high: bool = False
+    reason: str = "one side is much longer than the other"
+
+    def score(self, src, tgt):
+        a, b = _units(src), _units(tgt)
+        return np.maximum(a, b) / np.maximum(np.minimum(a, b), 1.0)
+
+
+@dataclass
+class MinLength(PairFilter):
+    """Score: units of the shorter side; clean when at least ``threshold`` (1: a side of only
+    punctuation or symbols is dropped)."""
+
+    name: str = "min_length"
+    threshold: float = 1
+    clean_high: bool = True
+    reason: str = "a side is too short"
+
+    def score(self, src, tgt):
+        return np.minimum(_units(src), _units(tgt))
+
+
+@dataclass
+class MaxLength(PairFilter):
+    """Score: units of the longer side; clean when at most ``threshold`` (default 200)."""
+
+    name: str = "max_length"
+    threshold: float = 200
+    clean_high: bool = False
+    reason: str = "a side is too long"
+
+    def score(self, src, tgt):
+        return np.maximum(_units(src), _units(tgt))
+
+
+# a number: digits (any script) with inner separators of thousands or decimals
+_NUMBER_RE = re.compile(r"\d+(?:[.,'\u00a0\u202f\u2009 ]\d+)*")
+
+
+def numbers(s: str) -> Counter:
+    """The numbers of ``s`` as ASCII digit strings, separators dropped, so that ``1,000.5``,
+    ``1.000,5`` and ``١٠٠٠٫٥``-style spellings of one number compare equal."""
+    out: Counter = Counter()
+    for m in _NUMBER_RE.findall(s):
+        out["".join(str(unicodedata.digit(ch)) for ch in m if ch.isdigit())] += 1
+    return out
+
+
+@dataclass
+class NumbersDiffer(PairFilter):
+    """Score: numbers found on one side but not on the other (multiset difference, both
+    ways); clean when at most ``threshold`` (0)."""
+
+    name: str = "numbers"
+    threshold: float = 0
+    clean_high: bool = False
+    reason: str = "the sides hold different numbers"
+
+    def score(self, src, tgt):
+        out = np.zeros(len(src))
+        for i, (a, b) in enumerate(zip(src, tgt)):
+            if not (any(ch.isdigit() for ch in a) or any(ch.isdigit() for ch in b)):
+                continue
+            na, nb = numbers(a), numbers(b)
+            out[i] = sum(((na - nb) + (nb - na)).values())
+        return out
+
+
+_URL_RE = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
+
+
+def urls(s: str) -> Counter:
+    """URLs and e-mail addresses of ``s`` (trailing punctuation dropped, lower-cased)."""
+    return Counter(m.rstrip(".,;:!?)]}'\"").lower() for m in _URL_RE.findall(s))
+
+
+@dataclass
+class UrlsDiffer(PairFilter):
+    """Score: URLs and e-mail addresses found on one side but not on the other; clean when at
+    most ``threshold`` (0)."""
+
+    name: str = "urls"
+    threshold: float = 0
+    clean_high: bool = False
+    reason: str = "the sides hold different URLs or e-mail addresses"
+
+    def score(self, src, tgt):
+        out = np.zeros(len(src))
+        for i, (a, b) in enumerate(zip(src, tgt)):
+            if "." not in a and "." not in b:
+                continue
+            ua, ub = urls(a), urls(b)
+            out[i] = sum(((ua - ub) + (ub - ua)).values())
+        return out
+
+
+# UTF-8 read as Latin-1/cp1252: "Ã©" for "é", "â€™" for "’", "Â " for a no-break space
+_MOJIBAKE_RE = re.compile("[\u00c2\u00c3][\u0080-\u00bf]|\u00e2\u20ac")
+
+
+def bad_chars(s: str) -> int:
+    """Control characters (category Cc, tab included), lone surrogates, U+FFFD (bytes that
+    were not UTF-8) and mojibake sequences of UTF-8 decoded as Latin-1/cp1252."""
+    n = len(_MOJIBAKE_RE.findall(s))
+    if not s.isascii() or not s.isprintable():
+        n += sum(1 for ch in s if ch == "\ufffd" or unicodedata.category(ch) in ("Cc", "Cs"))
+    return n
+
+
+@dataclass
+class BadCharacters(PairFilter):
+    """Score: :func:`bad_chars` of both sides; clean when at most ``threshold`` (0)."""
+
+    name: str = "bad_chars"
+    threshold: float = 0
+    clean_high: bool = False
+    reason: str = "control characters or broken encoding"
+
+    def score(self, src, tgt):
+        return np.array([bad_chars(a) + bad_chars(b) for a, b in zip(src, tgt)], dtype=np.float64)
+
+
+@dataclass
+class Duplicates(PairFilter):
+    """Score: how many times the same pair (sides compared after collapsing white space;
+    ``lowercase`` also ignores case) came before in the input; clean when 0, so the first
+    occurrence is kept. Stateful: blocks must come in input order. Memory: one 64-bit key
+    per distinct pair (about 100 bytes each in Python: 1 GB for 10M distinct pairs)."""
+
+    name: str = "duplicate"
+    threshold: float = 0
+    clean_high: bool = False
+    reason: str = "the same pair came earlier"
+    stateful: bool = True
+    lowercase: bool = False
+
+    def __post_init__(self) -> None:
+        self._seen: dict[int, int] = {}
+
+    def score(self, src, tgt):
+        out = np.zeros(len(src))
+        seen = self._seen
+        for i, (a, b) in enumerate(zip(src, tgt)):
+            key = " ".join(a.split()) + "\t" + " ".join(b.split())
+            if self.lowercase:
+                key = key.lower()
+            h = hash(key)
+            out[i] = seen.get(h, 0)
+            seen[h] = out[i] + 1
+        return out
+
+
+RULES = {cls.name: cls for cls in (EmptySide, IdenticalSides, LengthRatio, MinLength, MaxLength, NumbersDiffer,
+                                   UrlsDiffer, BadCharacters, Duplicates)}

@@ -1,0 +1,138 @@
+"""Each rule on hand-made pairs: the exact score, the direction, the decision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bimine.filtering.rules import (
+    RULES,
+    BadCharacters,
+    Duplicates,
+    EmptySide,
+    IdenticalSides,
+    LengthRatio,
+    MaxLength,
+    MinLength,
+    NumbersDiffer,
+    UrlsDiffer,
+    length_units,
+    numbers,
+)
+
+
+def run(rule, pairs):
+    s = rule.score([a for a, _ in pairs], [b for _, b in pairs])
+    return s.tolist(), rule.accept(s).tolist()
+
+
+def test_length_units():
+    assert length_units("The cat sleeps.") == 3
+    assert length_units("猫在睡觉。") == 4
+    assert length_units("iPhone手机") == 3
+    assert length_units("...") == 0
+    assert length_units("") == 0
+    assert length_units("don't e-mail") == 4  # \w+ runs
+    assert length_units("Привет, мир!") == 2
+    assert length_units("สวัสดีครับ") == 10  # Thai: one unit per character
+
+
+def test_empty_side():
+    s, ok = run(EmptySide(), [("Hello there", "Bonjour"), ("  ", "Bonjour"), ("Hi", ""), ("a b", "c")])
+    assert s == [7.0, 0.0, 0.0, 1.0] and ok == [True, False, False, True]
+
+
+def test_identical_sides():
+    s, ok = run(IdenticalSides(), [("Save the file.", "save the FILE"), ("Save", "Enregistrer"), ("...", "..."),
+                                   ("2019", "2019")])
+    assert s == [1.0, 0.0, 0.0, 1.0] and ok == [False, True, True, False]
+
+
+def test_length_ratio_and_lengths():
+    pairs = [("The cat sleeps on the mat.", "Le chat dort."), ("one two three four", "一"), ("a", "b c d"),
+             ("...", "x y z w")]
+    s, ok = run(LengthRatio(), pairs)
+    assert s == [2.0, 4.0, 3.0, 4.0] and ok == [True, False, True, False]
+    s, ok = run(MinLength(), pairs)
+    assert s == [3.0, 1.0, 1.0, 0.0] and ok == [True, True, True, False]
+    s, ok = run(MaxLength(threshold=4), pairs)
+    assert s == [6.0, 4.0, 3.0, 4.0] and ok == [False, True, True, True]
+
+
+def test_numbers():
+    assert numbers("It costs 1,000.50 dollars in 2019") == {"100050": 1, "2019": 1}
+    assert numbers("Il coûte 1 000,50 dollars en 2019") == {"100050": 1, "2019": 1}
+    assert numbers("٢٠١٩") == {"2019": 1}
+    pairs = [("In 2019, 3 cats.", "En 2019, 3 chats."), ("In 2019.", "En 2018."), ("No digits.", "Pas de chiffres."),
+             ("3 and 3", "3"), ("In 2019", "في ٢٠١٩")]
+    s, ok = run(NumbersDiffer(), pairs)
+    assert s == [0.0, 2.0, 0.0, 1.0, 0.0] and ok == [True, False, True, False, True]
+
+
+def test_urls():
+    pairs = [("See https://example.org/a.", "Voir https://example.org/a"), ("Mail me@x.org", "Écrire à you@x.org"),
+             ("See www.a.com", "Voir le site"), ("No link.", "Pas de lien.")]
+    s, ok = run(UrlsDiffer(), pairs)
+    assert s == [0.0, 2.0, 1.0, 0.0] and ok == [True, False, False, True]
+
+
+def test_bad_characters():
+    pairs = [("Café", "Café"), ("CafÃ©", "Café"), ("It\u2019s", "Itâ€™s"), ("a\x00b", "ab"), ("x\ufffdy", "xy"),
+             ("SÃO PAULO", "São Paulo")]
+    s, ok = run(BadCharacters(), pairs)
+    assert s == [0.0, 1.0, 1.0, 1.0, 1.0, 0.0] and ok == [True, False, False, False, False, True]
+
+
+def test_duplicates_keep_the_first_and_carry_state_across_blocks():
+    d = Duplicates()
+    s1, ok1 = run(d, [("A  b", "C"), ("A b", "C"), ("a b", "C")])
+    s2, ok2 = run(d, [("A b", "C "), ("x", "y")])
+    assert s1 == [0.0, 1.0, 0.0] and ok1 == [True, False, True]
+    assert s2 == [2.0, 0.0] and ok2 == [False, True]
+    s, _ = run(Duplicates(lowercase=True), [("A b", "C"), ("a B", "c")])
+    assert s == [0.0, 1.0]
+    assert d.stateful and not EmptySide().stateful
+
+
+def test_directions_and_nan():
+    r = LengthRatio(threshold=2.0)
+    assert r.accept(np.array([1.0, 2.0, 2.5, np.nan])).tolist() == [True, True, False, False]
+    assert r.clean_score(np.array([2.0])).tolist() == [-2.0]
+    assert EmptySide().clean_score(np.array([2.0])).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_every_rule_scores_one_float_per_pair(name):
+    rule = RULES[name]()
+    src = ["Hello world 1", "", "猫", "x\x00"]
+    tgt = ["Bonjour le monde 1", "Salut", "cat", "y"]
+    s = rule.score(src, tgt)
+    assert s.dtype == np.float64 and s.shape == (4,) and rule.name == name and rule.reason
+
+
+def test_language_id_scores_and_relatives():
+    from bimine.filtering.langid import LanguageId, language_scores
+
+    s = language_scores(["Le chat dort sur le tapis.", "The cat sleeps on the mat."], "fr")
+    assert s[0] > 0.9 and s[1] < 0.05
+    # Norwegian text scored as Danish counts: relatives are summed
+    no = "Jeg liker å lese bøker om kvelden, og i helgene går jeg ofte tur i skogen."
+    assert language_scores([no], "da")[0] > 0.9
+    r = LanguageId(src_lang="en", tgt_lang="fra")
+    sc, ok = run(r, [("The cat sleeps on the mat.", "Le chat dort sur le tapis."),
+                     ("The cat sleeps on the mat.", "The cat sleeps on the mat too."),
+                     ("Le chat dort sur le tapis.", "Le chat dort sur le tapis.")])
+    assert ok == [True, False, False] and sc[0] > 0.9 and r.unchecked == []
+
+
+def test_language_id_leaves_unknown_languages_unchecked():
+    from bimine.filtering.langid import LanguageId, language_scores
+
+    assert np.isnan(language_scores(["Hello"], "tpi")).all()  # Tok Pisin: not in py3langid
+    r = LanguageId(src_lang="en", tgt_lang="tpi")
+    assert r.unchecked == ["tgt"]
+    s, ok = run(r, [("The cat sleeps on the mat.", "Pusi i slip."), ("Le chat dort sur le tapis.", "Pusi i slip.")])
+    assert ok == [True, False] and not np.isnan(s).any()  # judged by the English side alone
+    both = LanguageId(src_lang="tpi", tgt_lang="tpi")
+    s, ok = run(both, [("Pusi i slip.", "Pusi i slip.")])
+    assert np.isnan(s).all() and ok == [True]
