@@ -3,7 +3,8 @@ split of ``score()`` from ``accept()``).
 
 A filter scores a block of pairs at once (``score(src, tgt) -> float64 array``), says which
 direction of its score means clean (``clean_high``), and accepts a pair when its score is on
-the clean side of ``threshold`` (inclusive). Rules, embedding scores and classifiers all take
+the clean side of ``threshold`` (inclusive); a filter without a threshold (``None``) only
+scores and accepts every pair. Rules, embedding scores and classifiers all take
 this shape, so that one pipeline runs them in order, records one column per score, and
 combines them (a clean-low score enters a combination negated).
 
@@ -25,10 +26,11 @@ class PairFilter:
     implement :meth:`score`."""
 
     name: str = "filter"
-    threshold: float = 0.0
+    threshold: float | None = 0.0
     clean_high: bool = True
     reason: str = ""
     stateful: bool = False
+    kind: str = "rule"  # "score": a graded quality score, summed into the combined score
 
     def score(self, src: list[str], tgt: list[str]) -> np.ndarray:
         raise NotImplementedError
@@ -37,6 +39,8 @@ class PairFilter:
         """True where the score is on the clean side of the threshold (inclusive); a NaN
         score is never accepted."""
         s = np.asarray(scores, dtype=np.float64)
+        if self.threshold is None:
+            return np.ones(len(s), dtype=bool)
         with np.errstate(invalid="ignore"):
             return s >= self.threshold if self.clean_high else s <= self.threshold
 

@@ -1,0 +1,125 @@
+"""``bimine score`` and ``bimine filter``: score every pair of a parallel corpus (rules,
+language identification, embedding cosine), and keep or drop each with its reason."""
+
+from __future__ import annotations
+
+import click
+
+from bimine.cli.main import check_lang_option, cli
+
+MODEL_HELP = "Model of the embedding scores: 'default', 'e5-small' or a model folder."
+
+
+def _common(f):
+    options = [
+        click.argument("input", required=False, type=str),
+        click.option("--src", type=str, default=None, help="Source side, one sentence per line (with --tgt)."),
+        click.option("--tgt", type=str, default=None, help="Target side, line-aligned with --src."),
+        click.option("--columns", default="1,2", show_default=True,
+                     help="With a TSV INPUT: the 1-based source and target columns (every column is kept)."),
+        click.option("--src-lang", required=True, callback=check_lang_option, help="Language of the source side."),
+        click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of the target side."),
+        click.option("-o", "--output", required=True, type=click.Path(), help="Scored TSV (header, input columns, "
+                     "one column per score, the combined 'score')."),
+        click.option("-c", "--config", "config", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Pipeline YAML (filters, thresholds, order); replaces --rules/--no-model."),
+        click.option("--rules", default="default", show_default=True,
+                     help="'default' (all rules), 'none', or a comma-separated list of rules."),
+        click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP),
+        click.option("--no-model", is_flag=True, help="No embedding score (rules only)."),
+        click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Processes scoring blocks with the rules in parallel."),
+        click.option("--block-size", type=click.IntRange(min=1), default=20_000, show_default=True,
+                     help="Pairs read, scored and written at a time (memory stays bounded)."),
+        click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict",
+                     show_default=True, help="On invalid UTF-8: stop with an error, or replace with U+FFFD."),
+        click.option("--no-progress", is_flag=True, help="Hide the progress bar."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
+         workers, block_size, encoding_errors, no_progress, threshold=None, kept=None) -> None:
+    import yaml
+
+    from bimine.filtering.config import build_filters, default_spec, parse_pipeline
+    from bimine.filtering.pipeline import read_pair_blocks, run_pipeline
+    from bimine.outputs import check_output_file
+    from bimine.progress import bar
+    from bimine.text.io import scan_text
+
+    if (input is None) == (src is None and tgt is None) or (input is None and (src is None or tgt is None)):
+        raise click.UsageError("give a TSV INPUT, or both --src and --tgt")
+    try:
+        cols = tuple(int(x) for x in columns.split(","))
+        if len(cols) != 2:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"expected two comma-separated column numbers, got {columns!r}",
+                                 param_hint="--columns") from None
+    inputs = [input] if input is not None else [src, tgt]
+    check_output_file(output, inputs=inputs)
+    if kept:
+        check_output_file(kept, inputs=inputs, option="--kept")
+    if config:
+        with open(config, encoding="utf-8") as f:
+            spec = parse_pipeline(yaml.safe_load(f), where=config)
+    else:
+        spec = default_spec(rules, model=not no_model)
+    if threshold is not None:
+        spec.threshold = threshold
+    needs_model = any("score" in item for item in spec.filters)
+    encoder = None
+    if needs_model:
+        from bimine.encoders import load_encoder
+
+        encoder = load_encoder(model)
+    filters = build_filters(spec, src_lang=src_lang, tgt_lang=tgt_lang, encoder=encoder,
+                            where=config or "the command-line pipeline")
+    # the whole input is checked (binary, UTF-8) and counted before any work
+    total = None
+    if "-" not in inputs:
+        counts = [scan_text(p, errors=encoding_errors).lines for p in inputs]
+        total = counts[0]
+    blocks = read_pair_blocks(input, src=src, tgt=tgt, columns=cols, block_size=block_size,
+                              errors=encoding_errors)
+    progress = bar(total=total, unit=" pairs", desc="filter" if filtering else "score", enabled=not no_progress)
+    try:
+        report = run_pipeline(blocks, filters, output, columns=cols if input is not None else None,
+                              filtering=filtering, score_threshold=spec.threshold if filtering else None,
+                              kept_output=kept, workers=workers, progress=progress)
+    finally:
+        progress.close()
+    for f in filters:
+        for side in getattr(f, "unchecked", []):
+            lang = src_lang if side == "src" else tgt_lang
+            report.notes.append(f"the language identifier does not know {lang!r}: the {side} side was not checked")
+    click.echo(report.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else ""), err=True)
+    if filtering and report.failed:
+        lines = [f"  {f.name}: {report.failed[f.name]:,} pairs fail it ({f.reason})" for f in filters
+                 if report.failed[f.name]]
+        if report.failed["score"]:
+            lines.append(f"  score: {report.failed['score']:,} pairs below {spec.threshold:g}")
+        click.echo("\n".join(lines), err=True)
+
+
+@cli.command()
+@_common
+def score(**kw) -> None:
+    """Score every pair of a parallel corpus: a TSV INPUT (--columns picks the sides) or --src
+    and --tgt. Writes one output row per input row, in order, with every score and the
+    combined 'score' (higher = cleaner)."""
+    _run(False, **kw)
+
+
+@cli.command(name="filter")
+@_common
+@click.option("--threshold", type=float, default=None,
+              help="Also drop pairs whose combined 'score' is below this.")
+@click.option("--kept", type=click.Path(), default=None, help="Write the kept rows (input columns only) here too.")
+def filter_(threshold, kept, **kw) -> None:
+    """Score every pair like 'bimine score' and decide: the output adds 'keep' (1/0) and
+    'reason' (the first filter the pair fails, in pipeline order)."""
+    _run(True, threshold=threshold, kept=kept, **kw)

@@ -1,0 +1,113 @@
+"""A filtering pipeline described as data (a YAML file or command-line flags).
+
+```yaml
+filters:                      # run in this order; the first failing one names the drop reason
+  - rule: empty
+  - rule: length_ratio
+    threshold: 2.5
+  - rule: lang                # py3langid, both sides
+    threshold: 0.5
+  - score: cosine             # embedding cosine with --model; no threshold: it only scores
+    threshold: 0.3            # ... unless given one
+threshold: 0.4                # optional: also drop pairs whose combined score is below it
+```
+
+Each item names one ``rule`` (:data:`RULE_NAMES`) or one ``score`` (:data:`SCORE_NAMES`), and
+may set ``name`` (its output column), ``threshold`` (a number, or null for none) and the
+options of that filter; any other key is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from bimine.errors import ConfigError
+from bimine.filtering.base import PairFilter
+from bimine.filtering.rules import RULES
+
+RULE_NAMES = (*RULES, "lang")
+SCORE_NAMES = ("cosine",)
+DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
+                 "duplicate", "lang")
+_COMMON = {"name", "threshold"}
+_INTERNAL = {"clean_high", "reason", "stateful", "kind", "unchecked", "encoder", "src_lang", "tgt_lang", "batch_size"}
+
+
+@dataclass
+class PipelineSpec:
+    filters: list[dict] = field(default_factory=list)
+    threshold: float | None = None
+
+
+def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
+    """Check a pipeline mapping (from YAML) and return it; errors name the item and key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping with 'filters', got {type(data).__name__}")
+    unknown = set(data) - {"filters", "threshold"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: filters, threshold")
+    items = data.get("filters") or []
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: 'filters' must be a list")
+    thr = data.get("threshold")
+    if thr is not None and (isinstance(thr, bool) or not isinstance(thr, (int, float))):
+        raise ConfigError(f"{where}: threshold must be a number or null, got {thr!r}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or len({"rule", "score"} & set(item)) != 1:
+            raise ConfigError(f"{where}.filters[{i}]: each filter is a mapping with one 'rule' or one 'score' key")
+    return PipelineSpec(filters=list(items), threshold=thr)
+
+
+def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=None,
+                  where: str = "pipeline") -> list[PairFilter]:
+    """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
+    from bimine.filtering.langid import LanguageId
+    from bimine.filtering.scores import CosineScore
+
+    out: list[PairFilter] = []
+    for i, item in enumerate(spec.filters):
+        here = f"{where}.filters[{i}]"
+        item = dict(item)
+        if "rule" in item:
+            kind = item.pop("rule")
+            if kind not in RULE_NAMES:
+                raise ConfigError(f"{here}: unknown rule {kind!r}; rules: {', '.join(RULE_NAMES)}")
+            cls = LanguageId if kind == "lang" else RULES[kind]
+            extra = {"src_lang": src_lang, "tgt_lang": tgt_lang} if kind == "lang" else {}
+        else:
+            kind = item.pop("score")
+            if kind not in SCORE_NAMES:
+                raise ConfigError(f"{here}: unknown score {kind!r}; scores: {', '.join(SCORE_NAMES)}")
+            if encoder is None:
+                raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
+            cls = CosineScore
+            extra = {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang}
+        options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
+        bad = set(item) - options
+        if bad:
+            raise ConfigError(f"{here}: unknown option(s) {sorted(bad)} for {kind}; options: {', '.join(sorted(options))}")
+        thr = item.get("threshold", "unset")
+        if thr is not None and thr != "unset" and (isinstance(thr, bool) or not isinstance(thr, (int, float))):
+            raise ConfigError(f"{here}: threshold must be a number or null, got {thr!r}")
+        try:
+            out.append(cls(**item, **extra))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{here}: {e}") from None
+    return out
+
+
+def default_spec(rules: str = "default", model: bool = True) -> PipelineSpec:
+    """The pipeline of the command-line flags: ``rules`` is ``default`` (all rules), ``none``,
+    or a comma-separated list; ``model`` adds the embedding cosine."""
+    if rules == "default":
+        names = list(DEFAULT_RULES)
+    elif rules == "none":
+        names = []
+    else:
+        names = [r.strip() for r in rules.split(",") if r.strip()]
+        bad = [r for r in names if r not in RULE_NAMES]
+        if bad:
+            raise ConfigError(f"--rules: unknown rule(s) {bad}; rules: {', '.join(RULE_NAMES)}")
+    items = [{"rule": r} for r in names] + ([{"score": "cosine"}] if model else [])
+    return PipelineSpec(filters=items)
