@@ -31,7 +31,9 @@ def test_table_covers_non_latin_scripts_with_spaces_only(table):
     assert table[ord("п")] == "p" and table[ord("Ж")] == "zh" and table[ord("λ")] == "l"
     assert table[ord("٣")] == "3" and table[ord("۳")] == "3"  # Arabic-Indic and Persian digits
     assert table[ord("ب")] == "b" and table[ord("ש")] == "s"
-    assert table[0x094D] == ""  # Devanagari virama: no letter of its own
+    assert table[0x064E] == "a"  # Arabic fatha: a vowel mark
+    for ch in "कষਕકକகకಕകක":  # Brahmic scripts, Devanagari to Sinhala: not romanised
+        assert ord(ch) not in table
     for ch in "aé€中ドไ ,.-1":  # Latin, symbols, scripts without spaces (Han, kana, Thai), ASCII
         assert ord(ch) not in table
     assert all(v.isascii() and (v.isalnum() or v == "") and v == v.lower() for v in table.values())
@@ -39,8 +41,9 @@ def test_table_covers_non_latin_scripts_with_spaces_only(table):
 
 def test_extra_words_are_the_changed_words_romanised(table):
     r = Romanizer(table)
-    got = r.extra_texts(["дональд трамп и apple .", "the cat", "ο πρόεδρος", "特朗普", "٣ كتاب", "ट्", "é"])
-    assert got == ["donald tramp i", "", "o proedros", "", "3 ktb", "t", ""]
+    got = r.extra_texts(["дональд трамп и apple .", "the cat", "ο πρόεδρος", "特朗普", "٣ كتاب", "ट्रम्प", "é",
+                         "트럼프", "\u0643\u064e"])
+    assert got == ["donald tramp i", "", "o proedros", "", "3 ktb", "", "", "teuleompeu", "ka"]
 
 
 def test_tensors_round_trip(table):
