@@ -26,7 +26,6 @@ import numpy as np
 
 from bimine.errors import ConfigError
 
-
 # Brahmic scripts of South Asia (Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu,
 # Kannada, Malayalam, Sinhala) and the Devanagari extensions / Vedic marks: not romanised
 NOT_ROMANISED = ((0x0900, 0x0DFF), (0x1CD0, 0x1CFF), (0xA8E0, 0xA8FF))

@@ -1,0 +1,56 @@
+"""Compiled walk of py3langid's byte automaton over a whole batch of texts (numba).
+
+py3langid walks each text's UTF-8 bytes through a DFA in pure Python (~28k short texts/s
+here); this kernel walks a batch's bytes in one compiled loop and returns the feature counts
+as COO triplets, which :func:`bimine.filtering.langid.language_probs` turns into the same
+class probabilities (tested against py3langid's own ``_decide``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def visit_counts(data, offsets, nextmove, rowbase, output):
+    """For text ``i`` (bytes ``data[offsets[i]:offsets[i+1]]``): the features the automaton
+    emits and how often. Returns ``(rows, features, counts)``, sorted by row then feature."""
+    n = len(offsets) - 1
+    cap = max(16, len(data))
+    rows = np.empty(cap, dtype=np.int64)
+    feats = np.empty(cap, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        state = 0
+        for p in range(offsets[i], offsets[i + 1]):
+            state = nextmove[rowbase[state] + data[p]]
+            f = output[state]
+            if f >= 0:
+                rows[k] = i
+                feats[k] = f
+                k += 1
+    rows, feats = rows[:k], feats[:k]
+    # count equal (row, feature) pairs: sort each row's features
+    out_r = np.empty(k, dtype=np.int64)
+    out_f = np.empty(k, dtype=np.int64)
+    out_c = np.empty(k, dtype=np.float32)
+    m = 0
+    start = 0
+    while start < k:
+        end = start
+        while end < k and rows[end] == rows[start]:
+            end += 1
+        seg = np.sort(feats[start:end])
+        j = 0
+        while j < len(seg):
+            j2 = j
+            while j2 < len(seg) and seg[j2] == seg[j]:
+                j2 += 1
+            out_r[m] = rows[start]
+            out_f[m] = seg[j]
+            out_c[m] = j2 - j
+            m += 1
+            j = j2
+        start = end
+    return out_r[:m], out_f[:m], out_c[:m]
