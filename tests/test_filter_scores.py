@@ -1,0 +1,43 @@
+"""Embedding scores of given pairs: the in-corpus margin (002 Eq. 2) against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bimine.filtering.scores import corpus_margin
+
+
+def unit(a):
+    return (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["ratio", "distance", "eq9"])
+def test_corpus_margin_equals_brute_force(kind):
+    rng = np.random.default_rng(0)
+    u = unit(rng.standard_normal((60, 16)))
+    v = unit(u + 0.7 * rng.standard_normal((60, 16)))
+    k = 4
+    got = corpus_margin(u, v, k=k, kind=kind)
+    s = u.astype(np.float64) @ v.T.astype(np.float64)
+    mx = -np.sort(-s, axis=1)[:, :k].mean(axis=1)
+    my = -np.sort(-s, axis=0)[:k, :].mean(axis=0)
+    cos = np.diag(s)
+    m = (mx + my) / 2
+    want = {"ratio": cos / m, "distance": cos - m, "eq9": cos / m + cos}[kind]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_blank_rows_are_no_neighbours_and_get_nan():
+    rng = np.random.default_rng(1)
+    u = unit(rng.standard_normal((20, 8)))
+    v = unit(u + 0.5 * rng.standard_normal((20, 8)))
+    valid_src = np.array([i for i in range(20) if i != 3])
+    got = corpus_margin(u, v, k=3, valid_src=valid_src)
+    assert np.isnan(got[3]) and np.isfinite(np.delete(got, 3)).all()
+    s = u @ v.T
+    s[3, :] = -np.inf  # source 3 is no candidate for any target
+    mx = -np.sort(-(u @ v.T), axis=1)[:, :3].mean(axis=1)
+    my = -np.sort(-s, axis=0)[:3, :].mean(axis=0)
+    want = np.diag(u @ v.T) / ((mx + my) / 2)
+    np.testing.assert_allclose(np.delete(got, 3), np.delete(want, 3), rtol=1e-4)
