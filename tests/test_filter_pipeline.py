@@ -163,3 +163,38 @@ def test_filter_yaml_and_score_threshold(files, tmp_path, tiny_model):
     # a cosine never reaches 2: every non-empty pair is dropped by the combined-score threshold
     assert [x["keep"] for x in rows] == ["0"] * 8
     assert rows[1]["reason"] == "a side is empty" and rows[0]["reason"] == "combined score below 2"
+
+
+class _Fixed:
+    """A graded score with given values (kind 'score'), for selection tests."""
+
+    def __new__(cls, values, name="g"):
+        from bimine.filtering.base import PairFilter
+
+        f = PairFilter(name=name, threshold=None, kind="score")
+        it = iter(values)
+        f.score = lambda src, tgt: np.array([next(it) for _ in src], dtype=np.float64)
+        return f
+
+
+def test_selection_top_fraction_and_budget(tmp_path):
+    from bimine.filtering.pipeline import Selection
+
+    src = ["a b", "c d e", "f", "", "g h"]
+    tgt = ["A B", "C D E", "F", "X", "G H"]
+    vals = [0.5, 0.9, 0.7, 0.95, 0.2]
+    out = tmp_path / "o.tsv"
+    run_pipeline(_blocks(src, tgt, 2), [EmptySide(), _Fixed(vals)], str(out), selection=Selection(top_fraction=0.5))
+    rows = read_tsv(out)
+    # row 3 (empty) fails the rule; of the 4 eligible, the best 2: 0.9 and 0.7
+    assert [x["keep"] for x in rows] == ["0", "1", "1", "0", "0"]
+    assert rows[3]["reason"] == "a side is empty" and rows[0]["reason"] == "not in the best 50% by combined score"
+    run_pipeline(_blocks(src, tgt, 2), [EmptySide(), _Fixed(vals)], str(out), selection=Selection(token_budget=4))
+    # ranked 0.9 (3 target words), 0.7 (1), 0.5 (2): 3 + 1 = 4, the next would pass 4
+    assert [x["keep"] for x in read_tsv(out)] == ["0", "1", "1", "0", "0"]
+    run_pipeline(_blocks(src, tgt, 2), [_Fixed([1.0, 3.0, 2.0, 1.0, 5.0], "a"), _Fixed([10.0, 10.0, 30.0, 20.0, 10.0], "b")],
+                 str(out), selection=Selection(normalize=True))
+    # min-max: a -> [0, .5, .25, 0, 1], b -> [0, 0, 1, .5, 0]
+    np.testing.assert_allclose([float(x["score"]) for x in read_tsv(out)], [0.0, 0.5, 1.25, 0.5, 1.0])
+    with pytest.raises(ConfigError, match="not both"):
+        Selection(top_fraction=0.5, token_budget=10)

@@ -41,7 +41,8 @@ def _common(f):
 
 
 def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
-         workers, block_size, encoding_errors, no_progress, threshold=None, kept=None) -> None:
+         workers, block_size, encoding_errors, no_progress, threshold=None, kept=None, top_fraction=None,
+         token_budget=None, normalize=False) -> None:
     import yaml
 
     from bimine.filtering.config import build_filters, default_spec, parse_pipeline
@@ -68,8 +69,12 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
             spec = parse_pipeline(yaml.safe_load(f), where=config)
     else:
         spec = default_spec(rules, model=not no_model)
-    if threshold is not None:
-        spec.threshold = threshold
+    for key, value in (("threshold", threshold), ("top_fraction", top_fraction), ("token_budget", token_budget)):
+        if value is not None:
+            setattr(spec, key, value)
+    if normalize:
+        spec.normalize = True
+    selection = spec.selection()
     needs_model = any("score" in item for item in spec.filters)
     encoder = None
     if needs_model:
@@ -88,8 +93,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     progress = bar(total=total, unit=" pairs", desc="filter" if filtering else "score", enabled=not no_progress)
     try:
         report = run_pipeline(blocks, filters, output, columns=cols if input is not None else None,
-                              filtering=filtering, score_threshold=spec.threshold if filtering else None,
-                              kept_output=kept, workers=workers, progress=progress)
+                              filtering=filtering, selection=selection, kept_output=kept, workers=workers, progress=progress)
     finally:
         progress.close()
     for f in filters:
@@ -101,7 +105,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
         lines = [f"  {f.name}: {report.failed[f.name]:,} pairs fail it ({f.reason})" for f in filters
                  if report.failed[f.name]]
         if report.failed["score"]:
-            lines.append(f"  score: {report.failed['score']:,} pairs below {spec.threshold:g}")
+            lines.append(f"  score: {report.failed['score']:,} pairs not selected by the combined score")
         click.echo("\n".join(lines), err=True)
 
 
@@ -118,8 +122,15 @@ def score(**kw) -> None:
 @_common
 @click.option("--threshold", type=float, default=None,
               help="Also drop pairs whose combined 'score' is below this.")
+@click.option("--top-fraction", type=click.FloatRange(0, 1), default=None,
+              help="Keep only the best fraction (of the pairs the filters accept) by combined score.")
+@click.option("--token-budget", type=click.IntRange(min=0), default=None,
+              help="Keep the best pairs by combined score up to this many target-side tokens (words).")
+@click.option("--normalize", is_flag=True, help="Min-max normalise each graded score before the sum (002 Eq. 4).")
 @click.option("--kept", type=click.Path(), default=None, help="Write the kept rows (input columns only) here too.")
-def filter_(threshold, kept, **kw) -> None:
+def filter_(threshold, top_fraction, token_budget, normalize, kept, **kw) -> None:
     """Score every pair like 'bimine score' and decide: the output adds 'keep' (1/0) and
-    'reason' (the first filter the pair fails, in pipeline order)."""
-    _run(True, threshold=threshold, kept=kept, **kw)
+    'reason' (the first filter the pair fails, in pipeline order, or the selection by
+    combined score)."""
+    _run(True, threshold=threshold, top_fraction=top_fraction, token_budget=token_budget, normalize=normalize,
+         kept=kept, **kw)

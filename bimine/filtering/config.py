@@ -10,6 +10,8 @@ filters:                      # run in this order; the first failing one names t
   - score: cosine             # embedding cosine with --model; no threshold: it only scores
     threshold: 0.3            # ... unless given one
 threshold: 0.4                # optional: also drop pairs whose combined score is below it
+normalize: true               # optional: min-max normalise each graded score before the sum
+top_fraction: 0.5             # optional: keep the best half (or token_budget: 5000000)
 ```
 
 Each item names one ``rule`` (:data:`RULE_NAMES`) or one ``score`` (:data:`SCORE_NAMES`), and
@@ -38,15 +40,25 @@ _INTERNAL = {"clean_high", "reason", "stateful", "kind", "unchecked", "encoder",
 class PipelineSpec:
     filters: list[dict] = field(default_factory=list)
     threshold: float | None = None
+    normalize: bool = False
+    top_fraction: float | None = None
+    token_budget: int | None = None
+
+    def selection(self):
+        from bimine.filtering.pipeline import Selection
+
+        return Selection(normalize=self.normalize, threshold=self.threshold, top_fraction=self.top_fraction,
+                         token_budget=self.token_budget)
 
 
 def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
     """Check a pipeline mapping (from YAML) and return it; errors name the item and key."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with 'filters', got {type(data).__name__}")
-    unknown = set(data) - {"filters", "threshold"}
+    known = ("filters", "threshold", "normalize", "top_fraction", "token_budget")
+    unknown = set(data) - set(known)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: filters, threshold")
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {', '.join(known)}")
     items = data.get("filters") or []
     if not isinstance(items, list):
         raise ConfigError(f"{where}: 'filters' must be a list")
@@ -56,7 +68,20 @@ def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or len({"rule", "score"} & set(item)) != 1:
             raise ConfigError(f"{where}.filters[{i}]: each filter is a mapping with one 'rule' or one 'score' key")
-    return PipelineSpec(filters=list(items), threshold=thr)
+    norm = data.get("normalize", False)
+    if not isinstance(norm, bool):
+        raise ConfigError(f"{where}: normalize must be true or false, got {norm!r}")
+    frac, budget = data.get("top_fraction"), data.get("token_budget")
+    if frac is not None and (isinstance(frac, bool) or not isinstance(frac, (int, float))):
+        raise ConfigError(f"{where}: top_fraction must be a number, got {frac!r}")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+        raise ConfigError(f"{where}: token_budget must be a whole number, got {budget!r}")
+    spec = PipelineSpec(filters=list(items), threshold=thr, normalize=norm, top_fraction=frac, token_budget=budget)
+    try:
+        spec.selection()
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    return spec
 
 
 def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=None,

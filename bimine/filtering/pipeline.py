@@ -1,4 +1,4 @@
-"""Score and filter a parallel corpus in one streaming pass over blocks of pairs.
+"""Score and filter a parallel corpus, block by block, in bounded memory.
 
 Input: a TSV (two of its columns are the sides; every column is kept) or two line-aligned
 files. Output (the stable contract): a TSV with a header line, the input columns (``src`` and
@@ -8,13 +8,14 @@ filter score, the combined score in ``score`` (higher = cleaner) and, when filte
 input row, in input order.
 
 ``score``: the sum of the graded scores (filters of kind ``"score"``, e.g. an embedding
-cosine), each oriented so that higher is cleaner; with no such score in the pipeline, the
-share of the rules the pair passes (1.0: all of them). ``score_threshold`` also drops pairs
-whose combined score is below it.
+cosine; paper 002 Eq. 3, optionally min-max normalised, Eq. 4), each oriented so that higher
+is cleaner; with no such score in the pipeline, the share of the rules the pair passes (1.0:
+all of them). A :class:`Selection` then keeps, among the pairs every filter accepts, those
+above a combined-score threshold, the best fraction, or the best up to a token budget.
 
-Memory stays bounded: blocks of ``block_size`` pairs are read, scored (stateless filters in
-``workers`` forked processes, stateful ones such as duplicates in this process, in order) and
-written before the next ones are read.
+Memory stays bounded: blocks of ``block_size`` pairs are read and scored (stateless filters
+in ``workers`` forked processes, stateful ones such as duplicates in this process, in order);
+rows and scores are spooled to temporary files beside the output, then written.
 """
 
 from __future__ import annotations
@@ -158,16 +159,37 @@ def check_filters(filters: list[PairFilter]) -> None:
         raise ConfigError(f"filter name(s) {sorted(reserved)} are output columns; give the filter another name")
 
 
-def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], soft: list[str]) -> np.ndarray:
-    """The ``score`` column: sum of the graded scores oriented clean-high (NaN components left
-    out), or the share of the other filters passed when there is no graded score."""
+@dataclass
+class Selection:
+    """How the combined score decides, after the filters: ``normalize`` (002 Eq. 4 on each
+    graded score before the sum, Eq. 3), then among the pairs every filter accepts, keep
+    those with ``score >= threshold``, the best ``top_fraction`` of them, or the best up to
+    ``token_budget`` target-side tokens (words; characters in scripts without spaces)."""
+
+    normalize: bool = False
+    threshold: float | None = None
+    top_fraction: float | None = None
+    token_budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.top_fraction is not None and self.token_budget is not None:
+            raise ConfigError("choose a top fraction or a token budget, not both")
+        if self.top_fraction is not None and not 0 <= self.top_fraction <= 1:
+            raise ConfigError(f"top fraction must be in [0, 1], got {self.top_fraction}")
+        if self.token_budget is not None and self.token_budget < 0:
+            raise ConfigError(f"token budget must be >= 0, got {self.token_budget}")
+
+
+def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize: bool = False) -> np.ndarray:
+    """The ``score`` column: the sum of the graded scores oriented clean-high (002 Eq. 3;
+    each min-max normalised first with ``normalize``, Eq. 4; NaN components count 0), or the
+    share of the other filters passed when there is no graded score."""
+    from bimine.filtering.select import combine_scores
+
     n = len(next(iter(scores.values()))) if scores else 0
-    by_name = {f.name: f for f in filters}
-    if soft:
-        total = np.zeros(n)
-        for name in soft:
-            total += np.nan_to_num(by_name[name].clean_score(scores[name]), nan=0.0)
-        return total
+    graded = [f for f in filters if f.kind == "score"]
+    if graded:
+        return combine_scores([f.clean_score(scores[f.name]) for f in graded], normalize=normalize)
     rules = [f for f in filters if f.threshold is not None]
     if not rules:
         return np.ones(n)
@@ -183,21 +205,31 @@ def run_pipeline(
     header: list[str] | None = None,
     columns: tuple[int, int] | None = None,
     filtering: bool = True,
-    score_threshold: float | None = None,
+    selection: Selection | None = None,
     kept_output: str | None = None,
     workers: int = 1,
     progress=None,
 ) -> FilterReport:
     """Score every pair of ``blocks`` with ``filters`` and write the scored TSV to ``output``
-    (and the kept rows, input columns only, to ``kept_output``), atomically."""
+    (and the kept rows, input columns only, to ``kept_output``), atomically.
+
+    Two passes over bounded memory: the first scores block by block (stateless filters in
+    ``workers`` forked processes, stateful ones here, in order) and spools the input rows and
+    every score to temporary files; the combined score and the decisions need every score
+    (min-max normalisation, top fraction, token budget); the second writes the rows.
+    """
+    import tempfile
+
     global _WORKER_FILTERS
     check_filters(filters)
-    soft = [f.name for f in filters if f.kind == "score"]
+    sel = selection or Selection()
     report = FilterReport()
     stateless = [i for i, f in enumerate(filters) if not f.stateful]
     stateful = [i for i, f in enumerate(filters) if f.stateful]
+    folder = os.path.dirname(os.path.abspath(output))
     tmp = f"{output}.tmp-{os.getpid()}"
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
+    spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
     pool = None
     try:
         if workers > 1 and stateless:
@@ -205,54 +237,32 @@ def run_pipeline(
 
             _WORKER_FILTERS = filters
             pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out, \
-                (open(tmp_kept, "w", encoding="utf-8", newline="\n") if tmp_kept else _Null()) as kept_f:
-            wrote_header = False
+        rows_path = os.path.join(spool.name, "rows.tsv")
+        score_path = os.path.join(spool.name, "scores.f64")
+        width = None
+        tokens: list[np.ndarray] = []
+        with open(rows_path, "w", encoding="utf-8", newline="\n") as rows_f, open(score_path, "wb") as score_f:
             pending: list = []
 
             def finish(block: PairBlock, computed: dict[int, np.ndarray]) -> None:
-                nonlocal wrote_header
+                nonlocal width
                 for i in stateful:  # in input order, in this process
                     computed[i] = filters[i].score(block.src, block.tgt)
-                scores = {filters[i].name: computed[i] for i in range(len(filters))}
-                for name, s in scores.items():
+                m = np.zeros((len(block.src), len(filters)))
+                for i, f in enumerate(filters):
+                    s = np.asarray(computed[i], dtype=np.float64)
                     if s.shape != (len(block.src),):
-                        raise RuntimeError(f"filter {name} gave {s.shape} scores for {len(block.src)} pairs")
-                total = combine(filters, scores, soft)
-                if not wrote_header:
-                    cols = (header or input_header(len(block.rows[0]), columns)) + [f.name for f in filters] + ["score"]
-                    if filtering:
-                        cols += ["keep", "reason"]
-                    out.write("\t".join(cols) + "\n")
-                    wrote_header = True
-                keep = np.ones(len(block.src), dtype=bool)
-                reason = [""] * len(block.src)
-                if filtering:
-                    for f in filters:
-                        ok = f.accept(scores[f.name])
-                        bad = np.flatnonzero(~ok)
-                        report.failed[f.name] += len(bad)
-                        for j in bad[keep[bad]]:
-                            reason[j] = f.reason
-                            report.dropped_by[f.name] += 1
-                        keep &= ok
-                    if score_threshold is not None:
-                        ok = total >= score_threshold
-                        report.failed["score"] += int((~ok).sum())
-                        for j in np.flatnonzero(~ok & keep):
-                            reason[j] = f"combined score below {score_threshold:g}"
-                            report.dropped_by["score"] += 1
-                        keep &= ok
-                cols_s = [[_fmt(v) for v in scores[f.name].tolist()] for f in filters]
-                for j, row in enumerate(block.rows):
-                    cells = row + [c[j] for c in cols_s] + [f"{total[j]:.6g}"]
-                    if filtering:
-                        cells += ["1" if keep[j] else "0", reason[j]]
-                    out.write("\t".join(cells) + "\n")
-                    if keep[j] and tmp_kept:
-                        kept_f.write("\t".join(row) + "\n")
+                        raise RuntimeError(f"filter {f.name} gave {s.shape} scores for {len(block.src)} pairs")
+                    m[:, i] = s
+                score_f.write(m.tobytes())
+                if width is None:
+                    width = len(block.rows[0])
+                rows_f.writelines("\t".join(r) + "\n" for r in block.rows)
+                if sel.token_budget is not None:
+                    from bimine.filtering.rules import _units
+
+                    tokens.append(_units(block.tgt).astype(np.int64))
                 report.pairs += len(block.src)
-                report.kept += int(keep.sum())
                 if progress is not None:
                     progress.update(len(block.src))
 
@@ -266,9 +276,59 @@ def run_pipeline(
                     finish(b, fut.result())
             for b, fut in pending:
                 finish(b, fut.result())
-            if not wrote_header:  # empty input: the header alone
-                cols = (header or ["src", "tgt"]) + [f.name for f in filters] + ["score"]
-                out.write("\t".join(cols + (["keep", "reason"] if filtering else [])) + "\n")
+        n = report.pairs
+        table = (np.fromfile(score_path, dtype=np.float64).reshape(n, len(filters)) if n and filters
+                 else np.zeros((n, len(filters))))
+        scores = {f.name: table[:, i] for i, f in enumerate(filters)}
+        total = combine(filters, scores, sel.normalize) if filters else np.ones(n)
+        keep = np.ones(n, dtype=bool)
+        reason_of = np.full(n, -1, dtype=np.int64)  # index into reasons
+        reasons = [f.reason for f in filters]
+        if filtering:
+            for i, f in enumerate(filters):
+                ok = f.accept(scores[f.name])
+                report.failed[f.name] += int((~ok).sum())
+                first = ~ok & keep
+                reason_of[first] = i
+                report.dropped_by[f.name] += int(first.sum())
+                keep &= ok
+            from bimine.filtering.select import select_budget, select_fraction, select_threshold
+
+            chosen = np.ones(n, dtype=bool)
+            what = None
+            if sel.threshold is not None:
+                chosen &= select_threshold(total, sel.threshold)
+                what = f"combined score below {sel.threshold:g}"
+            if sel.top_fraction is not None:
+                chosen &= select_fraction(total, sel.top_fraction, eligible=keep & chosen)
+                what = f"not in the best {100 * sel.top_fraction:g}% by combined score"
+            if sel.token_budget is not None:
+                t = np.concatenate(tokens) if tokens else np.zeros(0, dtype=np.int64)
+                chosen &= select_budget(total, t, sel.token_budget, eligible=keep & chosen)
+                what = f"beyond the budget of {sel.token_budget:,} target tokens"
+            if what is not None:
+                reasons.append(what)
+                dropped = keep & ~chosen
+                reason_of[dropped] = len(reasons) - 1
+                report.failed["score"] += int((~chosen).sum())
+                report.dropped_by["score"] += int(dropped.sum())
+                keep &= chosen
+        report.kept = int(keep.sum())
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out, \
+                (open(tmp_kept, "w", encoding="utf-8", newline="\n") if tmp_kept else _Null()) as kept_f, \
+                open(rows_path, encoding="utf-8", newline="\n") as rows_in:
+            cols = (header or input_header(width or 2, columns)) + [f.name for f in filters] + ["score"]
+            if filtering:
+                cols += ["keep", "reason"]
+            out.write("\t".join(cols) + "\n")
+            for j, line in enumerate(rows_in):
+                row = line[:-1]
+                cells = [row] + [_fmt(v) for v in table[j].tolist()] + [f"{total[j]:.6g}"]
+                if filtering:
+                    cells += ["1" if keep[j] else "0", reasons[reason_of[j]] if reason_of[j] >= 0 else ""]
+                out.write("\t".join(cells) + "\n")
+                if keep[j] and tmp_kept:
+                    kept_f.write(row + "\n")
         os.replace(tmp, output)
         if tmp_kept:
             os.replace(tmp_kept, kept_output)
@@ -281,6 +341,7 @@ def run_pipeline(
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         _WORKER_FILTERS = []
+        spool.cleanup()
     return report
 
 
