@@ -70,14 +70,19 @@ def test_score_with_a_model_and_a_tsv_with_extra_columns(tmp_path, tiny_model):
             "--rules", "empty", "-o", out, "--no-progress")
     assert r.exit_code == 0, r.output
     rows = read_tsv(out)
-    assert list(rows[0]) == ["col1", "tgt", "src", "empty", "cosine", "score"]
+    assert list(rows[0]) == ["col1", "tgt", "src", "empty", "cosine", "margin", "score"]
     assert [x["src"] for x in rows] == SRC and [x["col1"] for x in rows] == [str(i) for i in range(8)]
     from bimine import load_encoder
 
     enc = load_encoder(tiny_model)
     want = np.einsum("ij,ij->i", enc.encode(SRC, "en"), enc.encode(TGT, "fr"))
     np.testing.assert_allclose([float(x["cosine"]) for x in rows], want, atol=1e-5)
-    np.testing.assert_allclose([float(x["score"]) for x in rows], want, atol=1e-5)  # the one graded score
+    from bimine.filtering.scores import corpus_margin
+
+    margin = corpus_margin(enc.encode(SRC, "en"), enc.encode(TGT, "fr"), k=4, valid_src=np.array([0, 2, 3, 4, 5, 6, 7]))
+    np.testing.assert_allclose(np.array([float(x["margin"]) for x in rows])[[0, 2, 3]], margin[[0, 2, 3]], rtol=1e-5)
+    # the combined score: the sum of the two graded scores (002 Eq. 3), a NaN margin counting 0
+    np.testing.assert_allclose([float(x["score"]) for x in rows], want + np.nan_to_num(margin), atol=1e-5)
 
 
 def test_malformed_tsv_rows_name_the_line(tmp_path):

@@ -41,3 +41,24 @@ def test_blank_rows_are_no_neighbours_and_get_nan():
     my = -np.sort(-s, axis=0)[:3, :].mean(axis=0)
     want = np.diag(u @ v.T) / ((mx + my) / 2)
     np.testing.assert_allclose(np.delete(got, 3), np.delete(want, 3), rtol=1e-4)
+
+
+def test_margin_in_the_pipeline_equals_the_whole_corpus_margin(tmp_path, tiny_model):
+    """Blocks of 3 pairs: the margin column is computed against all 10 pairs, not per block."""
+    from test_filter_pipeline import _blocks, read_tsv
+
+    from bimine import load_encoder
+    from bimine.filtering.pipeline import run_pipeline
+    from bimine.filtering.scores import MarginScore
+
+    enc = load_encoder(tiny_model)
+    src = [f"sentence number {i} about cats" for i in range(9)] + [""]
+    tgt = [f"phrase numéro {i} sur les chats" for i in range(10)]
+    out = tmp_path / "o.tsv"
+    run_pipeline(_blocks(src, tgt, 3), [MarginScore(encoder=enc, src_lang="en", tgt_lang="fr", k=3)], str(out))
+    got = np.array([float(x["margin"]) for x in read_tsv(out)])
+    want = corpus_margin(enc.encode(src, "en"), enc.encode(tgt, "fr"), k=3, valid_src=np.arange(9))
+    np.testing.assert_allclose(got[:9], want[:9], rtol=1e-5)
+    assert np.isnan(got[9]) and np.isnan(want[9])
+    rows = read_tsv(out)
+    assert rows[9]["margin"] == "nan" and float(rows[9]["score"]) == 0.0  # a NaN component counts 0

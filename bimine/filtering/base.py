@@ -31,6 +31,15 @@ class PairFilter:
     reason: str = ""
     stateful: bool = False
     kind: str = "rule"  # "score": a graded quality score, summed into the combined score
+    # a corpus-level score (e.g. a margin against the corpus's own neighbours): the pipeline
+    # calls collect(src, tgt) on every block in order, then finalize() -> one score per pair
+    needs_corpus: bool = False
+
+    def collect(self, src: list[str], tgt: list[str]) -> None:
+        raise NotImplementedError
+
+    def finalize(self) -> np.ndarray:
+        raise NotImplementedError
 
     def score(self, src: list[str], tgt: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -29,11 +29,12 @@ from bimine.filtering.base import PairFilter
 from bimine.filtering.rules import RULES
 
 RULE_NAMES = (*RULES, "lang")
-SCORE_NAMES = ("cosine",)
+SCORE_NAMES = ("cosine", "margin")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
 _COMMON = {"name", "threshold"}
-_INTERNAL = {"clean_high", "reason", "stateful", "kind", "unchecked", "encoder", "src_lang", "tgt_lang", "batch_size"}
+_INTERNAL = {"clean_high", "reason", "stateful", "kind", "unchecked", "encoder", "src_lang", "tgt_lang", "batch_size",
+             "needs_corpus"}
 
 
 @dataclass
@@ -88,7 +89,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
                   where: str = "pipeline") -> list[PairFilter]:
     """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
     from bimine.filtering.langid import LanguageId
-    from bimine.filtering.scores import CosineScore
+    from bimine.filtering.scores import CosineScore, MarginScore
 
     out: list[PairFilter] = []
     for i, item in enumerate(spec.filters):
@@ -106,7 +107,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
                 raise ConfigError(f"{here}: unknown score {kind!r}; scores: {', '.join(SCORE_NAMES)}")
             if encoder is None:
                 raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
-            cls = CosineScore
+            cls = CosineScore if kind == "cosine" else MarginScore
             extra = {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang}
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
         bad = set(item) - options
@@ -124,7 +125,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
 
 def default_spec(rules: str = "default", model: bool = True) -> PipelineSpec:
     """The pipeline of the command-line flags: ``rules`` is ``default`` (all rules), ``none``,
-    or a comma-separated list; ``model`` adds the embedding cosine."""
+    or a comma-separated list; ``model`` adds the embedding cosine and the in-corpus margin."""
     if rules == "default":
         names = list(DEFAULT_RULES)
     elif rules == "none":
@@ -134,5 +135,5 @@ def default_spec(rules: str = "default", model: bool = True) -> PipelineSpec:
         bad = [r for r in names if r not in RULE_NAMES]
         if bad:
             raise ConfigError(f"--rules: unknown rule(s) {bad}; rules: {', '.join(RULE_NAMES)}")
-    items = [{"rule": r} for r in names] + ([{"score": "cosine"}] if model else [])
+    items = [{"rule": r} for r in names] + ([{"score": "cosine"}, {"score": "margin"}] if model else [])
     return PipelineSpec(filters=items)

@@ -224,8 +224,9 @@ def run_pipeline(
     check_filters(filters)
     sel = selection or Selection()
     report = FilterReport()
-    stateless = [i for i, f in enumerate(filters) if not f.stateful]
-    stateful = [i for i, f in enumerate(filters) if f.stateful]
+    corpus = [i for i, f in enumerate(filters) if f.needs_corpus]
+    stateless = [i for i, f in enumerate(filters) if not f.stateful and not f.needs_corpus]
+    stateful = [i for i, f in enumerate(filters) if f.stateful and not f.needs_corpus]
     folder = os.path.dirname(os.path.abspath(output))
     tmp = f"{output}.tmp-{os.getpid()}"
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
@@ -248,6 +249,9 @@ def run_pipeline(
                 nonlocal width
                 for i in stateful:  # in input order, in this process
                     computed[i] = filters[i].score(block.src, block.tgt)
+                for i in corpus:  # scored once the whole corpus is seen
+                    filters[i].collect(block.src, block.tgt)
+                    computed[i] = np.full(len(block.src), np.nan)
                 m = np.zeros((len(block.src), len(filters)))
                 for i, f in enumerate(filters):
                     s = np.asarray(computed[i], dtype=np.float64)
@@ -279,6 +283,11 @@ def run_pipeline(
         n = report.pairs
         table = (np.fromfile(score_path, dtype=np.float64).reshape(n, len(filters)) if n and filters
                  else np.zeros((n, len(filters))))
+        for i in corpus:
+            col = np.asarray(filters[i].finalize(), dtype=np.float64)
+            if col.shape != (n,):
+                raise RuntimeError(f"filter {filters[i].name} gave {col.shape} scores for {n} pairs")
+            table[:, i] = col
         scores = {f.name: table[:, i] for i, f in enumerate(filters)}
         total = combine(filters, scores, sel.normalize) if filters else np.ones(n)
         keep = np.ones(n, dtype=bool)

@@ -63,3 +63,56 @@ def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "rati
     cos = np.einsum("ij,ij->i", u[both], v[both])
     out[both] = margin_score(cos, mx[both], my[both], kind)
     return out
+
+
+@dataclass
+class MarginScore(PairFilter):
+    """Score: the margin of each pair against the corpus itself (paper 002 Eq. 2,
+    :func:`corpus_margin`): both sides of every pair are embedded as the blocks go by, then
+    each pair's cosine is set against its sides' ``k`` nearest neighbours among all targets and
+    all sources. Holds both sides' embeddings in memory (2 x 384 float32 per pair: 3 GB per
+    million pairs with the default model). No threshold by default."""
+
+    encoder: object = None
+    src_lang: str = "en"
+    tgt_lang: str = "en"
+    k: int = 4
+    margin: str = "ratio"
+    name: str = "margin"
+    threshold: float | None = None
+    clean_high: bool = True
+    reason: str = "margin score below the threshold"
+    kind: str = "score"
+    needs_corpus: bool = True
+
+    def __post_init__(self) -> None:
+        from bimine.errors import ConfigError
+
+        if self.margin not in ("ratio", "distance", "eq9"):
+            raise ConfigError(f"margin must be ratio, distance or eq9, got {self.margin!r}")
+        if self.k < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k}")
+        self._u: list[np.ndarray] = []
+        self._v: list[np.ndarray] = []
+        self._blank_s: list[np.ndarray] = []
+        self._blank_t: list[np.ndarray] = []
+
+    def collect(self, src, tgt):
+        self._u.append(self.encoder.encode(src, self.src_lang))
+        self._v.append(self.encoder.encode(tgt, self.tgt_lang))
+        self._blank_s.append(np.array([not s.strip() for s in src], dtype=bool))
+        self._blank_t.append(np.array([not t.strip() for t in tgt], dtype=bool))
+
+    def finalize(self):
+        if not self._u:
+            return np.zeros(0)
+        u, v = np.concatenate(self._u), np.concatenate(self._v)
+        vs = np.flatnonzero(~np.concatenate(self._blank_s))
+        vt = np.flatnonzero(~np.concatenate(self._blank_t))
+        self._u, self._v = [], []
+        return corpus_margin(u, v, k=self.k, kind=self.margin, valid_src=vs, valid_tgt=vt)
+
+    def score(self, src, tgt):
+        """The margin of ``src``/``tgt`` taken as a whole corpus."""
+        self.collect(src, tgt)
+        return self.finalize()
