@@ -1,7 +1,7 @@
 """Ablations like paper 000 Table 2 / paper 001 Table 1, on the dev sets.
 
-Trains one short run per variant (same data and architecture as configs/default.yaml, fewer
-steps), then evaluates P@1/3/10 both ways on tatoeba-test and newstest2012 (en-fr/de/es).
+Trains one short run per variant (same data and architecture as configs/en-fr-de-es.yaml, the
+pre-issue-9 default; fewer steps), then evaluates P@1/3/10 both ways on tatoeba-test and newstest2012 (en-fr/de/es).
 Usage: python -m benchmarks.ablations [--steps 2000] [--out .bench/ablations]
 Results: OUT/<variant>.json; `benchmarks/report_retrieval.py` turns them into a table.
 """
@@ -29,7 +29,7 @@ VARIANTS = {
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", default="configs/default.yaml")
+    ap.add_argument("--config", default="configs/en-fr-de-es.yaml")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--out", default=".bench/ablations")
     ap.add_argument("--only", nargs="*", default=None)

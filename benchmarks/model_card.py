@@ -32,12 +32,13 @@ def tables(model_cfg: dict, manifest: dict, xsim: dict | None = None, model_key:
     for name, s in sorted(manifest["sources"].items(), key=lambda kv: -kv[1]["pairs"]):
         out.append(f"| {name} | {s['description']} | {s['license_note']} | {s['pairs']:,} |")
     out.append("")
-    by_lang: dict[str, dict[str, float]] = {}
+    # every set of a language (NTREX has fra and fra-CA, zho_Hans, zho_Hant and yue for zh, ...)
+    by_lang: dict[str, dict[str, list[tuple[str, float]]]] = {}
     if xsim is not None:
         res = xsim["results"][model_key or next(iter(xsim["results"]))]
         for part in ("ntrex", "pud"):
-            for v in res.get(part, {}).values():
-                by_lang.setdefault(v["lang"], {}).setdefault(part, v["mean"])
+            for name, v in res.get(part, {}).items():
+                by_lang.setdefault(v["lang"], {}).setdefault(part, []).append((name, v["mean"]))
     head = "| language | code | trained on (pairs) | in the recipe | sources |"
     sep = "|---|---|---:|---:|---|"
     if xsim is not None:
@@ -52,8 +53,14 @@ def tables(model_cfg: dict, manifest: dict, xsim: dict | None = None, model_key:
         row = f"| {language_name(lang) or lang} | {lang} | {n:,} | {v['pairs']:,} | {src} |"
         if xsim is not None:
             x = by_lang.get(lang, {})
-            row += f" {x['ntrex']:.1f} |" if "ntrex" in x else " - |"
-            row += f" {x['pud']:.1f} |" if "pud" in x else " - |"
+            for part in ("ntrex", "pud"):
+                sets = x.get(part, [])
+                if len(sets) == 1:
+                    row += f" {sets[0][1]:.1f} |"
+                elif sets:
+                    row += " " + " / ".join(f"{m:.1f} ({name})" for name, m in sets) + " |"
+                else:
+                    row += " - |"
         out.append(row)
     return "\n".join(out) + "\n"
 

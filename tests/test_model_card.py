@@ -13,10 +13,12 @@ def test_tables_from_records():
         "languages": {"fr": {"pairs": 9000, "sources": {"firefox": 8000, "bible": 1000}},
                       "ru": {"pairs": 5000, "sources": {"firefox": 3000, "bible": 2000}}},
     }
-    xsim = {"results": {"m": {"ntrex": {"rus": {"lang": "ru", "mean": 12.34}},
+    xsim = {"results": {"m": {"ntrex": {"rus": {"lang": "ru", "mean": 12.34}, "fra-CA": {"lang": "fr", "mean": 2.0},
+                                        "fra": {"lang": "fr", "mean": 4.84}},
                               "pud": {"fr": {"lang": "fr", "mean": 3.0}}}}}
     md = tables(cfg, manifest, xsim).splitlines()
     assert md[2] == "| firefox | Firefox packs | MPL-2.0 | 11,000 |"
     assert md[3] == "| bible | Bible | PD | 3,000 |"
-    assert md[7] == "| French | fr | 9,000 | 9,000 | firefox 8,000, bible 1,000 | - | 3.0 |"
+    # a language with several sets shows each of them, named
+    assert md[7] == "| French | fr | 9,000 | 9,000 | firefox 8,000, bible 1,000 | 2.0 (fra-CA) / 4.8 (fra) | 3.0 |"
     assert md[8] == "| Russian | ru | 5,000 | 5,000 | firefox 3,000, bible 2,000 | 12.3 | - |"

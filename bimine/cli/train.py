@@ -17,7 +17,7 @@ from bimine.cli.main import cli
     "config_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="YAML config (see configs/default.yaml); relative data paths start at data.root.",
+    help="YAML config (see configs/example.yaml, configs/default.yaml); relative data paths start at data.root.",
 )
 @click.option(
     "-o",
