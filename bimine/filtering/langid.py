@@ -1,7 +1,7 @@
 """Wrong-language filter (paper 002 §2.1): keep a side whose language-identification score for
 its declared language reaches a threshold.
 
-The identifier is py3langid (a maintained port of langid.py, 97 languages), with its
+The identifier is py3langid (a maintained port of langid.py; 140 languages in 0.4), with its
 normalised probabilities. The score of a side is the probability of its declared language
 plus that of the languages identifiers confuse it with (no/nb/da/sv, hr/sr/bs, ms/id, ...:
 :func:`bimine.langs._related`), so a Norwegian side called Danish is not dropped; the pair's

@@ -135,7 +135,7 @@ class FilterReport:
         parts = [f"kept {self.kept:,} of {self.pairs:,} pairs"]
         if self.pairs:
             parts[0] += f" ({100 * self.kept / self.pairs:.1f}%)"
-        drops = ", ".join(f"{name} {n:,}" for name, n in self.dropped_by.most_common())
+        drops = ", ".join(f"{name} {n:,}" for name, n in self.dropped_by.most_common() if n)
         if drops:
             parts.append(f"dropped by (first failing filter): {drops}")
         return "; ".join(parts + self.notes)
