@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import bucc_files
 
-from bimine.cli import embed, evaluate, mine, train  # noqa: F401
+from bimine.cli import embed, evaluate, filter, mine, train  # noqa: F401
 from bimine.cli.main import cli, main  # noqa: F401
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -21,7 +21,7 @@ def run(*args, input=None):
 
 
 def test_help_on_every_command():
-    for cmd in ([], ["embed"], ["mine"], ["train"], ["eval"], ["eval", "retrieval"]):
+    for cmd in ([], ["embed"], ["mine"], ["train"], ["eval"], ["eval", "retrieval"], ["score"], ["filter"]):
         r = run(*cmd, "--help")
         assert r.exit_code == 0 and "Usage:" in r.output
 
