@@ -33,6 +33,9 @@ def _common(f):
                      help="Pairs read, scored and written at a time (memory stays bounded)."),
         click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict",
                      show_default=True, help="On invalid UTF-8: stop with an error, or replace with U+FFFD."),
+        click.option("--report", type=click.Path(), default=None, metavar="FILE",
+                     help="Also write an HTML report here: summary, a histogram of every score and "
+                     "(filter) the first dropped pairs of each reason; self-contained, opens offline."),
         click.option("--no-progress", is_flag=True, help="Hide the progress bar."),
     ]
     for opt in reversed(options):
@@ -41,7 +44,7 @@ def _common(f):
 
 
 def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
-         workers, block_size, encoding_errors, no_progress, threshold=None, kept=None, top_fraction=None,
+         workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
          token_budget=None, normalize=False) -> None:
     import yaml
 
@@ -64,6 +67,15 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     check_output_file(output, inputs=inputs)
     if kept:
         check_output_file(kept, inputs=inputs, option="--kept")
+    if report:
+        from pathlib import Path
+
+        from bimine.errors import ConfigError
+
+        check_output_file(report, inputs=inputs, option="--report")
+        for other, option in ((output, "-o/--output"), (kept, "--kept")):
+            if other and Path(report).resolve() == Path(other).resolve():
+                raise ConfigError(f"--report {report}: is also the {option} file; choose another name")
     if config:
         with open(config, encoding="utf-8") as f:
             spec = parse_pipeline(yaml.safe_load(f), where=config)
@@ -90,22 +102,30 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
         total = counts[0]
     blocks = read_pair_blocks(input, src=src, tgt=tgt, columns=cols, block_size=block_size,
                               errors=encoding_errors)
+    langs = {"src": src_lang, "tgt": tgt_lang}
+    notes = [f"the language identifier does not know {langs[side]!r}: the {side} side was not checked"
+             for f in filters for side in getattr(f, "unchecked", [])]
+    info = {"input": input if input is not None else f"{src} and {tgt} (line-aligned)",
+            "languages": f"{src_lang} → {tgt_lang}",
+            "pipeline": config or f"--rules {rules}" + (" --no-model" if no_model else ""),
+            "model": model if encoder is not None else "none (rules only)"}
+    for i, note in enumerate(notes):
+        info[f"note {i + 1}" if len(notes) > 1 else "note"] = note
     progress = bar(total=total, unit=" pairs", desc="filter" if filtering else "score", enabled=not no_progress)
     try:
-        report = run_pipeline(blocks, filters, output, columns=cols if input is not None else None,
-                              filtering=filtering, selection=selection, kept_output=kept, workers=workers, progress=progress)
+        result = run_pipeline(blocks, filters, output, columns=cols if input is not None else None,
+                              filtering=filtering, selection=selection, kept_output=kept, workers=workers,
+                              progress=progress, report_path=report, report_info=info)
     finally:
         progress.close()
-    for f in filters:
-        for side in getattr(f, "unchecked", []):
-            lang = src_lang if side == "src" else tgt_lang
-            report.notes.append(f"the language identifier does not know {lang!r}: the {side} side was not checked")
-    click.echo(report.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else ""), err=True)
-    if filtering and report.failed:
-        lines = [f"  {f.name}: {report.failed[f.name]:,} pairs fail it ({f.reason})" for f in filters
-                 if report.failed[f.name]]
-        if report.failed["score"]:
-            lines.append(f"  score: {report.failed['score']:,} pairs not selected by the combined score")
+    result.notes.extend(notes)
+    click.echo(result.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else "")
+               + (f"; report: {report}" if report else ""), err=True)
+    if filtering and result.failed:
+        lines = [f"  {f.name}: {result.failed[f.name]:,} pairs fail it ({f.reason})" for f in filters
+                 if result.failed[f.name]]
+        if result.failed["score"]:
+            lines.append(f"  score: {result.failed['score']:,} pairs not selected by the combined score")
         click.echo("\n".join(lines), err=True)
 
 

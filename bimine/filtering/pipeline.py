@@ -209,6 +209,9 @@ def run_pipeline(
     kept_output: str | None = None,
     workers: int = 1,
     progress=None,
+    report_path: str | None = None,
+    report_title: str | None = None,
+    report_info: dict[str, str] | None = None,
 ) -> FilterReport:
     """Score every pair of ``blocks`` with ``filters`` and write the scored TSV to ``output``
     (and the kept rows, input columns only, to ``kept_output``), atomically.
@@ -217,6 +220,11 @@ def run_pipeline(
     ``workers`` forked processes, stateful ones here, in order) and spools the input rows and
     every score to temporary files; the combined score and the decisions need every score
     (min-max normalisation, top fraction, token budget); the second writes the rows.
+
+    ``report_path``: also write the HTML report (:mod:`bimine.filtering.report`: summary,
+    histograms of every score, the first dropped pairs of each reason), titled
+    ``report_title``, with the lines of ``report_info`` (input, languages, ...) under the title;
+    it is written, like the outputs, only when the whole run succeeds.
     """
     import tempfile
 
@@ -230,6 +238,7 @@ def run_pipeline(
     folder = os.path.dirname(os.path.abspath(output))
     tmp = f"{output}.tmp-{os.getpid()}"
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
+    tmp_report = f"{report_path}.tmp-{os.getpid()}" if report_path else None
     spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
     pool = None
     try:
@@ -242,6 +251,7 @@ def run_pipeline(
         score_path = os.path.join(spool.name, "scores.f64")
         width = None
         tokens: list[np.ndarray] = []
+        starts: list[tuple[int, int]] = []  # (first row, its input line) of each block, for the report
         with open(rows_path, "w", encoding="utf-8", newline="\n") as rows_f, open(score_path, "wb") as score_f:
             pending: list = []
 
@@ -266,6 +276,7 @@ def run_pipeline(
                     from bimine.filtering.rules import _units
 
                     tokens.append(_units(block.tgt).astype(np.int64))
+                starts.append((report.pairs, block.first_line))
                 report.pairs += len(block.src)
                 if progress is not None:
                     progress.update(len(block.src))
@@ -323,6 +334,14 @@ def run_pipeline(
                 report.dropped_by["score"] += int(dropped.sum())
                 keep &= chosen
         report.kept = int(keep.sum())
+        examples = None
+        if tmp_report and filtering:
+            from bimine.filtering.report import Example, Examples
+
+            examples = Examples()
+            c_src, c_tgt = columns or (1, 2)
+            block_rows = np.array([s for s, _ in starts], dtype=np.int64)
+            block_lines = np.array([line for _, line in starts], dtype=np.int64)
         with open(tmp, "w", encoding="utf-8", newline="\n") as out, \
                 (open(tmp_kept, "w", encoding="utf-8", newline="\n") if tmp_kept else _Null()) as kept_f, \
                 open(rows_path, encoding="utf-8", newline="\n") as rows_in:
@@ -338,11 +357,31 @@ def run_pipeline(
                 out.write("\t".join(cells) + "\n")
                 if keep[j] and tmp_kept:
                     kept_f.write(row + "\n")
+                if examples is not None and not keep[j] and examples.wants(int(reason_of[j])):
+                    k = int(np.searchsorted(block_rows, j, side="right")) - 1
+                    parts = row.split("\t")
+                    examples.add(int(reason_of[j]), Example(
+                        line=int(block_lines[k] + j - block_rows[k]), src=parts[c_src - 1], tgt=parts[c_tgt - 1],
+                        scores=table[j].tolist(), total=float(total[j])))
+        if tmp_report:
+            from bimine.filtering.report import render_report
+
+            info = dict(report_info or {})
+            info["output"] = output
+            if kept_output:
+                info["kept rows"] = kept_output
+            page = render_report(filters=filters, table=table, total=total, keep=keep, reasons=reasons,
+                                 report=report, selection=sel, examples=examples, title=report_title,
+                                 info=info, filtering=filtering)
+            with open(tmp_report, "w", encoding="utf-8", newline="\n") as report_f:
+                report_f.write(page)
         os.replace(tmp, output)
         if tmp_kept:
             os.replace(tmp_kept, kept_output)
+        if tmp_report:
+            os.replace(tmp_report, report_path)
     except BaseException:
-        for t in (tmp, tmp_kept):
+        for t in (tmp, tmp_kept, tmp_report):
             if t and os.path.exists(t):
                 os.remove(t)
         raise
