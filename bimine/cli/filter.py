@@ -27,6 +27,9 @@ def _common(f):
                      help="'default' (all rules), 'none', or a comma-separated list of rules."),
         click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP),
         click.option("--no-model", is_flag=True, help="No embedding score (rules only)."),
+        click.option("--classifier", "classifiers", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                     metavar="FILE", help="Add the score of a classifier from 'bimine train-classifier' "
+                     "(repeatable; with -c too)."),
         click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
                      help="Processes scoring blocks with the rules in parallel."),
         click.option("--block-size", type=click.IntRange(min=1), default=20_000, show_default=True,
@@ -44,7 +47,7 @@ def _common(f):
 
 
 def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
-         workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
+         classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
          token_budget=None, normalize=False) -> None:
     import yaml
 
@@ -66,7 +69,13 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     inputs = [input] if input is not None else [src, tgt]
     check_output_file(output, inputs=inputs)
     if kept:
+        from pathlib import Path
+
+        from bimine.errors import ConfigError
+
         check_output_file(kept, inputs=inputs, option="--kept")
+        if Path(kept).resolve() == Path(output).resolve():
+            raise ConfigError(f"--kept {kept}: is also the -o/--output file; choose another name")
     if report:
         from pathlib import Path
 
@@ -86,8 +95,11 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
             setattr(spec, key, value)
     if normalize:
         spec.normalize = True
+    spec.filters = list(spec.filters) + [{"score": "classifier", "path": p} for p in classifiers]
     selection = spec.selection()
-    needs_model = any("score" in item for item in spec.filters)
+    # a classifier needs the model when it scores embeddings (it says so if --no-model)
+    needs_model = any(item.get("score") in ("cosine", "margin")
+                      or (item.get("score") == "classifier" and not no_model) for item in spec.filters)
     encoder = None
     if needs_model:
         from bimine.encoders import load_encoder
@@ -107,7 +119,8 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
              for f in filters for side in getattr(f, "unchecked", [])]
     info = {"input": input if input is not None else f"{src} and {tgt} (line-aligned)",
             "languages": f"{src_lang} → {tgt_lang}",
-            "pipeline": config or f"--rules {rules}" + (" --no-model" if no_model else ""),
+            "pipeline": (config or f"--rules {rules}" + (" --no-model" if no_model else ""))
+            + "".join(f" --classifier {c}" for c in classifiers),
             "model": model if encoder is not None else "none (rules only)"}
     for i, note in enumerate(notes):
         info[f"note {i + 1}" if len(notes) > 1 else "note"] = note
@@ -122,8 +135,10 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     click.echo(result.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else "")
                + (f"; report: {report}" if report else ""), err=True)
     if filtering and result.failed:
-        lines = [f"  {f.name}: {result.failed[f.name]:,} pairs fail it ({f.reason})" for f in filters
-                 if result.failed[f.name]]
+        def fails(n: int) -> str:
+            return f"{n:,} pair fails it" if n == 1 else f"{n:,} pairs fail it"
+
+        lines = [f"  {f.name}: {fails(result.failed[f.name])} ({f.reason})" for f in filters if result.failed[f.name]]
         if result.failed["score"]:
             lines.append(f"  score: {result.failed['score']:,} pairs not selected by the combined score")
         click.echo("\n".join(lines), err=True)

@@ -131,7 +131,7 @@ class FilterReport:
 
     def summary(self, filtering: bool) -> str:
         if not filtering:
-            return f"scored {self.pairs:,} pairs"
+            return "; ".join([f"scored {self.pairs:,} pairs"] + self.notes)
         parts = [f"kept {self.kept:,} of {self.pairs:,} pairs"]
         if self.pairs:
             parts[0] += f" ({100 * self.kept / self.pairs:.1f}%)"

@@ -116,3 +116,53 @@ class MarginScore(PairFilter):
         """The margin of ``src``/``tgt`` taken as a whole corpus."""
         self.collect(src, tgt)
         return self.finalize()
+
+
+@dataclass
+class ClassifierScore(PairFilter):
+    """Score: a trained pair classifier (:mod:`bimine.filtering.classifiers`, from ``bimine
+    train-classifier``) at ``path``: calibrated confidence, the classifier on embeddings (the
+    cosine of its transformed embeddings, or its softmax with ``output: probability``), or
+    the siamese BiGRU's probability. Its column is named after its kind unless ``name`` is
+    given; ``threshold: trained`` uses the decision threshold stored with it (best dev F1).
+    Runs in the main process (torch in forked workers can hang)."""
+
+    path: str = ""
+    encoder: object = None
+    src_lang: str = "en"
+    tgt_lang: str = "en"
+    output: str = "default"
+    name: str = ""
+    threshold: float | str | None = None
+    clean_high: bool = True
+    reason: str = ""
+    kind: str = "score"
+    stateful: bool = True  # not stateful, but scored in this process, see above
+
+    def __post_init__(self) -> None:
+        from bimine.errors import ConfigError
+        from bimine.filtering.classifiers import PairClassifier
+
+        if not self.path:
+            raise ConfigError("a classifier score needs 'path' (a file from 'bimine train-classifier')")
+        if self.output not in ("default", "probability"):
+            raise ConfigError(f"output must be default or probability, got {self.output!r}")
+        self.clf = PairClassifier.load(self.path)
+        self.clf.check_encoder(self.encoder)
+        self._swap = self.clf.orientation(self.src_lang, self.tgt_lang)
+        if self.output == "probability" and self.clf.kind != "fc":
+            raise ConfigError("output: probability is for fc classifiers (the others give a probability already)")
+        if not self.name:
+            self.name = self.clf.kind
+        if self.threshold == "trained":
+            self.threshold = self.clf.threshold
+        elif isinstance(self.threshold, str):
+            raise ConfigError(f"threshold must be a number, null or 'trained', got {self.threshold!r}")
+        if not self.reason:
+            self.reason = f"{self.name} classifier score below the threshold"
+
+    def score(self, src, tgt):
+        if self._swap:
+            src, tgt = tgt, src
+        a, b = (self.tgt_lang, self.src_lang) if self._swap else (self.src_lang, self.tgt_lang)
+        return self.clf.score(src, tgt, self.encoder, src_lang=a, tgt_lang=b, output=self.output)

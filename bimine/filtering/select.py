@@ -85,3 +85,27 @@ def select_budget(scores: np.ndarray, tokens: np.ndarray, budget: int, eligible:
         used += int(t[i])
         keep[i] = True
     return keep
+
+
+def greedy_one_to_one(src_ids, tgt_ids, scores: np.ndarray, eligible: np.ndarray | None = None) -> np.ndarray:
+    """Paper 003 §5.2: go through the pairs from the best score down (ties in input order)
+    and keep a pair only if neither its source nor its target is in a pair kept before, so
+    that each sentence appears in at most one pair. ``src_ids``/``tgt_ids`` identify the
+    sentences (row numbers, or the texts themselves); NaN scores and pairs not ``eligible``
+    are never kept."""
+    s = np.asarray(scores, dtype=np.float64)
+    if not (len(src_ids) == len(tgt_ids) == len(s)):
+        raise ValueError("src_ids, tgt_ids and scores must have the same length")
+    ok = ~np.isnan(s) if eligible is None else np.asarray(eligible, dtype=bool) & ~np.isnan(s)
+    used_s, used_t = set(), set()
+    keep = np.zeros(len(s), dtype=bool)
+    for i in rank(s):
+        if not ok[i]:
+            continue
+        a, b = src_ids[i], tgt_ids[i]
+        if a in used_s or b in used_t:
+            continue
+        used_s.add(a)
+        used_t.add(b)
+        keep[i] = True
+    return keep

@@ -1,0 +1,380 @@
+"""Trained pair scorers: calibrated confidence (paper 000 §2.4.2), a classifier on frozen
+embeddings (002 §2.3) and a siamese BiGRU (003 §3).
+
+* ``confidence``: ``sigmoid(scale(u) * u.v + bias(u))`` where ``scale`` and ``bias`` are
+  weighted sums of ``[u, u^2]``, the source embedding and its pointwise square (dropout 0.4
+  before them). The encoder stays frozen (000 trains the head with a stop-gradient); trained
+  like the encoder's ranking task, each source against the batch's targets (1 positive, B-1
+  negatives), with binary cross-entropy. Being a function of the source alone times the dot
+  product, it never changes which target ranks first for a source.
+* ``fc``: a fully connected layer with ReLU applied to both frozen embeddings, ``[u'; v';
+  |u' - v'|]`` into a two-way softmax, trained with cross-entropy on clean pairs and one
+  synthetic negative each (:mod:`bimine.filtering.negatives`: adjacent sentence, truncation,
+  reordering, random pairing). Its score is the cosine of the transformed embeddings
+  (``output: probability`` gives the softmax instead).
+* ``bigru``: one shared bidirectional GRU over token embeddings encodes both sides (the last
+  states of both directions); ``[h_s * h_t; |h_s - h_t|]`` into a 256-unit ReLU layer and a
+  sigmoid. Each epoch, every positive gets ``negatives`` (7) random targets from the other
+  pairs of its (shuffled) batch. Adam 2e-4, dropout, gradient norm clipped at 5. Tokens are
+  lowercased words and punctuation (characters in scripts written without spaces), hashed
+  into ``buckets`` rows, so no vocabulary is built and any language works.
+
+Each classifier is saved as one safetensors file; its config (kind, languages, sizes, the
+encoder it was trained on, the decision threshold at the best dev F1 and the dev figures) is
+the file's ``bimine_classifier`` metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bimine.errors import ConfigError
+
+KINDS = ("confidence", "fc", "bigru")
+EMBEDDING_KINDS = ("confidence", "fc")
+FORMAT = 1
+
+
+# ---------------------------------------------------------------- tokens (bigru)
+def _no_space_re():
+    from bimine.text.features import NO_SPACE_RANGES
+
+    return re.compile("([" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "])")
+
+
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+_NO_SPACE = None
+
+
+def tokenize(s: str) -> list[str]:
+    """Lowercased ``\\w+`` runs and single punctuation marks; each character of a script
+    written without spaces is a token of its own."""
+    global _NO_SPACE
+    s = s.lower()
+    if not s.isascii():
+        if _NO_SPACE is None:
+            _NO_SPACE = _no_space_re()
+        s = _NO_SPACE.sub(r" \1 ", s)
+    return _TOKEN_RE.findall(s)
+
+
+class TokenHasher:
+    """Token -> row of the embedding table: crc32 of the UTF-8 bytes into ``buckets - 1``
+    rows (row 0 is padding). Deterministic across processes and platforms."""
+
+    def __init__(self, buckets: int, max_tokens: int):
+        self.buckets = buckets
+        self.max_tokens = max_tokens
+        self._cache: dict[str, int] = {}
+
+    def ids(self, s: str) -> list[int]:
+        out = []
+        cache = self._cache
+        for tok in tokenize(s)[: self.max_tokens]:
+            i = cache.get(tok)
+            if i is None:
+                i = zlib.crc32(tok.encode("utf-8")) % (self.buckets - 1) + 1
+                if len(cache) < 2_000_000:
+                    cache[tok] = i
+            out.append(i)
+        return out
+
+    def batch(self, texts: list[str]):
+        """Padded ``(B, T)`` int64 ids and lengths (an empty sentence has length 0)."""
+        import torch
+
+        seqs = [self.ids(s) for s in texts]
+        width = max(1, max((len(q) for q in seqs), default=1))
+        arr = np.zeros((len(seqs), width), dtype=np.int64)
+        for r, q in enumerate(seqs):
+            arr[r, : len(q)] = q
+        return torch.from_numpy(arr), torch.tensor([len(q) for q in seqs], dtype=torch.int64)
+
+
+# ---------------------------------------------------------------- modules
+def _modules():
+    import torch
+    from torch import nn
+
+    class ConfidenceHead(nn.Module):
+        def __init__(self, dim: int, dropout: float = 0.4):
+            super().__init__()
+            self.drop = nn.Dropout(dropout)
+            self.scale = nn.Linear(2 * dim, 1)
+            self.bias = nn.Linear(2 * dim, 1)
+            nn.init.zeros_(self.scale.weight)
+            nn.init.zeros_(self.bias.weight)
+            nn.init.constant_(self.scale.bias, 10.0)  # start near a plain scaled dot product
+            nn.init.constant_(self.bias.bias, -5.0)
+
+        def scale_bias(self, u):
+            f = self.drop(torch.cat([u, u * u], dim=1))
+            return self.scale(f).squeeze(1), self.bias(f).squeeze(1)
+
+        def logits(self, u, v):  # aligned pairs
+            a, b = self.scale_bias(u)
+            return a * (u * v).sum(1) + b
+
+        def logits_matrix(self, u, v):  # every source against every target
+            a, b = self.scale_bias(u)
+            return a[:, None] * (u @ v.T) + b[:, None]
+
+    class FCHead(nn.Module):
+        def __init__(self, dim: int, hidden: int, dropout: float = 0.1):
+            super().__init__()
+            self.fc = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU())
+            self.drop = nn.Dropout(dropout)
+            self.out = nn.Linear(3 * hidden, 2)
+
+        def transform(self, u):
+            return self.fc(u)
+
+        def logits(self, u, v):
+            a, b = self.transform(u), self.transform(v)
+            return self.out(self.drop(torch.cat([a, b, (a - b).abs()], dim=1)))
+
+    class BiGRUPair(nn.Module):
+        def __init__(self, buckets: int, emb: int, hidden: int, fc: int, dropout: float):
+            super().__init__()
+            self.emb = nn.Embedding(buckets, emb, padding_idx=0, sparse=True)  # SparseAdam: rows seen
+            self.gru = nn.GRU(emb, hidden, batch_first=True, bidirectional=True)
+            self.drop = nn.Dropout(dropout)
+            self.fc = nn.Linear(4 * hidden, fc)
+            self.out = nn.Linear(fc, 1)
+            for name, p in self.named_parameters():
+                if name.endswith("bias") or "bias_" in name:
+                    nn.init.zeros_(p)
+
+        def encode(self, ids, lengths):
+            from torch.nn.utils.rnn import pack_padded_sequence
+
+            x = self.drop(self.emb(ids))
+            packed = pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+            _, h = self.gru(packed)  # (2, B, H): last state of each direction
+            return torch.cat([h[0], h[1]], dim=1)
+
+        def match(self, hs, ht):
+            z = torch.cat([hs * ht, (hs - ht).abs()], dim=1)
+            return self.out(self.drop(torch.relu(self.fc(self.drop(z))))).squeeze(1)
+
+    return ConfidenceHead, FCHead, BiGRUPair
+
+
+def _build(cfg: dict):
+    ConfidenceHead, FCHead, BiGRUPair = _modules()
+    kind = cfg["kind"]
+    if kind == "confidence":
+        return ConfidenceHead(cfg["dim"], cfg.get("dropout", 0.4))
+    if kind == "fc":
+        return FCHead(cfg["dim"], cfg["hidden"], cfg.get("dropout", 0.1))
+    if kind == "bigru":
+        return BiGRUPair(cfg["buckets"], cfg["emb"], cfg["hidden"], cfg["fc"], cfg.get("dropout", 0.2))
+    raise ConfigError(f"unknown classifier kind {kind!r}; kinds: {', '.join(KINDS)}")
+
+
+# ---------------------------------------------------------------- the classifier
+@dataclass
+class PairClassifier:
+    """A trained pair scorer and its config (see the module docstring)."""
+
+    config: dict
+    module: object = field(repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.config["kind"]
+
+    @property
+    def threshold(self) -> float | None:
+        return self.config.get("threshold")
+
+    # --- file
+    def save(self, path: str | Path) -> None:
+        import os
+
+        from safetensors.torch import save_file
+
+        state = {k: v.detach().contiguous() for k, v in self.module.state_dict().items()}
+        meta = {"bimine_classifier": json.dumps({**self.config, "format": FORMAT}, sort_keys=True)}
+        path = str(path)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            save_file(state, tmp, metadata=meta)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    @classmethod
+    def load(cls, path: str | Path) -> PairClassifier:
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"classifier {path}: no such file (train one with 'bimine train-classifier')")
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                meta = f.metadata() or {}
+                state = {k: f.get_tensor(k) for k in f.keys()}
+        except Exception as e:  # noqa: BLE001 - safetensors raises several types on a bad file
+            raise ConfigError(f"classifier {path}: not a safetensors file ({e})") from None
+        if "bimine_classifier" not in meta:
+            raise ConfigError(f"classifier {path}: no bimine_classifier metadata; not written by "
+                              "'bimine train-classifier'")
+        cfg = json.loads(meta["bimine_classifier"])
+        if cfg.get("format", 0) > FORMAT:
+            raise ConfigError(f"classifier {path}: format {cfg['format']} is newer than this bimine reads "
+                              f"({FORMAT}); upgrade bimine")
+        module = _build(cfg)
+        module.load_state_dict(state)
+        module.eval()
+        return cls(cfg, module)
+
+    # --- checks
+    def check_encoder(self, encoder) -> None:
+        """An embedding classifier only means something on the embeddings it was trained on."""
+        if self.kind not in EMBEDDING_KINDS:
+            return
+        if encoder is None:
+            raise ConfigError(f"the {self.kind} classifier scores embeddings of {self.config['encoder']}; "
+                              "give that model (remove --no-model)")
+        if encoder.model_id != self.config["encoder"]:
+            raise ConfigError(f"the {self.kind} classifier was trained on embeddings of {self.config['encoder']}, "
+                              f"not of {encoder.model_id}; use that model or train the classifier on this one")
+
+    def orientation(self, src_lang: str, tgt_lang: str) -> bool:
+        """Whether the pipeline's sides must be swapped to match training (ConfigError when the
+        classifier was trained on another language pair; a classifier trained on several pairs
+        has no languages and takes any)."""
+        a, b = self.config.get("src_lang"), self.config.get("tgt_lang")
+        if a is None or b is None or (a, b) == (src_lang, tgt_lang):
+            return False
+        if (b, a) == (src_lang, tgt_lang):
+            return True
+        raise ConfigError(f"the {self.kind} classifier was trained on {a}-{b}, not {src_lang}-{tgt_lang}")
+
+    # --- scoring
+    def score_embeddings(self, u: np.ndarray, v: np.ndarray, output: str = "default") -> np.ndarray:
+        """Scores of the aligned rows ``(u[i], v[i])`` (embedding kinds)."""
+        import torch
+
+        with torch.inference_mode():
+            tu, tv = torch.from_numpy(np.ascontiguousarray(u, dtype=np.float32)), \
+                torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32))
+            if self.kind == "confidence":
+                return torch.sigmoid(self.module.logits(tu, tv)).double().numpy()
+            if self.kind == "fc":
+                if output == "probability":
+                    return torch.softmax(self.module.logits(tu, tv), dim=1)[:, 1].double().numpy()
+                a = torch.nn.functional.normalize(self.module.transform(tu), dim=1)
+                b = torch.nn.functional.normalize(self.module.transform(tv), dim=1)
+                return (a * b).sum(1).double().numpy()
+        raise ConfigError(f"{self.kind} does not score embeddings")
+
+    def encode_texts(self, texts: list[str], batch: int = 512) -> np.ndarray:
+        """BiGRU sentence vectors (``[h_fwd; h_bwd]``), in input order."""
+        import torch
+
+        hasher = TokenHasher(self.config["buckets"], self.config["max_tokens"])
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), 2 * self.config["hidden"]), dtype=np.float32)
+        with torch.inference_mode():
+            for a in range(0, len(texts), batch):
+                idx = order[a: a + batch]
+                ids, lengths = hasher.batch([texts[i] for i in idx])
+                out[idx] = self.module.encode(ids, lengths).numpy()
+        return out
+
+    def match_vectors(self, hs: np.ndarray, ht: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            z = self.module.match(torch.from_numpy(hs), torch.from_numpy(ht))
+            return torch.sigmoid(z).double().numpy()
+
+    def score(self, src: list[str], tgt: list[str], encoder=None, *, src_lang: str | None = None,
+              tgt_lang: str | None = None, output: str = "default") -> np.ndarray:
+        """One score per pair, higher = more likely parallel."""
+        if self.kind == "bigru":
+            return self.match_vectors(self.encode_texts(src), self.encode_texts(tgt))
+        self.check_encoder(encoder)
+        return self.score_embeddings(encoder.encode(src, src_lang), encoder.encode(tgt, tgt_lang), output)
+
+    def score_matrix(self, src: list[str], tgt: list[str], encoder=None, *, src_lang: str | None = None,
+                     tgt_lang: str | None = None, output: str = "default", chunk: int = 256) -> np.ndarray:
+        """``(len(src), len(tgt))`` scores of every source with every target (the Cartesian
+        product of paper 003 §5.1), each side encoded once."""
+        import torch
+
+        if self.kind == "bigru":
+            hs, ht = self.encode_texts(src), self.encode_texts(tgt)
+            out = np.empty((len(src), len(tgt)))
+            for a in range(0, len(src), chunk):
+                blk = hs[a: a + chunk]
+                rows = np.repeat(blk, len(tgt), axis=0)
+                out[a: a + len(blk)] = self.match_vectors(rows, np.tile(ht, (len(blk), 1))).reshape(len(blk), -1)
+            return out
+        self.check_encoder(encoder)
+        u, v = encoder.encode(src, src_lang), encoder.encode(tgt, tgt_lang)
+        if self.kind == "confidence":
+            with torch.inference_mode():
+                return torch.sigmoid(self.module.logits_matrix(torch.from_numpy(u), torch.from_numpy(v))).double().numpy()
+        if output == "probability":
+            out = np.empty((len(src), len(tgt)))
+            for a in range(0, len(src), chunk):
+                blk = u[a: a + chunk]
+                p = self.score_embeddings(np.repeat(blk, len(tgt), axis=0), np.tile(v, (len(blk), 1)), output)
+                out[a: a + len(blk)] = p.reshape(len(blk), -1)
+            return out
+        with torch.inference_mode():
+            a = torch.nn.functional.normalize(self.module.transform(torch.from_numpy(u)), dim=1)
+            b = torch.nn.functional.normalize(self.module.transform(torch.from_numpy(v)), dim=1)
+            return (a @ b.T).double().numpy()
+
+
+# ---------------------------------------------------------------- metrics
+def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float, float, float]:
+    """The threshold (score >= t is positive) with the highest F1, and its precision, recall
+    and F1; ties go to the higher threshold."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=bool)
+    keep = ~np.isnan(s)
+    s, y = s[keep], y[keep]
+    if not y.any():
+        return math.inf, 0.0, 0.0, 0.0
+    order = np.argsort(-s, kind="stable")
+    s, y = s[order], y[order]
+    tp = np.cumsum(y)
+    fp = np.cumsum(~y)
+    last = np.r_[s[1:] != s[:-1], True]  # a threshold sits at the last of equal scores
+    tp, fp, cut = tp[last], fp[last], s[last]
+    prec = tp / (tp + fp)
+    rec = tp / y.sum()
+    f1 = np.where(prec + rec > 0, 2 * prec * rec / np.maximum(prec + rec, 1e-300), 0.0)
+    j = int(np.argmax(f1))
+    return float(cut[j]), float(prec[j]), float(rec[j]), float(f1[j])
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve (ties count half), NaN scores left out."""
+    from scipy.stats import rankdata
+
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=bool)
+    keep = ~np.isnan(s)
+    s, y = s[keep], y[keep]
+    npos, nneg = int(y.sum()), int((~y).sum())
+    if not npos or not nneg:
+        return math.nan
+    r = rankdata(s)
+    return float((r[y].sum() - npos * (npos + 1) / 2) / (npos * nneg))

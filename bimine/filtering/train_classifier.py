@@ -1,0 +1,296 @@
+"""Training of the pair classifiers of :mod:`bimine.filtering.classifiers` on clean pairs.
+
+All three hold out ``dev`` pairs (the last ones given, or a separate set), train on the rest
+with a fixed seed, and set the decision threshold at the best F1 on the dev pairs mixed with
+negatives of the kind the classifier was trained on (random targets for ``bigru`` and
+``confidence``, the synthetic ones for ``fc``); the dev figures are stored in the file.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bimine.errors import ConfigError
+from bimine.filtering.classifiers import (
+    KINDS,
+    PairClassifier,
+    TokenHasher,
+    _build,
+    best_f1_threshold,
+    roc_auc,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ClassifierTrainConfig:
+    kind: str
+    epochs: int | None = None  # None: 15 (bigru, as 003), 10 (fc), 5 (confidence)
+    batch_pairs: int | None = None  # positives per batch (default 128; 003: 128 examples, i.e. 16 with 7 negatives)
+    lr: float | None = None  # None: 2e-4 (bigru, as 003), 1e-3
+    negatives: int = 7  # bigru: random negatives per positive and epoch
+    dropout: float | None = None  # None: 0.2 (bigru), 0.1 (fc), 0.4 (confidence, as 000)
+    hidden: int | None = None  # bigru GRU state per direction (128); fc: the layer's width (the embedding dim)
+    emb: int = 128  # bigru token embedding size
+    fc: int = 256  # bigru hidden layer (003: 256)
+    buckets: int = 1 << 18  # bigru hashed token rows
+    max_tokens: int = 64
+    clip: float = 5.0
+    seed: int = 0
+
+    def resolved(self) -> ClassifierTrainConfig:
+        from dataclasses import replace
+
+        if self.kind not in KINDS:
+            raise ConfigError(f"unknown classifier kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+        big = self.kind == "bigru"
+        return replace(
+            self,
+            epochs=self.epochs or {"bigru": 15, "fc": 10, "confidence": 5}[self.kind],
+            batch_pairs=self.batch_pairs or 128,
+            lr=self.lr or (2e-4 if big else 1e-3),
+            dropout=self.dropout if self.dropout is not None else {"bigru": 0.2, "fc": 0.1, "confidence": 0.4}[self.kind],
+            hidden=self.hidden or (128 if big else None),
+        )
+
+
+def clip_grad_norm(params, max_norm: float) -> float:
+    """Scale all gradients, dense and sparse, so that their joint L2 norm is at most
+    ``max_norm`` (torch's ``clip_grad_norm_`` does not take sparse gradients); returns the
+    norm before clipping."""
+    import torch
+
+    grads = [p.grad for p in params if p.grad is not None]
+    sq = torch.zeros(())
+    for g in grads:
+        vals = g.coalesce().values() if g.is_sparse else g
+        sq = sq + vals.double().pow(2).sum()
+    norm = float(sq.sqrt())
+    if norm > max_norm:
+        for g in grads:
+            g.mul_(max_norm / (norm + 1e-6))
+    return norm
+
+
+def _random_others(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n, k)`` indices ``j != i`` drawn uniformly (with replacement across the k)."""
+    j = rng.integers(0, n - 1, size=(n, k))
+    return j + (j >= np.arange(n)[:, None])
+
+
+def train_classifier(
+    cfg: ClassifierTrainConfig,
+    src: list[str],
+    tgt: list[str],
+    *,
+    src_lang: str | None,
+    tgt_lang: str | None,
+    encoder=None,
+    dev: tuple[list[str], list[str]] | None = None,
+    dev_size: int = 500,
+    progress: bool = True,
+) -> PairClassifier:
+    """Train a classifier of ``cfg.kind`` on the parallel ``src``/``tgt`` (in document order:
+    ``fc``'s adjacent-sentence negatives use it). ``encoder`` (frozen) is needed by the
+    embedding kinds. Without ``dev``, the last ``dev_size`` pairs are held out."""
+    import torch
+
+    cfg = cfg.resolved()
+    if len(src) != len(tgt):
+        raise ConfigError(f"{len(src)} sources but {len(tgt)} targets")
+    if dev is None:
+        if len(src) < dev_size + 2 * max(cfg.batch_pairs, 2):
+            raise ConfigError(f"{len(src)} pairs are too few to hold out {dev_size} for dev and train on the rest")
+        dev = (src[-dev_size:], tgt[-dev_size:])
+        src, tgt = src[:-dev_size], tgt[:-dev_size]
+    if len(dev[0]) < 2 or len(src) < 2:
+        raise ConfigError("need at least 2 training and 2 dev pairs")
+    if cfg.kind in ("confidence", "fc") and encoder is None:
+        raise ConfigError(f"the {cfg.kind} classifier is trained on a model's embeddings: give --model")
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    t0 = time.time()
+    fn = {"confidence": _train_confidence, "fc": _train_fc, "bigru": _train_bigru}[cfg.kind]
+    clf = fn(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
+    clf.config.update(
+        kind=cfg.kind, src_lang=src_lang, tgt_lang=tgt_lang, train_pairs=len(src), dev_pairs=len(dev[0]),
+        epochs=cfg.epochs, batch_pairs=cfg.batch_pairs, lr=cfg.lr, seed=cfg.seed,
+        train_seconds=round(time.time() - t0, 1),
+    )
+    clf.module.eval()
+    return clf
+
+
+def _batches(n: int, size: int, rng: np.random.Generator):
+    perm = rng.permutation(n)
+    for a in range(0, n - size + 1 if n >= size else 1, size):
+        yield perm[a: a + size]
+
+
+def _bar(total: int, desc: str, progress: bool):
+    from bimine.progress import bar
+
+    return bar(total=total, unit=" step", desc=desc, enabled=progress)
+
+
+def _dev_figures(scores: np.ndarray, labels: np.ndarray) -> dict:
+    t, p, r, f = best_f1_threshold(scores, labels)
+    return {"threshold": t, "dev_precision": round(p, 4), "dev_recall": round(r, 4), "dev_f1": round(f, 4),
+            "dev_roc_auc": round(roc_auc(scores, labels), 4)}
+
+
+# ---------------------------------------------------------------- calibrated confidence (000)
+def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
+    import torch
+
+    u = torch.from_numpy(encoder.encode(src, src_lang))
+    v = torch.from_numpy(encoder.encode(tgt, tgt_lang))
+    conf = {"kind": "confidence", "dim": int(u.shape[1]), "dropout": cfg.dropout, "encoder": encoder.model_id}
+    module = _build(conf)
+    opt = torch.optim.Adam(module.parameters(), lr=cfg.lr)
+    B = min(cfg.batch_pairs, len(src))
+    steps = cfg.epochs * max(1, len(src) // B)
+    with _bar(steps, "confidence", progress) as bar:
+        for _ in range(cfg.epochs):
+            module.train()
+            for idx in _batches(len(src), B, rng):
+                ix = torch.from_numpy(idx)
+                z = module.logits_matrix(u[ix], v[ix])
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.eye(len(idx)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.4f}")
+    module.eval()
+    clf = PairClassifier(conf, module)
+    # dev: each dev source against the targets of its block of B (as in training)
+    du, dv = encoder.encode(dev[0], src_lang), encoder.encode(dev[1], tgt_lang)
+    scores, labels = [], []
+    with torch.inference_mode():
+        for a in range(0, len(du), B):
+            z = torch.sigmoid(module.logits_matrix(torch.from_numpy(du[a: a + B]), torch.from_numpy(dv[a: a + B])))
+            scores.append(z.numpy().ravel())
+            labels.append(np.eye(len(z), dtype=bool).ravel())
+    s, y = np.concatenate(scores), np.concatenate(labels)
+    clf.config.update(_dev_figures(s, y))
+    pred = s >= 0.5
+    tp = float((pred & y).sum())
+    clf.config["dev_f1_at_0.5"] = round(2 * tp / max(pred.sum() + y.sum(), 1), 4)
+    return clf
+
+
+# ---------------------------------------------------------------- classifier on embeddings (002)
+def _train_fc(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
+    import torch
+
+    from bimine.filtering.negatives import make_negatives
+
+    u = encoder.encode(src, src_lang)
+    v = encoder.encode(tgt, tgt_lang)
+    dim = int(u.shape[1])
+    conf = {"kind": "fc", "dim": dim, "hidden": cfg.hidden or dim, "dropout": cfg.dropout,
+            "encoder": encoder.model_id}
+    module = _build(conf)
+    opt = torch.optim.Adam(module.parameters(), lr=cfg.lr)
+    B = min(cfg.batch_pairs, len(src))
+    steps = cfg.epochs * max(1, len(src) // B)
+
+    def negatives(s, t, g):
+        ns, nt, kinds = make_negatives(s, t, g)
+        return encoder.encode(ns, src_lang), encoder.encode(nt, tgt_lang), kinds
+
+    with _bar(steps, "fc", progress) as bar:
+        for _ in range(cfg.epochs):
+            nu, nv, _k = negatives(src, tgt, rng)  # fresh negatives each epoch
+            module.train()
+            for idx in _batches(len(src), B, rng):
+                x1 = torch.from_numpy(np.concatenate([u[idx], nu[idx]]))
+                x2 = torch.from_numpy(np.concatenate([v[idx], nv[idx]]))
+                y = torch.cat([torch.ones(len(idx), dtype=torch.long), torch.zeros(len(idx), dtype=torch.long)])
+                loss = torch.nn.functional.cross_entropy(module.logits(x1, x2), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.4f}")
+    module.eval()
+    clf = PairClassifier(conf, module)
+    du, dv = encoder.encode(dev[0], src_lang), encoder.encode(dev[1], tgt_lang)
+    nu, nv, kinds = negatives(dev[0], dev[1], np.random.default_rng(cfg.seed + 1))
+    eu, ev = np.concatenate([du, nu]), np.concatenate([dv, nv])
+    y = np.r_[np.ones(len(du), bool), np.zeros(len(nu), bool)]
+    s = clf.score_embeddings(eu, ev)
+    clf.config.update(_dev_figures(s, y))
+    p = clf.score_embeddings(eu, ev, output="probability")
+    clf.config["dev_accuracy"] = round(float(((p >= 0.5) == y).mean()), 4)
+    return clf
+
+
+# ---------------------------------------------------------------- siamese BiGRU (003)
+def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
+    import torch
+
+    if cfg.batch_pairs <= 1:
+        raise ConfigError("bigru needs batches of at least 2 pairs (negatives come from the batch)")
+    conf = {"kind": "bigru", "buckets": cfg.buckets, "emb": cfg.emb, "hidden": cfg.hidden, "fc": cfg.fc,
+            "dropout": cfg.dropout, "max_tokens": cfg.max_tokens, "negatives": cfg.negatives}
+    module = _build(conf)
+    hasher = TokenHasher(cfg.buckets, cfg.max_tokens)
+    # the hashed token table is large (buckets x emb) and a batch touches few rows: sparse
+    # gradients with SparseAdam for it, Adam for the rest (dense Adam over the table costs ~10x)
+    dense = [p for n, p in module.named_parameters() if not n.startswith("emb.")]
+    opts = [torch.optim.SparseAdam(list(module.emb.parameters()), lr=cfg.lr), torch.optim.Adam(dense, lr=cfg.lr)]
+    B = min(cfg.batch_pairs, len(src))
+    k = min(cfg.negatives, B - 1)
+    steps = cfg.epochs * max(1, len(src) // B)
+    with _bar(steps, "bigru", progress) as bar:
+        for _ in range(cfg.epochs):
+            module.train()
+            for idx in _batches(len(src), B, rng):
+                hs = module.encode(*hasher.batch([src[i] for i in idx]))
+                ht = module.encode(*hasher.batch([tgt[i] for i in idx]))
+                neg = torch.from_numpy(_random_others(len(idx), k, rng).ravel())
+                rows = torch.arange(len(idx)).repeat_interleave(k)
+                z = torch.cat([module.match(hs, ht), module.match(hs[rows], ht[neg])])
+                y = torch.cat([torch.ones(len(idx)), torch.zeros(len(rows))])
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)
+                for o in opts:
+                    o.zero_grad()
+                loss.backward()
+                clip_grad_norm(module.parameters(), cfg.clip)
+                for o in opts:
+                    o.step()
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.4f}")
+    module.eval()
+    clf = PairClassifier(conf, module)
+    hs, ht = clf.encode_texts(dev[0]), clf.encode_texts(dev[1])
+    g = np.random.default_rng(cfg.seed + 1)
+    neg = _random_others(len(hs), k, g).ravel()
+    rows = np.repeat(np.arange(len(hs)), k)
+    s = np.r_[clf.match_vectors(hs, ht), clf.match_vectors(hs[rows], ht[neg])]
+    y = np.r_[np.ones(len(hs), bool), np.zeros(len(rows), bool)]
+    clf.config.update(_dev_figures(s, y))
+    return clf
+
+
+def describe(clf: PairClassifier) -> str:
+    c = clf.config
+    langs = f"{c['src_lang']}-{c['tgt_lang']}" if c.get("src_lang") else "any languages"
+    parts = [f"{c['kind']} classifier ({langs}), {c['train_pairs']:,} training pairs, {c['epochs']} epochs "
+             f"in {c['train_seconds']:.0f} s",
+             f"dev ({c['dev_pairs']:,} pairs with negatives): ROC-AUC {c['dev_roc_auc']:.4f}, best F1 "
+             f"{c['dev_f1']:.4f} (P {c['dev_precision']:.4f}, R {c['dev_recall']:.4f}) at threshold "
+             f"{c['threshold']:.4g}"]
+    if "dev_f1_at_0.5" in c:
+        parts.append(f"F1 at 0.5 (000's default) {c['dev_f1_at_0.5']:.4f}")
+    if "dev_accuracy" in c and not math.isnan(c["dev_accuracy"]):
+        parts.append(f"softmax accuracy {c['dev_accuracy']:.4f}")
+    return "; ".join(parts)
