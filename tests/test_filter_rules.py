@@ -149,3 +149,20 @@ def test_batched_language_probs_equal_py3langid():
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, atol=1e-5)
     np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_fused_language_score_equals_the_probability_matrix():
+    """language_scores (one compiled pass, no class matrix, texts joined before encoding)
+    equals the columns of language_probs it stands for, aliased labels folded; a text with a
+    line break or in capitals takes the same path as py3langid."""
+    from bimine.filtering.langid import language_columns, language_probs, language_scores
+
+    texts = ["Le chat dort sur le tapis.", "", "ÉCOLE NORMALE", "!!!", "Привет, мир", "猫在睡觉。", "x" * 500,
+             "Norsk tekst på bokmål er fint", "Ово је српски текст", "Cafe\u0301 au lait", "\ud800 broken"]
+    for lang in ("fr", "en", "no", "da", "sr", "hr", "ru", "zh", "ja"):
+        cols = language_columns(lang)
+        ref = language_probs(texts)[:, cols].sum(axis=1)
+        np.testing.assert_allclose(language_scores(texts, lang), ref, atol=2e-6, err_msg=lang)
+        with_break = texts + ["deux\nlignes"]
+        ref = language_probs(with_break)[:, cols].sum(axis=1)
+        np.testing.assert_allclose(language_scores(with_break, lang), ref, atol=2e-6, err_msg=lang)

@@ -54,3 +54,58 @@ def visit_counts(data, offsets, nextmove, rowbase, output):
             j = j2
         start = end
     return out_r[:m], out_f[:m], out_c[:m]
+
+
+@njit(cache=True, nogil=True)
+def class_probability(data, offsets, nextmove, rowbase, output, ptc, pc, wanted):
+    """The probability, summed over the columns ``wanted``, of each text's py3langid class
+    distribution, without building the ``(texts, classes)`` matrix: per text, the automaton's
+    features are counted, ``log1p(count) * ptc[feature]`` summed with the class priors
+    ``pc``, scaled by ``1 / sqrt(bytes)`` and normalised (softmax). A text with no feature
+    gets the uniform distribution, as py3langid gives."""
+    n = len(offsets) - 1
+    classes = ptc.shape[1]
+    out = np.empty(n, dtype=np.float64)
+    longest = 1
+    for i in range(n):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    touched = np.empty(longest, dtype=np.int64)
+    counts = np.zeros(ptc.shape[0], dtype=np.int32)
+    s = np.empty(classes, dtype=np.float32)
+    for i in range(n):
+        k = 0
+        state = 0
+        for p in range(offsets[i], offsets[i + 1]):
+            state = nextmove[rowbase[state] + data[p]]
+            f = output[state]
+            if f >= 0:
+                if counts[f] == 0:
+                    touched[k] = f
+                    k += 1
+                counts[f] += 1
+        if k == 0:
+            out[i] = len(wanted) / classes
+            continue
+        s[:] = pc
+        for j in range(k):
+            f = touched[j]
+            w = np.float32(np.log1p(np.float32(counts[f])))
+            counts[f] = 0
+            row = ptc[f]
+            for c in range(classes):
+                s[c] += w * row[c]
+        scale = np.float32(1.0 / np.sqrt(max(offsets[i + 1] - offsets[i], 1)))
+        top = s[0] * scale
+        for c in range(classes):
+            s[c] *= scale
+            if s[c] > top:
+                top = s[c]
+        total = 0.0
+        for c in range(classes):
+            s[c] = np.exp(s[c] - top)
+            total += s[c]
+        part = 0.0
+        for c in wanted:
+            part += s[c]
+        out[i] = part / total
+    return out

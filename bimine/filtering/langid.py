@@ -112,7 +112,60 @@ def language_scores(texts: list[str], lang: str) -> np.ndarray:
         return np.full(len(texts), math.nan)
     if not texts:
         return np.zeros(0)
-    return language_probs(texts)[:, cols].sum(axis=1).astype(np.float64)
+    from bimine.filtering._langid_kernel import class_probability
+
+    nextmove, rowbase, output, ptc = _tables()
+    data, offsets = _encode_batch(texts)
+    return class_probability(data, offsets, nextmove, rowbase, output, ptc, _priors(), _source_columns(cols))
+
+
+_PRIORS = None
+
+
+def _priors() -> np.ndarray:
+    global _PRIORS
+    if _PRIORS is None:
+        _PRIORS = np.ascontiguousarray(identifier().nb_pc, dtype=np.float32)
+    return _PRIORS
+
+
+def _source_columns(cols: np.ndarray) -> np.ndarray:
+    """The raw columns whose probabilities make up ``cols`` once aliased labels are folded
+    into their first label (as :func:`language_probs` folds them)."""
+    wanted = set(int(c) for c in cols)
+    src = set(wanted)
+    for i, j in identifier()._alias_pairs:
+        if i in wanted:
+            src.add(j)
+        elif j in wanted:
+            src.discard(j)  # folded into a column not asked for
+    return np.array(sorted(src), dtype=np.int64)
+
+
+def _encode_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes py3langid reads of every text (:func:`_encode`), concatenated, and the
+    offsets of each text. Texts without a line break are joined with one and encoded at
+    once (NFC stops at a line break, so this equals encoding each alone)."""
+    texts = [t.lower() if t.isupper() else t for t in texts]
+    if any("\n" in t for t in texts):
+        enc = [unicodedata.normalize("NFC", t).encode("utf-8", errors="surrogatepass") for t in texts]
+        lengths = np.array([len(b) for b in enc], dtype=np.int64)
+        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
+    joined = "\n".join(texts)
+    if not joined.isascii():
+        joined = unicodedata.normalize("NFC", joined)
+    data = np.frombuffer(joined.encode("utf-8", errors="surrogatepass"), dtype=np.uint8)
+    breaks = np.flatnonzero(data == 10)
+    starts = np.r_[0, breaks + 1]
+    ends = np.r_[breaks, len(data)]
+    # the automaton must not see the separators: copy out the text bytes
+    keep = np.ones(len(data), dtype=bool)
+    keep[breaks] = False
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(ends - starts, out=offsets[1:])
+    return data[keep], offsets
 
 
 @dataclass

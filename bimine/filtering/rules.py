@@ -33,8 +33,20 @@ def length_units(s: str) -> int:
     return n + len(_WORD_RE.findall(rest))
 
 
+_UNITS_CACHE: list[tuple[list[str], np.ndarray]] = []
+
+
 def _units(texts: list[str]) -> np.ndarray:
-    return np.fromiter((length_units(s) for s in texts), dtype=np.float64, count=len(texts))
+    """:func:`length_units` of each text. The three length rules ask for the same block's
+    sides in turn: the last two results are kept, keyed by the list object itself (held here,
+    so its identity cannot pass to another list while cached; blocks are never mutated)."""
+    for held, units in _UNITS_CACHE:
+        if held is texts:
+            return units
+    units = np.fromiter((length_units(s) for s in texts), dtype=np.float64, count=len(texts))
+    _UNITS_CACHE.append((texts, units))
+    del _UNITS_CACHE[:-2]
+    return units
 
 
 @dataclass
@@ -51,8 +63,11 @@ class EmptySide(PairFilter):
                         dtype=np.float64)
 
 
+_NOT_ALNUM_RE = re.compile(r"[\W_]+")  # \w is str.isalnum() plus "_"
+
+
 def _letters_digits(s: str) -> str:
-    return "".join(ch for ch in s.casefold() if ch.isalnum())
+    return _NOT_ALNUM_RE.sub("", s.casefold())
 
 
 @dataclass
@@ -141,8 +156,10 @@ class NumbersDiffer(PairFilter):
 
     def score(self, src, tgt):
         out = np.zeros(len(src))
+        find = _NUMBER_RE.findall
         for i, (a, b) in enumerate(zip(src, tgt)):
-            if not (any(ch.isdigit() for ch in a) or any(ch.isdigit() for ch in b)):
+            fa, fb = find(a), find(b)
+            if fa == fb:  # same numbers spelt the same (or none): nothing differs
                 continue
             na, nb = numbers(a), numbers(b)
             out[i] = sum(((na - nb) + (nb - na)).values())
@@ -150,6 +167,14 @@ class NumbersDiffer(PairFilter):
 
 
 _URL_RE = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
+
+
+_WWW_RE = re.compile(r"www\.", re.IGNORECASE)
+
+
+def _may_hold_url(s: str) -> bool:
+    """Cheap test before the regular expression: a match needs "://", "www." or "@"."""
+    return "@" in s or "://" in s or (("w." in s or "W." in s) and _WWW_RE.search(s) is not None)
 
 
 def urls(s: str) -> Counter:
@@ -170,7 +195,7 @@ class UrlsDiffer(PairFilter):
     def score(self, src, tgt):
         out = np.zeros(len(src))
         for i, (a, b) in enumerate(zip(src, tgt)):
-            if "." not in a and "." not in b:
+            if not (_may_hold_url(a) or _may_hold_url(b)):
                 continue
             ua, ub = urls(a), urls(b)
             out[i] = sum(((ua - ub) + (ub - ua)).values())
@@ -184,8 +209,10 @@ _MOJIBAKE_RE = re.compile("[\u00c2\u00c3][\u0080-\u00bf]|\u00e2\u20ac")
 def bad_chars(s: str) -> int:
     """Control characters (category Cc, tab included), lone surrogates, U+FFFD (bytes that
     were not UTF-8) and mojibake sequences of UTF-8 decoded as Latin-1/cp1252."""
+    if s.isascii():  # no mojibake, no U+FFFD: only control characters can be bad
+        return 0 if s.isprintable() else sum(1 for ch in s if ch < " " or ch == "\x7f")
     n = len(_MOJIBAKE_RE.findall(s))
-    if not s.isascii() or not s.isprintable():
+    if not s.isprintable() or "\ufffd" in s:
         n += sum(1 for ch in s if ch == "\ufffd" or unicodedata.category(ch) in ("Cc", "Cs"))
     return n
 
