@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -35,12 +36,33 @@ from bimine.filtering.base import PairFilter
 
 @dataclass
 class PairBlock:
-    """Rows of the input (every cell), the two sides, and the line number of the first row."""
+    """Rows of the input (every cell), the two sides, and the line number of the first row.
 
-    rows: list[list[str]]
+    ``rows`` may be None when ``lines`` holds each row's cells joined by tabs (a TSV's input
+    lines as read), or when the block has only the two sides (two-file input): the pipeline
+    only needs each row's text, which :meth:`row_text` gives without splitting and joining."""
+
+    rows: list[list[str]] | None
     src: list[str]
     tgt: list[str]
     first_line: int
+    lines: list[str] | None = None
+
+    def row_text(self) -> str:
+        """The block's rows as TSV text: cells joined by tabs, each row ended by a newline."""
+        if not self.src:
+            return ""
+        if self.lines is not None:
+            return "\n".join(self.lines) + "\n"
+        if self.rows is not None:
+            return "\n".join(map("\t".join, self.rows)) + "\n"
+        return "".join(chain.from_iterable(zip(self.src, repeat("\t"), self.tgt, repeat("\n"))))
+
+    def width(self) -> int:
+        """Columns of a row."""
+        if self.lines is not None:
+            return self.lines[0].count("\t") + 1
+        return len(self.rows[0]) if self.rows is not None else 2
 
 
 def read_pair_blocks(
@@ -111,11 +133,50 @@ def input_header(width: int, columns: tuple[int, int] | None) -> list[str]:
 
 
 def _fmt(v: float) -> str:
+    """How a filter score is written (the reference of :func:`format_scores`): ``nan``, an
+    integer value without ``.0``, anything else with 6 significant digits."""
     if math.isnan(v):
         return "nan"
+    if math.isinf(v):
+        return f"{v:.6g}"
     if v == int(v) and abs(v) < 1e15:
         return str(int(v))
     return f"{v:.6g}"
+
+
+_SMALL_INTS = np.array([str(i) for i in range(4096)], dtype=object)
+
+
+def format_g(v: np.ndarray) -> list[str]:
+    """``f"{x:.6g}"`` of every value, in one ``%`` formatting call (the same conversion:
+    CPython's ``%g`` and ``format(x, ".6g")`` both round with ``PyOS_double_to_string``;
+    tested)."""
+    if len(v) == 0:
+        return []
+    return (("%.6g\n") * len(v) % tuple(v.tolist())).split("\n")[:-1]
+
+
+def format_scores(v: np.ndarray) -> list[str]:
+    """:func:`_fmt` of every value of a score column, vectorised: integer values (most rule
+    scores) from a table or by NumPy's integer-to-text, the others by :func:`format_g`."""
+    v = np.asarray(v, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        whole = (np.abs(v) < 1e15) & (v == np.trunc(v))
+    iv = v[whole].astype(np.int64)
+    ints = np.empty(len(iv), dtype=object)
+    small = (iv >= 0) & (iv < len(_SMALL_INTS))
+    ints[small] = _SMALL_INTS[iv[small]]
+    if not small.all():
+        ints[~small] = iv[~small].astype(str).astype(object)
+    if len(iv) == len(v):
+        return ints.tolist()
+    out = np.empty(len(v), dtype=object)
+    out[whole] = ints
+    nan = np.isnan(v)
+    out[nan] = "nan"
+    other = ~whole & ~nan
+    out[other] = format_g(v[other])
+    return out.tolist()
 
 
 @dataclass
@@ -252,7 +313,8 @@ def run_pipeline(
         width = None
         tokens: list[np.ndarray] = []
         starts: list[tuple[int, int]] = []  # (first row, its input line) of each block, for the report
-        with open(rows_path, "w", encoding="utf-8", newline="\n") as rows_f, open(score_path, "wb") as score_f:
+        spooled: list[tuple[int, int]] = []  # (rows, UTF-8 bytes) of each block in the rows spool
+        with open(rows_path, "wb") as rows_f, open(score_path, "wb") as score_f:
             pending: list = []
 
             def finish(block: PairBlock, computed: dict[int, np.ndarray]) -> None:
@@ -270,8 +332,10 @@ def run_pipeline(
                     m[:, i] = s
                 score_f.write(m.tobytes())
                 if width is None:
-                    width = len(block.rows[0])
-                rows_f.writelines("\t".join(r) + "\n" for r in block.rows)
+                    width = block.width()
+                text = block.row_text().encode("utf-8")
+                rows_f.write(text)
+                spooled.append((len(block.src), len(text)))
                 if sel.token_budget is not None:
                     from bimine.filtering.rules import _units
 
@@ -292,7 +356,8 @@ def run_pipeline(
             for b, fut in pending:
                 finish(b, fut.result())
         n = report.pairs
-        table = (np.fromfile(score_path, dtype=np.float64).reshape(n, len(filters)) if n and filters
+        # the score table stays on disk (mapped), a column at a time in memory
+        table = (np.memmap(score_path, dtype=np.float64, mode="r+", shape=(n, len(filters))) if n and filters
                  else np.zeros((n, len(filters))))
         for i in corpus:
             col = np.asarray(filters[i].finalize(), dtype=np.float64)
@@ -342,27 +407,44 @@ def run_pipeline(
             c_src, c_tgt = columns or (1, 2)
             block_rows = np.array([s for s, _ in starts], dtype=np.int64)
             block_lines = np.array([line for _, line in starts], dtype=np.int64)
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out, \
-                (open(tmp_kept, "w", encoding="utf-8", newline="\n") if tmp_kept else _Null()) as kept_f, \
-                open(rows_path, encoding="utf-8", newline="\n") as rows_in:
-            cols = (header or input_header(width or 2, columns)) + [f.name for f in filters] + ["score"]
-            if filtering:
-                cols += ["keep", "reason"]
-            out.write("\t".join(cols) + "\n")
-            for j, line in enumerate(rows_in):
-                row = line[:-1]
-                cells = [row] + [_fmt(v) for v in table[j].tolist()] + [f"{total[j]:.6g}"]
+        cols = (header or input_header(width or 2, columns)) + [f.name for f in filters] + ["score"]
+        if filtering:
+            cols += ["keep", "reason"]
+        keep_text = np.array(["0", "1"], dtype=object)
+        reason_text = np.array(reasons + [""], dtype=object)  # reason_of -1: kept, no reason
+        with open(tmp, "wb") as out, (open(tmp_kept, "wb") if tmp_kept else _Null()) as kept_f, \
+                open(rows_path, "rb") as rows_in:
+            out.write(("\t".join(cols) + "\n").encode("utf-8"))
+            a = 0
+            for size, nbytes in spooled:  # a block at a time: rows, then each column formatted at once
+                b = a + size
+                rows = rows_in.read(nbytes).decode("utf-8").split("\n")[:-1]
+                cells = [rows] + [format_scores(table[a:b, i]) for i in range(len(filters))]
+                cells.append(format_g(total[a:b]))
                 if filtering:
-                    cells += ["1" if keep[j] else "0", reasons[reason_of[j]] if reason_of[j] >= 0 else ""]
-                out.write("\t".join(cells) + "\n")
-                if keep[j] and tmp_kept:
-                    kept_f.write(row + "\n")
-                if examples is not None and not keep[j] and examples.wants(int(reason_of[j])):
-                    k = int(np.searchsorted(block_rows, j, side="right")) - 1
-                    parts = row.split("\t")
-                    examples.add(int(reason_of[j]), Example(
-                        line=int(block_lines[k] + j - block_rows[k]), src=parts[c_src - 1], tgt=parts[c_tgt - 1],
-                        scores=table[j].tolist(), total=float(total[j])))
+                    cells.append(keep_text[keep[a:b].view(np.int8)].tolist())
+                    cells.append(reason_text[reason_of[a:b]].tolist())
+                grid = np.empty((size, 2 * len(cells)), dtype=object)
+                grid[:, 1::2] = "\t"
+                grid[:, -1] = "\n"
+                for k, c in enumerate(cells):
+                    grid[:, 2 * k] = c
+                out.write("".join(grid.ravel().tolist()).encode("utf-8"))
+                if tmp_kept:
+                    kept_rows = np.flatnonzero(keep[a:b])
+                    if len(kept_rows):
+                        kept_f.write(("\n".join(map(rows.__getitem__, kept_rows.tolist())) + "\n").encode("utf-8"))
+                if examples is not None:
+                    wanted = [r for r in range(len(reasons)) if examples.wants(r)]
+                    for j in (a + np.flatnonzero(~keep[a:b] & np.isin(reason_of[a:b], wanted))).tolist():
+                        if examples.wants(int(reason_of[j])):
+                            k = int(np.searchsorted(block_rows, j, side="right")) - 1
+                            parts = rows[j - a].split("\t")
+                            examples.add(int(reason_of[j]), Example(
+                                line=int(block_lines[k] + j - block_rows[k]), src=parts[c_src - 1],
+                                tgt=parts[c_tgt - 1], scores=np.asarray(table[j], dtype=np.float64).tolist(),
+                                total=float(total[j])))
+                a = b
         if tmp_report:
             from bimine.filtering.report import render_report
 
@@ -400,5 +482,5 @@ class _Null:
     def __exit__(self, *exc):
         return False
 
-    def write(self, s: str) -> None:
+    def write(self, s) -> None:
         pass
