@@ -37,11 +37,13 @@ from bimine.cli.main import check_lang_option, cli
 @click.option("--hidden", type=click.IntRange(min=1), default=None,
               help="bigru: GRU state per direction (128); fc: width of the layer (the embedding size).")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Torch threads (one is fastest when other work shares the cores).")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any_languages, output, model,
                          dev_src, dev_tgt, dev_size, max_pairs, epochs, batch_pairs, lr, negatives, hidden, seed,
-                         encoding_errors, no_progress) -> None:
+                         threads, encoding_errors, no_progress) -> None:
     """Train a KIND classifier on the clean pairs of INPUT (a TSV) or --src/--tgt.
 
     \b
@@ -97,7 +99,7 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
 
         encoder = load_encoder(model)
     cfg = ClassifierTrainConfig(kind, epochs=epochs, batch_pairs=batch_pairs, lr=lr, negatives=negatives,
-                                hidden=hidden, seed=seed)
+                                hidden=hidden, seed=seed, threads=threads)
     clf = train_classifier(cfg, s, t, src_lang=None if any_languages else src_lang,
                            tgt_lang=None if any_languages else tgt_lang, encoder=encoder, dev=dev,
                            dev_size=dev_size, progress=not no_progress)

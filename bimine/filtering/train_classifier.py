@@ -43,6 +43,7 @@ class ClassifierTrainConfig:
     max_tokens: int = 64
     clip: float = 5.0
     seed: int = 0
+    threads: int = 1  # torch threads: one per run is fastest on a shared 2-core machine (decisions.md)
 
     def resolved(self) -> ClassifierTrainConfig:
         from dataclasses import replace
@@ -114,6 +115,7 @@ def train_classifier(
     if cfg.kind in ("confidence", "fc") and encoder is None:
         raise ConfigError(f"the {cfg.kind} classifier is trained on a model's embeddings: give --model")
     torch.manual_seed(cfg.seed)
+    torch.set_num_threads(max(1, cfg.threads))
     rng = np.random.default_rng(cfg.seed)
     t0 = time.time()
     fn = {"confidence": _train_confidence, "fc": _train_fc, "bigru": _train_bigru}[cfg.kind]
