@@ -80,48 +80,114 @@ def read_pair_blocks(
     Raises :class:`InputError` naming file and line: a TSV row with too few columns or a
     different column count, two files of different lengths, or (two files) a sentence that
     holds a tab, which the TSV output could not keep apart from the next column.
-    """
-    from bimine.text.io import read_lines, read_parallel
 
-    rows: list[list[str]] = []
-    first = 1
+    The files are read a chunk of lines at a time (:func:`~bimine.text.io.read_line_chunks`)
+    and the checks run on whole chunks (tabs counted per line in C, cells split at once).
+    """
+    from bimine.text.io import read_line_chunks
+
     if inp is not None:
         c_src, c_tgt = columns
         if c_src < 1 or c_tgt < 1 or c_src == c_tgt:
             raise ConfigError(f"--columns must be two different 1-based columns, got {c_src},{c_tgt}")
-        width = None
-        for lineno, line in enumerate(read_lines(inp, errors=errors), start=1):
-            cells = line.split("\t")
-            if width is None:
-                width = len(cells)
-                if width < max(c_src, c_tgt):
-                    raise InputError(f"{inp}:{lineno}: has {width} tab-separated column(s); --columns "
-                                     f"{c_src},{c_tgt} needs at least {max(c_src, c_tgt)}")
-            elif len(cells) != width:
-                raise InputError(f"{inp}:{lineno}: has {len(cells)} tab-separated column(s), the first line "
-                                 f"has {width}; every row of a TSV needs the same columns")
-            rows.append(cells)
-            if len(rows) == block_size:
-                yield PairBlock(rows, [r[c_src - 1] for r in rows], [r[c_tgt - 1] for r in rows], first)
-                first += len(rows)
-                rows = []
-        if rows:
-            yield PairBlock(rows, [r[c_src - 1] for r in rows], [r[c_tgt - 1] for r in rows], first)
+        yield from _tsv_blocks(read_line_chunks(inp, errors=errors), inp, c_src, c_tgt, block_size)
         return
     if src is None or tgt is None:
         raise ConfigError("give a TSV file, or --src and --tgt")
-    for lineno, (a, b) in enumerate(read_parallel(src, tgt, errors=errors), start=1):
-        for side, text in ((src, a), (tgt, b)):
-            if "\t" in text:
-                raise InputError(f"{side}:{lineno}: holds a tab, which would break the TSV output; "
-                                 "replace tabs or give a TSV with --columns")
-        rows.append([a, b])
-        if len(rows) == block_size:
-            yield PairBlock(rows, [r[0] for r in rows], [r[1] for r in rows], first)
-            first += len(rows)
-            rows = []
-    if rows:
-        yield PairBlock(rows, [r[0] for r in rows], [r[1] for r in rows], first)
+    yield from _two_file_blocks(read_line_chunks(src, errors=errors), read_line_chunks(tgt, errors=errors), src, tgt,
+                                block_size)
+
+
+def _tsv_blocks(chunks, inp: str, c_src: int, c_tgt: int, block_size: int) -> Iterator[PairBlock]:
+    width = None
+    lines: list[str] = []
+    src: list[str] = []
+    tgt: list[str] = []
+    first = 1
+    for chunk in chunks:
+        tabs = np.fromiter(map(str.count, chunk.lines, repeat("\t")), dtype=np.int64, count=len(chunk.lines))
+        if width is None and len(tabs):
+            width = int(tabs[0]) + 1
+            if width < max(c_src, c_tgt):
+                raise InputError(f"{inp}:{chunk.first_line}: has {width} tab-separated column(s); --columns "
+                                 f"{c_src},{c_tgt} needs at least {max(c_src, c_tgt)}")
+        bad = np.flatnonzero(tabs != width - 1)
+        error = None
+        chunk_lines, text = chunk.lines, chunk.text
+        if len(bad):  # the rows before the bad one are given first, as row by row
+            j = int(bad[0])
+            error = InputError(f"{inp}:{chunk.first_line + j}: has {int(tabs[j]) + 1} tab-separated column(s), "
+                               f"the first line has {width}; every row of a TSV needs the same columns")
+            chunk_lines = chunk_lines[:j]
+            text = "\n".join(chunk_lines)
+        cells = text.replace("\n", "\t").split("\t") if chunk_lines else []
+        lines += chunk_lines
+        src += cells[c_src - 1::width]
+        tgt += cells[c_tgt - 1::width]
+        while len(lines) >= block_size:
+            yield PairBlock(None, src[:block_size], tgt[:block_size], first, lines=lines[:block_size])
+            del lines[:block_size], src[:block_size], tgt[:block_size]
+            first += block_size
+        if error is not None:
+            raise error
+    if lines:
+        yield PairBlock(None, src, tgt, first, lines=lines)
+
+
+def _first_tab(lines: list[str]) -> int | None:
+    """Index of the first line holding a tab (one C-level search over the joined lines)."""
+    joined = "\n".join(lines)
+    at = joined.find("\t")
+    return None if at < 0 else joined.count("\n", 0, at)
+
+
+def _two_file_blocks(a_chunks, b_chunks, src: str, tgt: str, block_size: int) -> Iterator[PairBlock]:
+    a: list[str] = []
+    b: list[str] = []
+    done_a = done_b = False
+    first = 1  # input line of a[0] and b[0]
+
+    def cut(n: int) -> PairBlock:
+        nonlocal first
+        sa, sb = a[:n], b[:n]
+        ta, tb = _first_tab(sa), _first_tab(sb)
+        if ta is not None or tb is not None:  # the first line with a tab; the source side first
+            side, j = (src, ta) if tb is None or (ta is not None and ta <= tb) else (tgt, tb)
+            raise InputError(f"{side}:{first + j}: holds a tab, which would break the TSV output; "
+                             "replace tabs or give a TSV with --columns")
+        del a[:n], b[:n]
+        block = PairBlock(None, sa, sb, first)
+        first += n
+        return block
+
+    while True:
+        while not done_a and len(a) < block_size:
+            chunk = next(a_chunks, None)
+            done_a = chunk is None
+            if chunk is not None:
+                a += chunk.lines
+        while not done_b and len(b) < block_size:
+            chunk = next(b_chunks, None)
+            done_b = chunk is None
+            if chunk is not None:
+                b += chunk.lines
+        n = min(len(a), len(b), block_size)
+        if n == block_size:
+            yield cut(n)
+            continue
+        # here the side with fewer lines has ended (the other too, or it holds a whole block)
+        if done_a and done_b and len(a) == len(b):
+            if n:
+                yield cut(n)
+            return
+        # one side ended before the other: the common lines are checked, then the lengths
+        if n:
+            cut(n)
+        shorter, longer, rest = (src, tgt, b_chunks) if not a else (tgt, src, a_chunks)
+        common = first - 1
+        extra = len(a or b) + sum(len(c.lines) for c in rest)
+        raise InputError(f"{shorter} has {common} lines but {longer} has {common + extra}: the two sides of a "
+                         "parallel corpus must have the same number of lines")
 
 
 def input_header(width: int, columns: tuple[int, int] | None) -> list[str]:

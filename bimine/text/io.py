@@ -95,35 +95,17 @@ def read_lines(
     Raises:
         InputError: missing file, binary file (a NUL byte), invalid UTF-8, or a line with
             fewer TSV columns than ``column``.
+
+    The file is read and decoded a chunk of lines at a time (:func:`read_line_chunks`); the
+    lines before a bad one are yielded before the error is raised, as line by line.
     """
-    if errors not in ("strict", "replace"):
-        raise ValueError("errors must be 'strict' or 'replace'")
     if column is not None and column < 1:
         raise InputError(f"--column is 1-based, got {column}")
     name = "<stdin>" if str(path) == "-" else str(path)
     st = stats if stats is not None else ReadStats()
-    f = open_binary(path)
-    try:
-        for lineno, raw in enumerate(f, start=1):
-            if b"\x00" in raw:
-                raise InputError(
-                    f"{name}:{lineno}: contains a NUL byte; this looks like a binary file, "
-                    "not one sentence per line of UTF-8 text"
-                )
-            if raw.endswith(b"\n"):
-                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                if errors == "strict":
-                    raise InputError(
-                        f"{name}:{lineno}: invalid UTF-8 at byte {e.start} of the line; fix the "
-                        "file or pass --encoding-errors replace to substitute U+FFFD"
-                    ) from None
-                line = raw.decode("utf-8", errors="replace")
-                st.replaced += 1
-                if len(st.replaced_lines) < 10:
-                    st.replaced_lines.append(lineno)
+    for chunk in read_line_chunks(path, errors=errors, stats=st, count=False):
+        lineno = chunk.first_line
+        for line in chunk.lines:
             if column is not None:
                 cells = line.split("\t")
                 if len(cells) < column:
@@ -133,12 +115,131 @@ def read_lines(
                     )
                 line = cells[column - 1]
             st.lines = lineno
+            lineno += 1
             yield line
+
+
+@dataclass
+class LineChunk:
+    """Consecutive lines of a file: ``lines[0]`` is line ``first_line`` (1-based); ``text`` is
+    the lines joined by ``\\n`` (for checks done on the whole chunk at once)."""
+
+    first_line: int
+    lines: list[str]
+    text: str
+
+
+CHUNK_BYTES = 1 << 20
+
+
+def read_line_chunks(
+    path: str | os.PathLike,
+    *,
+    errors: str = "strict",
+    stats: ReadStats | None = None,
+    chunk_bytes: int | None = None,
+    count: bool = True,
+) -> Iterator[LineChunk]:
+    """The lines of ``path`` exactly as :func:`read_lines` gives them, a chunk of about
+    ``chunk_bytes`` at a time: the bytes of whole lines are decoded at once and split on
+    ``\\n`` (UTF-8 never holds a ``\\n`` byte inside a character, and a ``\\r\\n`` only ends
+    a line), which is what decoding each line gives. A chunk with a NUL byte or invalid UTF-8
+    is read again line by line, so errors name the same line and byte, the lines before the
+    bad one come first, and ``--encoding-errors replace`` counts the same lines.
+    ``count``: update ``stats.lines`` after each chunk (``read_lines`` counts per line).
+    ``chunk_bytes``: default :data:`CHUNK_BYTES`."""
+    if errors not in ("strict", "replace"):
+        raise ValueError("errors must be 'strict' or 'replace'")
+    name = "<stdin>" if str(path) == "-" else str(path)
+    st = stats if stats is not None else ReadStats()
+    f = open_binary(path)
+    first = 1
+    pending: list[bytes] = []  # the start of a line whose end is not read yet
+    read = f.read1 if f is sys.stdin.buffer else f.read  # a pipe: what has come, not a full chunk
+    try:
+        while True:
+            data = read(chunk_bytes or CHUNK_BYTES)
+            if data:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    pending.append(data)
+                    continue
+                head, tail = data[:cut], data[cut:]
+                if pending:
+                    pending.append(head)
+                    head = b"".join(pending)
+                pending = [tail] if tail else []
+                data = head
+            else:
+                data = b"".join(pending)
+                pending = []
+                if not data:
+                    return
+            lines = _decode_chunk(data)
+            if lines is None:
+                good: list[str] = []
+                try:
+                    for line in _lines_one_by_one(data, first, name, errors, st):
+                        good.append(line)
+                except InputError:
+                    if good:
+                        if count:
+                            st.lines = first + len(good) - 1
+                        yield LineChunk(first, good, "\n".join(good))
+                    raise
+                lines = good
+                text = "\n".join(lines)
+            else:
+                lines, text = lines
+            if count:
+                st.lines = first + len(lines) - 1
+            yield LineChunk(first, lines, text)
+            first += len(lines)
     except (EOFError, OSError, lzma.LZMAError) as e:
         raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated?") from e
     finally:
         if f is not sys.stdin.buffer:
             f.close()
+
+
+def _decode_chunk(data: bytes) -> tuple[list[str], str] | None:
+    """Lines and text of whole lines of ``data`` (the last may lack its ``\\n``: end of
+    file), or None when a line needs the line-by-line path (a NUL byte, invalid UTF-8)."""
+    if b"\x00" in data:
+        return None
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text.split("\n"), text
+
+
+def _lines_one_by_one(data: bytes, first: int, name: str, errors: str, st: ReadStats) -> Iterator[str]:
+    for lineno, raw in enumerate(io.BytesIO(data), start=first):
+        if b"\x00" in raw:
+            raise InputError(
+                f"{name}:{lineno}: contains a NUL byte; this looks like a binary file, "
+                "not one sentence per line of UTF-8 text"
+            )
+        if raw.endswith(b"\n"):
+            raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if errors == "strict":
+                raise InputError(
+                    f"{name}:{lineno}: invalid UTF-8 at byte {e.start} of the line; fix the "
+                    "file or pass --encoding-errors replace to substitute U+FFFD"
+                ) from None
+            line = raw.decode("utf-8", errors="replace")
+            st.replaced += 1
+            if len(st.replaced_lines) < 10:
+                st.replaced_lines.append(lineno)
+        yield line
 
 
 def read_parallel(
