@@ -222,3 +222,150 @@ def test_bad_bytes_are_found_on_the_same_line(tmp_path, monkeypatch, chunk):
             assert lines == ref
             if errors == "replace" and b"\x00" not in data:
                 assert st.lines == len(ref) and st.replaced == sum("\ufffd" in x for x in ref)
+
+
+# ---------------------------------------------------------------- compiled rule statistics
+
+def _all_code_point_texts(width: int = 37) -> list[str]:
+    big = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    return [big[i:i + width] for i in range(0, len(big), width)]
+
+
+def _varied_texts(n: int = 3000, seed: int = 0) -> list[str]:
+    """Texts mixing scripts (Latin, Cyrillic, Greek, Arabic, Devanagari, Thai, CJK, kana,
+    Hangul), digits of several scripts, white space of every kind, controls, surrogates,
+    U+FFFD, mojibake, URLs, case pairs that fold to several letters (ß, ﬃ, İ, ΐ)."""
+    rng = np.random.default_rng(seed)
+    pieces = ["The", "cat", "Le", "chat", "dört", "Привет", "мир", "Ωμέγα", "ΣΑΣ", "σας", "مرحبا", "٢٠١٩", "١٬٠٠٠٫٥",
+              "नमस्ते", "१२३", "สวัสดี", "๑๒๓", "猫在睡觉", "日本語", "カタカナ", "ｶﾀｶﾅ", "한국어", "𠀀𠀁", "iPhone手机",
+              "ß", "SS", "ﬃ", "FFI", "İ", "i̇", "ΐ", "K", "\u212a", "_", "__init__", "e-mail", "don't", "1,000.50",
+              "1 000,50", "2019", "3.14", "½", "²", "①", "𝟙𝟚", "١٢", "https://a.org/x", "WWW.Example.com", "a@b.co",
+              "://", "wWw.", "w.w.w.", "@", "Ã©", "â€™", "Â\x80", "Ã\u00c3\u00a9", "â\u20ac", "\x00", "\x07", "\x7f",
+              "\x85", "\x9f", "\ud800", "\udfff", "\ufffd", "\u200b", "\u00ad", "\ufeff", "\U000e0041", "\U0010fffd",
+              "\u0300", "e\u0301", "...", "!?", "—", "«»", "¿", "\u0e31", "ກ", "ཀ", "က", "ᄀ", "\u3000", "\u2028",
+              "\u0085"]
+    spaces = [" ", "  ", "\t", "\u00a0", "\u3000", "\u2009", "\x1c", "\x1f", "\n", "\r", "\x0b", "", "-", ".", ","]
+    out = []
+    for _ in range(n):
+        k = int(rng.integers(0, 8))
+        parts = [pieces[int(j)] + spaces[int(s)] for j, s in zip(rng.integers(0, len(pieces), k),
+                                                                  rng.integers(0, len(spaces), k))]
+        text = "".join(parts)
+        if rng.random() < 0.2:
+            text = text.upper()
+        elif rng.random() < 0.2:
+            text = spaces[int(rng.integers(0, len(spaces)))] + text
+        out.append(text)
+    return out
+
+
+def test_text_stats_equal_the_reference_functions():
+    import re
+
+    from bimine.filtering.rules import _letters_digits, _may_hold_url, bad_chars, length_units, text_stats
+
+    texts = _all_code_point_texts() + _varied_texts() + ["", " ", "a", "\ud800", "ﬃ", "ß"]
+    st = text_stats(texts)
+    assert st.units.tolist() == [length_units(s) for s in texts]
+    assert st.nonspace.tolist() == [len("".join(s.split())) for s in texts]
+    assert st.bad.tolist() == [bad_chars(s) for s in texts]
+    assert st.key_len.tolist() == [len(_letters_digits(s)) for s in texts]
+    assert st.digit.tolist() == [re.search(r"\d", s) is not None for s in texts]
+    assert st.url.tolist() == [_may_hold_url(s) for s in texts]
+    # every text alone: the same as within a block
+    one = [text_stats([s]) for s in texts[-3100:]]
+    assert [o.units[0] for o in one] == st.units[-3100:].tolist()
+
+
+def test_only_w_and_W_match_w_ignoring_case():
+    """The compiled URL mark looks for ASCII 'www.' only: nothing else matches 'w' under
+    re.IGNORECASE (unlike 'k' and KELVIN SIGN), so no URL can be missed."""
+    import re
+
+    big = np.arange(0x110000, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    assert sorted(set(re.findall("w", big, re.IGNORECASE))) == ["W", "w"]
+    assert sorted(set(re.findall(r"[@:/.]", big, re.IGNORECASE))) == [".", "/", ":", "@"]
+
+
+def test_key_hashes_agree_exactly_when_the_keys_do():
+    from bimine.filtering.rules import _letters_digits, text_stats
+
+    texts = _varied_texts(4000, seed=1)
+    variants = [t.upper() for t in texts] + [t.casefold() for t in texts] + [t.replace(" ", "") for t in texts]
+    allt = texts + variants
+    st = text_stats(allt)
+    keys = [_letters_digits(s) for s in allt]
+    by_hash: dict[tuple[int, int], set[str]] = {}
+    for k, h, n in zip(keys, st.key_hash.tolist(), st.key_len.tolist()):
+        by_hash.setdefault((h, n), set()).add(k)
+    assert all(len(v) == 1 for v in by_hash.values())  # no collision in this sample
+    assert len(by_hash) == len(set(keys))  # and equal keys always share one hash
+
+
+def _ref_rule_scores(name, src, tgt):
+    """The per-pair loops the compiled rules replace."""
+    from bimine.filtering.rules import _letters_digits, _may_hold_url, bad_chars, numbers, urls
+
+    if name == "empty":
+        return [min(len("".join(a.split())), len("".join(b.split()))) for a, b in zip(src, tgt)]
+    if name == "identical":
+        return [float(bool(_letters_digits(a)) and _letters_digits(a) == _letters_digits(b)) for a, b in zip(src, tgt)]
+    if name == "bad_chars":
+        return [bad_chars(a) + bad_chars(b) for a, b in zip(src, tgt)]
+    if name == "numbers":
+        return [sum(((numbers(a) - numbers(b)) + (numbers(b) - numbers(a))).values()) for a, b in zip(src, tgt)]
+    if name == "urls":
+        return [sum(((urls(a) - urls(b)) + (urls(b) - urls(a))).values()) if _may_hold_url(a) or _may_hold_url(b)
+                else 0 for a, b in zip(src, tgt)]
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("name", ["empty", "identical", "bad_chars", "numbers", "urls"])
+def test_compiled_rules_equal_the_per_pair_loops(name):
+    from bimine.filtering.rules import RULES
+
+    texts = _varied_texts(3000, seed=2)
+    rng = np.random.default_rng(3)
+    src = texts[:1500]
+    tgt = [t.upper() if rng.random() < 0.3 else texts[1500 + i] for i, t in enumerate(src)]
+    assert RULES[name]().score(src, tgt).tolist() == [float(x) for x in _ref_rule_scores(name, src, tgt)]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_duplicates_equal_a_dict_of_the_compared_texts(lowercase):
+    from bimine.filtering.rules import Duplicates
+
+    texts = _varied_texts(400, seed=4)
+    rng = np.random.default_rng(5)
+    pairs = []
+    for _ in range(6000):  # repeats with other white space and case
+        a, b = texts[int(rng.integers(0, 400))], texts[int(rng.integers(0, 400))]
+        if rng.random() < 0.3:
+            a = "  " + a.replace(" ", "\u3000 ") + "\t"
+        if rng.random() < 0.3:
+            b = b.upper()
+        pairs.append((a, b))
+    seen: dict[str, int] = {}
+    want = []
+    for a, b in pairs:
+        key = " ".join(a.split()) + "\t" + " ".join(b.split())
+        key = key.lower() if lowercase else key
+        want.append(seen.get(key, 0))
+        seen[key] = seen.get(key, 0) + 1
+    d = Duplicates(lowercase=lowercase)
+    got = []
+    for i in range(0, len(pairs), 700):  # across blocks; the table grows from 65,536 slots
+        block = pairs[i:i + 700]
+        got += d.score([a for a, _ in block], [b for _, b in block]).tolist()
+    assert got == want and max(want) > 3
+
+
+def test_duplicate_table_grows():
+    from bimine.filtering.rules import Duplicates
+
+    d = Duplicates()
+    src = [f"sentence {i}" for i in range(100_000)]
+    assert d.score(src, ["x"] * len(src)).sum() == 0
+    assert d.score(src[::-1], ["x"] * len(src)).tolist() == [1.0] * len(src)
+    assert d.score(src[:5], ["y"] * 5).tolist() == [0.0] * 5
+    assert len(d._keys1) >= 2 * 100_005

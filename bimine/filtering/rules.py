@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,20 +34,44 @@ def length_units(s: str) -> int:
     return n + len(_WORD_RE.findall(rest))
 
 
-_UNITS_CACHE: list[tuple[list[str], np.ndarray]] = []
+class TextStats(NamedTuple):
+    """Per-text arrays of :func:`bimine.filtering._text_kernel.text_stats` (see there)."""
+
+    units: np.ndarray
+    nonspace: np.ndarray
+    bad: np.ndarray
+    key_len: np.ndarray
+    key_hash: np.ndarray
+    dup1: np.ndarray
+    dup2: np.ndarray
+    digit: np.ndarray
+    url: np.ndarray
+
+
+_STATS_CACHE: list[tuple[list[str], TextStats]] = []
+
+
+def text_stats(texts: list[str]) -> TextStats:
+    """What the rules need of each text (units, white space, bad characters, keys, digits,
+    URL marks), in one compiled pass. The rules of a block ask for the same sides in turn: the
+    last two results are kept, keyed by the list object itself (held here, so its identity
+    cannot pass to another list while cached; blocks are never mutated)."""
+    for held, stats in _STATS_CACHE:
+        if held is texts:
+            return stats
+    from bimine.filtering._text_kernel import code_points, tables
+    from bimine.filtering._text_kernel import text_stats as kernel
+
+    cps, offsets = code_points(texts)
+    stats = TextStats(*kernel(cps, offsets, *tables()))
+    _STATS_CACHE.append((texts, stats))
+    del _STATS_CACHE[:-2]
+    return stats
 
 
 def _units(texts: list[str]) -> np.ndarray:
-    """:func:`length_units` of each text. The three length rules ask for the same block's
-    sides in turn: the last two results are kept, keyed by the list object itself (held here,
-    so its identity cannot pass to another list while cached; blocks are never mutated)."""
-    for held, units in _UNITS_CACHE:
-        if held is texts:
-            return units
-    units = np.fromiter((length_units(s) for s in texts), dtype=np.float64, count=len(texts))
-    _UNITS_CACHE.append((texts, units))
-    del _UNITS_CACHE[:-2]
-    return units
+    """:func:`length_units` of each text (compiled: :func:`text_stats`)."""
+    return text_stats(texts).units.astype(np.float64)
 
 
 @dataclass
@@ -59,8 +84,8 @@ class EmptySide(PairFilter):
     reason: str = "a side is empty"
 
     def score(self, src, tgt):
-        return np.array([min(len("".join(a.split())), len("".join(b.split()))) for a, b in zip(src, tgt)],
-                        dtype=np.float64)
+        # characters that are not white space: len("".join(s.split())), compiled
+        return np.minimum(text_stats(src).nonspace, text_stats(tgt).nonspace).astype(np.float64)
 
 
 _NOT_ALNUM_RE = re.compile(r"[\W_]+")  # \w is str.isalnum() plus "_"
@@ -82,10 +107,13 @@ class IdenticalSides(PairFilter):
     reason: str = "the sides are the same text (untranslated copy)"
 
     def score(self, src, tgt):
+        # the keys' lengths and hashes first (compiled); equal hashes are confirmed on the keys
+        a, b = text_stats(src), text_stats(tgt)
         out = np.zeros(len(src))
-        for i, (a, b) in enumerate(zip(src, tgt)):
-            ka = _letters_digits(a)
-            out[i] = float(bool(ka) and ka == _letters_digits(b))
+        maybe = np.flatnonzero((a.key_len > 0) & (a.key_len == b.key_len) & (a.key_hash == b.key_hash))
+        for i in maybe.tolist():
+            ka = _letters_digits(src[i])
+            out[i] = float(bool(ka) and ka == _letters_digits(tgt[i]))
         return out
 
 
@@ -157,7 +185,9 @@ class NumbersDiffer(PairFilter):
     def score(self, src, tgt):
         out = np.zeros(len(src))
         find = _NUMBER_RE.findall
-        for i, (a, b) in enumerate(zip(src, tgt)):
+        maybe = np.flatnonzero(text_stats(src).digit | text_stats(tgt).digit)  # no digit: no number
+        for i in maybe.tolist():
+            a, b = src[i], tgt[i]
             fa, fb = find(a), find(b)
             if fa == fb:  # same numbers spelt the same (or none): nothing differs
                 continue
@@ -194,9 +224,10 @@ class UrlsDiffer(PairFilter):
 
     def score(self, src, tgt):
         out = np.zeros(len(src))
-        for i, (a, b) in enumerate(zip(src, tgt)):
-            if not (_may_hold_url(a) or _may_hold_url(b)):
-                continue
+        # no "@", "://" or "www." on either side (compiled test): no URL
+        maybe = np.flatnonzero(text_stats(src).url | text_stats(tgt).url)
+        for i in maybe.tolist():
+            a, b = src[i], tgt[i]
             ua, ub = urls(a), urls(b)
             out[i] = sum(((ua - ub) + (ub - ua)).values())
         return out
@@ -227,15 +258,16 @@ class BadCharacters(PairFilter):
     reason: str = "control characters or broken encoding"
 
     def score(self, src, tgt):
-        return np.array([bad_chars(a) + bad_chars(b) for a, b in zip(src, tgt)], dtype=np.float64)
+        return (text_stats(src).bad + text_stats(tgt).bad).astype(np.float64)  # bad_chars, compiled
 
 
 @dataclass
 class Duplicates(PairFilter):
     """Score: how many times the same pair (sides compared after collapsing white space;
     ``lowercase`` also ignores case) came before in the input; clean when 0, so the first
-    occurrence is kept. Stateful: blocks must come in input order. Memory: one 64-bit key
-    per distinct pair (about 100 bytes each in Python: 1 GB for 10M distinct pairs)."""
+    occurrence is kept. Stateful: blocks must come in input order. Each pair is known by a
+    128-bit hash of its two compared sides (compiled, :mod:`bimine.filtering._text_kernel`), in
+    a table kept under half full: 48 to 96 bytes per distinct pair (0.5-1 GB for 10M)."""
 
     name: str = "duplicate"
     threshold: float = 0
@@ -245,18 +277,21 @@ class Duplicates(PairFilter):
     lowercase: bool = False
 
     def __post_init__(self) -> None:
-        self._seen: dict[int, int] = {}
+        # an open-addressing table of 128-bit pair keys (bimine.filtering._text_kernel.count_seen)
+        self._keys1 = np.zeros(1 << 16, dtype=np.uint64)
+        self._keys2 = np.zeros(1 << 16, dtype=np.uint64)
+        self._counts = np.zeros(1 << 16, dtype=np.int64)
+        self._used = 0
 
     def score(self, src, tgt):
-        out = np.zeros(len(src))
-        seen = self._seen
-        for i, (a, b) in enumerate(zip(src, tgt)):
-            key = " ".join(a.split()) + "\t" + " ".join(b.split())
-            if self.lowercase:
-                key = key.lower()
-            h = hash(key)
-            out[i] = seen.get(h, 0)
-            seen[h] = out[i] + 1
+        from bimine.filtering._text_kernel import count_seen, pair_keys
+
+        if self.lowercase:  # lower(" ".join(s.split())) == " ".join(s.lower().split())
+            src, tgt = [s.lower() for s in src], [t.lower() for t in tgt]
+        a, b = text_stats(src), text_stats(tgt)
+        k1, k2 = pair_keys(a.dup1, a.dup2, b.dup1, b.dup2)
+        out, self._used, self._keys1, self._keys2, self._counts = count_seen(
+            k1, k2, self._keys1, self._keys2, self._counts, self._used)
         return out
 
 
