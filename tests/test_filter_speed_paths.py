@@ -369,3 +369,51 @@ def test_duplicate_table_grows():
     assert d.score(src[::-1], ["x"] * len(src)).tolist() == [1.0] * len(src)
     assert d.score(src[:5], ["y"] * 5).tolist() == [0.0] * 5
     assert len(d._keys1) >= 2 * 100_005
+
+
+# ---------------------------------------------------------------- the disk cache of derived tables
+
+def test_cache_is_used_only_for_its_exact_key(tmp_path, monkeypatch):
+    from bimine.filtering._cache import cached_arrays
+
+    monkeypatch.setenv("BIMINE_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def build(v):
+        def f():
+            calls.append(v)
+            return {"a": np.full(3, v, dtype=np.int64)}
+        return f
+
+    assert cached_arrays("t", "model sha256 1", build(1))["a"].tolist() == [1, 1, 1]
+    assert cached_arrays("t", "model sha256 1", build(9))["a"].tolist() == [1, 1, 1]  # from the cache
+    assert cached_arrays("t", "model sha256 2", build(2))["a"].tolist() == [2, 2, 2]  # another model: rebuilt
+    assert calls == [1, 2]
+    entry = next(p for p in tmp_path.iterdir() if (p / "a.npy").exists() and np.load(p / "a.npy")[0] == 1)
+    (entry / "key.txt").write_text("model sha256 1 (edited)")  # an entry whose key differs is never used
+    assert cached_arrays("t", "model sha256 1", build(3))["a"].tolist() == [3, 3, 3]
+    (entry / "a.npy").write_bytes(b"\x93NUMPY broken")  # a damaged file: rebuilt
+    assert cached_arrays("t", "model sha256 1", build(4))["a"].tolist() == [4, 4, 4]
+    assert cached_arrays("t", "model sha256 1", build(5))["a"].tolist() == [4, 4, 4]
+    monkeypatch.setenv("BIMINE_CACHE_DIR", "off")
+    assert cached_arrays("t", "model sha256 1", build(6))["a"].tolist() == [6, 6, 6]
+    assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_cached_langid_tables_equal_freshly_built_ones(tmp_path, monkeypatch):
+    from bimine.filtering import langid
+
+    monkeypatch.setenv("BIMINE_CACHE_DIR", str(tmp_path))
+    fresh = langid._build_model()
+    monkeypatch.setattr(langid, "_MODEL", None)
+    first = langid._model()  # builds and writes
+    monkeypatch.setattr(langid, "_MODEL", None)
+    again = langid._model()  # memory-mapped from the cache
+    assert isinstance(again.ptc, np.memmap) and again.ptc.ctypes.data % 64 == 0
+    for m in (first, again):
+        assert np.array_equal(m.automaton, fresh["automaton"]) and np.array_equal(m.ptc, fresh["ptc"])
+        assert m.classes == fresh["classes"].tolist() and m.start == int(fresh["start"][0])
+    from bimine.filtering._cache import file_digest
+
+    key = next(tmp_path.glob("py3langid-*/key.txt")).read_text()
+    assert f"sha256 {file_digest(langid._model_file())}" in key  # another model file: another entry

@@ -1,18 +1,23 @@
 """Arrays derived from something slow to load or build (py3langid's model, Unicode tables),
 kept on disk so that each ``bimine filter`` process does not pay for them again.
 
-A cache file holds the arrays and the full description of what they were derived from
-(``key``: versions, the source file's hash, the builder's version); it is used only when that
-description is the same, so a stale file is rebuilt, never used for a different source. The
-folder is ``$BIMINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/bimine``, else ``~/.cache/bimine``;
-``BIMINE_CACHE_DIR=off`` turns the cache off. A folder that cannot be written only costs the
-rebuild. Files are written to a temporary name and renamed; NumPy ``.npz`` without pickle.
+An entry is a folder ``<name>-<hash of key>`` holding one ``.npy`` file per array and
+``key.txt``, the full description of what the arrays were derived from (versions, the source
+file's SHA-256, the builder's layout version). It is used only when ``key.txt`` holds exactly
+that description, so a stale entry is rebuilt, never used for a different source. Arrays are
+memory-mapped read-only: a process reads only the pages it touches, and processes share them.
+
+The folder is ``$BIMINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/bimine``, else
+``~/.cache/bimine``; ``BIMINE_CACHE_DIR=off`` turns the cache off. A folder that cannot be
+written only costs the rebuild. An entry is written under a temporary name and renamed when
+complete; plain ``.npy`` files, never pickle.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from collections.abc import Callable
 
 import numpy as np
@@ -37,30 +42,42 @@ def file_digest(path: str) -> str:
     return h.hexdigest()
 
 
+def _load(entry: str, key: str) -> dict[str, np.ndarray] | None:
+    try:
+        with open(os.path.join(entry, "key.txt"), encoding="utf-8") as f:
+            if f.read() != key:
+                return None
+        names = sorted(n[:-4] for n in os.listdir(entry) if n.endswith(".npy"))
+        return {n: np.load(os.path.join(entry, f"{n}.npy"), mmap_mode="r", allow_pickle=False) for n in names}
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # missing, unreadable or cut short: rebuilt
+
+
 def cached_arrays(name: str, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """The arrays ``build()`` returns, from ``<cache>/<name>-<hash of key>.npz`` when that file
-    was written for exactly ``key``; otherwise built and (best effort) written there."""
+    """The arrays ``build()`` returns (read-only memory maps when they come from the cache):
+    from the entry written for exactly ``key`` when there is one, otherwise built and (best
+    effort) written."""
     folder = cache_dir()
-    path = None
-    if folder is not None:
-        path = os.path.join(folder, f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npz")
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if "__key__" in z.files and z["__key__"].tobytes().decode("utf-8") == key:
-                    return {k: z[k] for k in z.files if k != "__key__"}
-        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError):
-            pass  # missing, unreadable or not ours: rebuild
+    if folder is None:
+        return build()
+    entry = os.path.join(folder, f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}")
+    found = _load(entry, key)
+    if found is not None:
+        return found
     arrays = build()
-    if path is not None:
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            os.makedirs(folder, exist_ok=True)
-            with open(tmp, "wb") as f:
-                np.savez(f, __key__=np.frombuffer(key.encode("utf-8"), dtype=np.uint8), **arrays)
-            os.replace(tmp, path)
-        except OSError:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
+    tmp = f"{entry}.tmp-{os.getpid()}"
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        for k, a in arrays.items():
+            np.save(os.path.join(tmp, f"{k}.npy"), np.ascontiguousarray(a), allow_pickle=False)
+        with open(os.path.join(tmp, "key.txt"), "w", encoding="utf-8") as f:
+            f.write(key)  # last: an entry without its key is never used
+        if os.path.isdir(entry):  # stale or broken (a matching one was loaded above)
+            shutil.rmtree(entry, ignore_errors=True)
+        os.rename(tmp, entry)
+    except OSError:
+        pass  # read-only or full: the arrays are used uncached; another process may have won the race
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return arrays

@@ -13,19 +13,22 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def visit_counts(data, offsets, nextmove, rowbase, output):
+def visit_counts(data, offsets, automaton, start):
     """For text ``i`` (bytes ``data[offsets[i]:offsets[i+1]]``): the features the automaton
-    emits and how often. Returns ``(rows, features, counts)``, sorted by row then feature."""
+    emits and how often. ``automaton[q] = (row base of the next state, its feature or -1)``
+    for ``q = row base + byte``; ``start``: the row base of the first state. Returns ``(rows,
+    features, counts)``, sorted by row then feature."""
     n = len(offsets) - 1
     cap = max(16, len(data))
     rows = np.empty(cap, dtype=np.int64)
     feats = np.empty(cap, dtype=np.int64)
     k = 0
     for i in range(n):
-        state = 0
+        pos = start
         for p in range(offsets[i], offsets[i + 1]):
-            state = nextmove[rowbase[state] + data[p]]
-            f = output[state]
+            q = pos + data[p]
+            f = automaton[q, 1]
+            pos = automaton[q, 0]
             if f >= 0:
                 rows[k] = i
                 feats[k] = f
@@ -36,48 +39,57 @@ def visit_counts(data, offsets, nextmove, rowbase, output):
     out_f = np.empty(k, dtype=np.int64)
     out_c = np.empty(k, dtype=np.float32)
     m = 0
-    start = 0
-    while start < k:
-        end = start
-        while end < k and rows[end] == rows[start]:
+    begin = 0
+    while begin < k:
+        end = begin
+        while end < k and rows[end] == rows[begin]:
             end += 1
-        seg = np.sort(feats[start:end])
+        seg = np.sort(feats[begin:end])
         j = 0
         while j < len(seg):
             j2 = j
             while j2 < len(seg) and seg[j2] == seg[j]:
                 j2 += 1
-            out_r[m] = rows[start]
+            out_r[m] = rows[begin]
             out_f[m] = seg[j]
             out_c[m] = j2 - j
             m += 1
             j = j2
-        start = end
+        begin = end
     return out_r[:m], out_f[:m], out_c[:m]
 
 
 @njit(cache=True, nogil=True)
-def class_probability(data, offsets, nextmove, rowbase, output, ptc, pc, wanted):
+def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted):
     """The probability, summed over the columns ``wanted``, of each text's py3langid class
     distribution, without building the ``(texts, classes)`` matrix: per text, the automaton's
     features are counted, ``log1p(count) * ptc[feature]`` summed with the class priors
-    ``pc``, scaled by ``1 / sqrt(bytes)`` and normalised (softmax). A text with no feature
-    gets the uniform distribution, as py3langid gives."""
+    ``pc`` (features in order of first appearance, as py3langid's float32 sums go), scaled by
+    ``1 / sqrt(bytes)`` and normalised (softmax over the first ``classes`` columns). A text
+    with no feature gets the uniform distribution, as py3langid gives.
+
+    ``ptc`` and ``pc`` have their class columns padded with zeros to a multiple of the vector
+    width (and ``ptc``'s rows aligned to cache lines), so each row is added in whole vectors;
+    the padding columns are never read back. ``log1p`` of each count comes from a table."""
     n = len(offsets) - 1
-    classes = ptc.shape[1]
+    width = ptc.shape[1]
     out = np.empty(n, dtype=np.float64)
     longest = 1
     for i in range(n):
         longest = max(longest, offsets[i + 1] - offsets[i])
     touched = np.empty(longest, dtype=np.int64)
+    weight = np.empty(longest + 1, dtype=np.float32)
+    for j in range(longest + 1):
+        weight[j] = np.float32(np.log1p(np.float32(j)))
     counts = np.zeros(ptc.shape[0], dtype=np.int32)
-    s = np.empty(classes, dtype=np.float32)
+    s = np.empty(width, dtype=np.float32)
     for i in range(n):
         k = 0
-        state = 0
+        pos = start
         for p in range(offsets[i], offsets[i + 1]):
-            state = nextmove[rowbase[state] + data[p]]
-            f = output[state]
+            q = pos + data[p]
+            f = automaton[q, 1]
+            pos = automaton[q, 0]
             if f >= 0:
                 if counts[f] == 0:
                     touched[k] = f
@@ -89,10 +101,10 @@ def class_probability(data, offsets, nextmove, rowbase, output, ptc, pc, wanted)
         s[:] = pc
         for j in range(k):
             f = touched[j]
-            w = np.float32(np.log1p(np.float32(counts[f])))
+            w = weight[counts[f]]
             counts[f] = 0
             row = ptc[f]
-            for c in range(classes):
+            for c in range(width):
                 s[c] += w * row[c]
         scale = np.float32(1.0 / np.sqrt(max(offsets[i + 1] - offsets[i], 1)))
         top = s[0] * scale

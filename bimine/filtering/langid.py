@@ -21,6 +21,7 @@ NaN and the pair is judged by its other side (accepted when neither side is chec
 from __future__ import annotations
 
 import math
+import os
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -34,7 +35,8 @@ _IDENT = None
 
 
 def identifier():
-    """py3langid's identifier with normalised probabilities (loaded once, ~0.5 s)."""
+    """py3langid's identifier with normalised probabilities (loaded once, ~0.7 s). The
+    filters need only :func:`_model`, which is cached on disk."""
     global _IDENT
     if _IDENT is None:
         try:
@@ -45,27 +47,102 @@ def identifier():
     return _IDENT
 
 
+@dataclass(frozen=True)
+class LangidModel:
+    """py3langid's model as the compiled kernels read it.
+
+    ``automaton[q] = (row base of the next state, its feature or -1)`` for ``q`` = the row
+    base of the current state + the next byte (py3langid's ``tk_nextmove``, ``_rowbase`` and
+    ``tk_output`` folded into one lookup), ``start`` the row base of the first state; ``ptc``
+    the per-feature class log-probabilities, class columns padded with zeros to ``width`` (a
+    multiple of 16) and rows aligned to 64 bytes; ``pc`` the priors, padded alike; ``classes``
+    the labels (``n_classes`` of them) and ``alias_pairs`` py3langid's (first, duplicate)
+    columns of labels that appear twice."""
+
+    automaton: np.ndarray
+    start: int
+    ptc: np.ndarray
+    pc: np.ndarray
+    classes: list[str]
+    alias_pairs: list[tuple[int, int]]
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+
+_VERSION = 1  # of the derived tables' layout: part of the cache key
+_MODEL: LangidModel | None = None
+
+
+def _model_file() -> str:
+    try:
+        from py3langid.langid import MODEL_DIR, MODEL_FILE
+    except ImportError:
+        raise ConfigError("the wrong-language filter needs py3langid (pip install py3langid)") from None
+    path = str(MODEL_FILE)
+    return path if os.path.isabs(path) else os.path.join(str(MODEL_DIR), path)
+
+
+def _build_model() -> dict[str, np.ndarray]:
+    ident = identifier()
+    nextmove = np.frombuffer(ident.tk_nextmove, dtype=np.dtype(ident.tk_nextmove.typecode))
+    rowbase = np.asarray(ident._rowbase, dtype=np.int64)
+    output = np.asarray(ident.tk_output, dtype=np.int64)
+    if max(int(rowbase.max()) + 256, len(output), int(output.max()) + 1) >= 2**31:
+        raise ConfigError("py3langid's model is too large for the compiled walk")  # pragma: no cover
+    automaton = np.empty((len(nextmove), 2), dtype=np.int32)
+    automaton[:, 0] = rowbase[nextmove]
+    automaton[:, 1] = output[nextmove]
+    ptc = np.asarray(ident.nb_ptc, dtype=np.float32)
+    width = -(-ptc.shape[1] // 16) * 16
+    padded = np.zeros((ptc.shape[0], width), dtype=np.float32)
+    padded[:, : ptc.shape[1]] = ptc
+    pc = np.zeros(width, dtype=np.float32)
+    pc[: ptc.shape[1]] = np.asarray(ident.nb_pc, dtype=np.float32)
+    return {"automaton": automaton, "start": np.array([rowbase[0]], dtype=np.int64), "ptc": padded, "pc": pc,
+            "classes": np.array(list(ident.nb_classes)),
+            "alias_pairs": np.array(ident._alias_pairs, dtype=np.int64).reshape(-1, 2)}
+
+
+def _aligned(a: np.ndarray, align: int = 64) -> np.ndarray:
+    """``a`` in a buffer whose start is aligned to ``align`` bytes (rows of 64-byte multiples
+    then start on cache lines)."""
+    if a.ctypes.data % align == 0 and a.flags.c_contiguous:
+        return a
+    buf = np.empty(a.nbytes + align, dtype=np.uint8)
+    skip = -buf.ctypes.data % align
+    out = buf[skip : skip + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+def _model() -> LangidModel:
+    """The derived tables (:class:`LangidModel`), from the disk cache when they were built
+    from this very model file (SHA-256) by this py3langid version and this code's layout
+    (:mod:`bimine.filtering._cache`); else from py3langid's model (~0.7 s), then cached."""
+    global _MODEL
+    if _MODEL is None:
+        from importlib.metadata import version
+
+        from bimine.filtering._cache import cached_arrays, file_digest
+
+        path = _model_file()
+        key = (f"py3langid tables v{_VERSION}; py3langid {version('py3langid')}; model {path} "
+               f"sha256 {file_digest(path)}")
+        t = cached_arrays("py3langid", key, _build_model)
+        _MODEL = LangidModel(automaton=t["automaton"], start=int(t["start"][0]), ptc=_aligned(t["ptc"]),
+                             pc=t["pc"], classes=[str(c) for c in t["classes"].tolist()],
+                             alias_pairs=[(int(i), int(j)) for i, j in t["alias_pairs"].tolist()])
+    return _MODEL
+
+
 def language_columns(lang: str) -> np.ndarray:
     """Columns of the identifier's output that count as ``lang`` (itself and its relatives);
     empty when the identifier knows none of them."""
-    ident = identifier()
     accepted = _related(normalize_lang(lang))
-    cols = [i for i, c in enumerate(ident.nb_classes) if is_lang_code(c) and normalize_lang(c) in accepted]
+    cols = [i for i, c in enumerate(_model().classes) if is_lang_code(c) and normalize_lang(c) in accepted]
     return np.array(cols, dtype=np.int64)
-
-
-_TABLES = None
-
-
-def _tables():
-    """py3langid's automaton as NumPy arrays, for the compiled walk (built once)."""
-    global _TABLES
-    if _TABLES is None:
-        ident = identifier()
-        _TABLES = (np.frombuffer(ident.tk_nextmove, dtype=np.dtype(ident.tk_nextmove.typecode)).astype(np.int64),
-                   np.asarray(ident._rowbase, dtype=np.int64), np.asarray(ident.tk_output, dtype=np.int64),
-                   np.asarray(ident.nb_ptc, dtype=np.float32))
-    return _TABLES
 
 
 def _encode(text: str) -> bytes:
@@ -83,22 +160,22 @@ def language_probs(texts: list[str]) -> np.ndarray:
 
     from bimine.filtering._langid_kernel import visit_counts
 
-    ident = identifier()
-    nextmove, rowbase, output, ptc = _tables()
+    model = _model()
+    nc = model.n_classes
     enc = [_encode(t) for t in texts]
     lengths = np.array([len(b) for b in enc], dtype=np.int64)
     offsets = np.zeros(len(enc) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     data = np.frombuffer(b"".join(enc), dtype=np.uint8)
-    r, f, c = visit_counts(data, offsets, nextmove, rowbase, output)
-    m = csr_matrix((np.log1p(c), (r, f)), shape=(len(texts), ptc.shape[0]), dtype=np.float32)
-    scores = np.asarray(m @ ptc, dtype=np.float32) + ident.nb_pc.astype(np.float32)
+    r, f, c = visit_counts(data, offsets, model.automaton, model.start)
+    m = csr_matrix((np.log1p(c), (r, f)), shape=(len(texts), model.ptc.shape[0]), dtype=np.float32)
+    scores = np.asarray(m @ model.ptc, dtype=np.float32)[:, :nc] + model.pc[:nc]
     empty = np.bincount(r, minlength=len(texts)) == 0
     scores[empty] = 0.0  # no feature: a uniform distribution, as py3langid gives
     scores *= (1.0 / np.sqrt(np.maximum(lengths, 1))).astype(np.float32)[:, None]
     scores = np.exp(scores - scores.max(axis=1, keepdims=True))
     scores /= scores.sum(axis=1, keepdims=True)
-    for i, j in ident._alias_pairs:
+    for i, j in model.alias_pairs:
         scores[:, i] += scores[:, j]
         scores[:, j] = 0.0
     return scores
@@ -114,19 +191,10 @@ def language_scores(texts: list[str], lang: str) -> np.ndarray:
         return np.zeros(0)
     from bimine.filtering._langid_kernel import class_probability
 
-    nextmove, rowbase, output, ptc = _tables()
+    model = _model()
     data, offsets = _encode_batch(texts)
-    return class_probability(data, offsets, nextmove, rowbase, output, ptc, _priors(), _source_columns(cols))
-
-
-_PRIORS = None
-
-
-def _priors() -> np.ndarray:
-    global _PRIORS
-    if _PRIORS is None:
-        _PRIORS = np.ascontiguousarray(identifier().nb_pc, dtype=np.float32)
-    return _PRIORS
+    return class_probability(data, offsets, model.automaton, model.start, model.ptc, model.pc, model.n_classes,
+                             _source_columns(cols))
 
 
 def _source_columns(cols: np.ndarray) -> np.ndarray:
@@ -134,7 +202,7 @@ def _source_columns(cols: np.ndarray) -> np.ndarray:
     into their first label (as :func:`language_probs` folds them)."""
     wanted = set(int(c) for c in cols)
     src = set(wanted)
-    for i, j in identifier()._alias_pairs:
+    for i, j in _model().alias_pairs:
         if i in wanted:
             src.add(j)
         elif j in wanted:
