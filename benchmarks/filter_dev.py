@@ -247,7 +247,17 @@ def bimine_scorers(tsv: str, xx: str, spec, pipeline_yaml: str, model: str, colu
     keep = np.array([r[fh.index("keep")] == "1" for r in frows])
     res.scorers.append(Scorer("bimine", "bimine rules (keep)", keep.astype(np.float64), keep,
                               note="bimine filter --no-model"))
+    # what `bimine filter --top-fraction/--token-budget` ranks by: the graded scores among the
+    # pairs the rules keep, the pairs the rules drop below all of them
+    for name in [n for n in ("score",) + tuple(n for n in names if n in GRADED) if n in names]:
+        v = np.array([float(r[header.index(name)]) for r in rows])
+        gated = np.where(keep, v, np.nanmin(v) - 1.0 - np.abs(np.nanmin(v)))
+        res.scorers.append(Scorer("bimine", f"rules, then {name}", gated))
     return res
+
+
+# graded scores also shown gated by the rules (besides `score`), when present in the pipeline
+GRADED = ("margin", "confidence", "fc", "bigru")
 
 
 # ---------------------------------------------------------------- peers

@@ -12,7 +12,8 @@ side among the candidates (002 Eq. 2); the calibrated confidence (000), the clas
 frozen embeddings (002) and the siamese BiGRU (003), each trained by ``bimine
 train-classifier`` on en-fr pairs of ``shared/data/train`` (a seeded window of up to 8,000
 pairs from each source) with newstest2012 as the dev set of the decision threshold; and the
-combination (002 Eq. 3: the sum of the min-max normalised scores, Eq. 4).
+combinations (002 Eq. 3: the sum of the min-max normalised scores, Eq. 4): margin + fc (002's
+margin + classifier), margin + confidence, and all five.
 
     python -m benchmarks.filter_noise_ratio                # en-fr, default model
     python -m benchmarks.filter_noise_ratio --pair en-de --model e5-small
@@ -201,8 +202,11 @@ def main(argv: list[str] | None = None) -> int:
                 sims[kind] = mat
             else:
                 sims[kind] = clf.score_matrix(xs, y_t, enc, src_lang=src, tgt_lang=tgt)
-        parts = [s for s in ("margin", "fc", "bigru") if s in sims]
-        sims["combined (" + " + ".join(parts) + ")"] = sum(minmax(sims[s]) for s in parts)
+        singles = list(sims)
+        for parts in (("margin", "fc"), ("margin", "confidence"), tuple(singles)):
+            if len(parts) > 1 and all(p in sims for p in parts):
+                name = "all five" if parts == tuple(singles) and len(parts) == 5 else " + ".join(parts)
+                sims[f"combined ({name})"] = sum(minmax(sims[p]) for p in parts)
         results[f"{ratio:.1f}"] = {name: evaluate(m, gold) for name, m in sims.items()}
         print(f"noise {ratio:.1f}: " + ", ".join(f"{n} F1 {r['F1']:.3f}" for n, r in results[f"{ratio:.1f}"].items()),
               file=sys.stderr, flush=True)
