@@ -9,7 +9,10 @@ this shape, so that one pipeline runs them in order, records one column per scor
 combines them (a clean-low score enters a combination negated).
 
 A *stateful* filter (duplicates) depends on the pairs before it and must see the blocks in
-input order, in one process; the others score any block anywhere.
+input order, in one process; the others score any block anywhere. A stateful filter may split
+off the part of its work that does not depend on earlier blocks (:meth:`PairFilter.prepare`,
+e.g. hashing the pairs), which the pipeline then runs in its worker processes with the
+stateless filters, and :meth:`PairFilter.score_prepared` finishes in order.
 """
 
 from __future__ import annotations
@@ -43,6 +46,16 @@ class PairFilter:
 
     def score(self, src: list[str], tgt: list[str]) -> np.ndarray:
         raise NotImplementedError
+
+    def prepare(self, src: list[str], tgt: list[str]) -> object | None:
+        """A stateful filter's work on a block that needs no earlier block (may run in another
+        process; the result is pickled back). None: nothing to prepare."""
+        return None
+
+    def score_prepared(self, src: list[str], tgt: list[str], prepared: object | None) -> np.ndarray:
+        """:meth:`score`, given what :meth:`prepare` returned for the same block (or None when
+        it was not called)."""
+        return self.score(src, tgt)
 
     def accept(self, scores: np.ndarray) -> np.ndarray:
         """True where the score is on the clean side of the threshold (inclusive); a NaN

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -255,6 +256,9 @@ class FilterReport:
     failed: Counter = field(default_factory=Counter)
     dropped_by: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    # wall-clock seconds of this process per phase: reading blocks, scoring (or waiting for the
+    # workers), spooling, whole-corpus scores, decisions, writing the outputs, the report
+    seconds: Counter = field(default_factory=Counter)
 
     def summary(self, filtering: bool) -> str:
         if not filtering:
@@ -271,9 +275,14 @@ class FilterReport:
 _WORKER_FILTERS: list[PairFilter] = []
 
 
-def _score_stateless(args: tuple[list[int], list[str], list[str]]) -> dict[int, np.ndarray]:
-    idx, src, tgt = args
-    return {i: _WORKER_FILTERS[i].score(src, tgt) for i in idx}
+def _score_stateless(args: tuple[list[int], list[int], list[str], list[str]]) -> tuple[dict, dict]:
+    """In a worker: the stateless filters' scores and the stateful filters' prepared parts."""
+    idx, prep, src, tgt = args
+    return {i: _WORKER_FILTERS[i].score(src, tgt) for i in idx}, {i: _WORKER_FILTERS[i].prepare(src, tgt) for i in prep}
+
+
+def _prepares(f: PairFilter) -> bool:
+    return type(f).prepare is not PairFilter.prepare
 
 
 def check_filters(filters: list[PairFilter]) -> None:
@@ -356,6 +365,7 @@ def run_pipeline(
     import tempfile
 
     global _WORKER_FILTERS
+    t_start = time.perf_counter()
     check_filters(filters)
     sel = selection or Selection()
     report = FilterReport()
@@ -367,13 +377,9 @@ def run_pipeline(
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
     tmp_report = f"{report_path}.tmp-{os.getpid()}" if report_path else None
     spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
+    prepared = [i for i in stateful if _prepares(filters[i])]
     pool = None
     try:
-        if workers > 1 and stateless:
-            import multiprocessing as mp
-
-            _WORKER_FILTERS = filters
-            pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
         rows_path = os.path.join(spool.name, "rows.tsv")
         score_path = os.path.join(spool.name, "scores.f64")
         width = None
@@ -383,10 +389,10 @@ def run_pipeline(
         with open(rows_path, "wb") as rows_f, open(score_path, "wb") as score_f:
             pending: list = []
 
-            def finish(block: PairBlock, computed: dict[int, np.ndarray]) -> None:
+            def finish(block: PairBlock, computed: dict[int, np.ndarray], prep: dict[int, object]) -> None:
                 nonlocal width
                 for i in stateful:  # in input order, in this process
-                    computed[i] = filters[i].score(block.src, block.tgt)
+                    computed[i] = filters[i].score_prepared(block.src, block.tgt, prep.get(i))
                 for i in corpus:  # scored once the whole corpus is seen
                     filters[i].collect(block.src, block.tgt)
                     computed[i] = np.full(len(block.src), np.nan)
@@ -411,16 +417,31 @@ def run_pipeline(
                 if progress is not None:
                     progress.update(len(block.src))
 
+            clock = time.perf_counter()
             for block in blocks:
+                report.seconds["read"] += time.perf_counter() - clock
+                if pool is None and workers > 1 and (stateless or prepared):
+                    # warm up here (compiled kernels, tables) before forking: the workers inherit it
+                    for i in stateless + prepared:
+                        filters[i].prepare(block.src[:2], block.tgt[:2]) if i in prepared else \
+                            filters[i].score(block.src[:2], block.tgt[:2])
+                    import multiprocessing as mp
+
+                    _WORKER_FILTERS = filters
+                    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
                 if pool is None:
-                    finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless})
-                    continue
-                pending.append((block, pool.submit(_score_stateless, (stateless, block.src, block.tgt))))
-                while len(pending) > 2 * workers:
-                    b, fut = pending.pop(0)
-                    finish(b, fut.result())
+                    finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless}, {})
+                else:
+                    pending.append((block, pool.submit(_score_stateless, (stateless, prepared, block.src,
+                                                                           block.tgt))))
+                    while len(pending) > 2 * workers:
+                        b, fut = pending.pop(0)
+                        finish(b, *fut.result())
+                clock = time.perf_counter()
             for b, fut in pending:
-                finish(b, fut.result())
+                finish(b, *fut.result())
+        report.seconds["score+spool"] = time.perf_counter() - t_start - report.seconds["read"]
+        clock = time.perf_counter()
         n = report.pairs
         # the score table stays on disk (mapped), a column at a time in memory
         table = (np.memmap(score_path, dtype=np.float64, mode="r+", shape=(n, len(filters))) if n and filters
@@ -465,6 +486,8 @@ def run_pipeline(
                 report.dropped_by["score"] += int(dropped.sum())
                 keep &= chosen
         report.kept = int(keep.sum())
+        report.seconds["decide"] = time.perf_counter() - clock
+        clock = time.perf_counter()
         examples = None
         if tmp_report and filtering:
             from bimine.filtering.report import Example, Examples
@@ -511,6 +534,8 @@ def run_pipeline(
                                 tgt=parts[c_tgt - 1], scores=np.asarray(table[j], dtype=np.float64).tolist(),
                                 total=float(total[j])))
                 a = b
+        report.seconds["write"] = time.perf_counter() - clock
+        clock = time.perf_counter()
         if tmp_report:
             from bimine.filtering.report import render_report
 
@@ -523,6 +548,7 @@ def run_pipeline(
                                  info=info, filtering=filtering)
             with open(tmp_report, "w", encoding="utf-8", newline="\n") as report_f:
                 report_f.write(page)
+            report.seconds["report"] = time.perf_counter() - clock
         os.replace(tmp, output)
         if tmp_kept:
             os.replace(tmp_kept, kept_output)

@@ -283,16 +283,25 @@ class Duplicates(PairFilter):
         self._counts = np.zeros(1 << 16, dtype=np.int64)
         self._used = 0
 
-    def score(self, src, tgt):
-        from bimine.filtering._text_kernel import count_seen, pair_keys
+    def prepare(self, src, tgt):
+        """The pairs' 128-bit keys (stateless: computed in the pipeline's workers)."""
+        from bimine.filtering._text_kernel import pair_keys
 
         if self.lowercase:  # lower(" ".join(s.split())) == " ".join(s.lower().split())
             src, tgt = [s.lower() for s in src], [t.lower() for t in tgt]
         a, b = text_stats(src), text_stats(tgt)
-        k1, k2 = pair_keys(a.dup1, a.dup2, b.dup1, b.dup2)
+        return pair_keys(a.dup1, a.dup2, b.dup1, b.dup2)
+
+    def score_prepared(self, src, tgt, prepared):
+        from bimine.filtering._text_kernel import count_seen
+
+        k1, k2 = prepared if prepared is not None else self.prepare(src, tgt)
         out, self._used, self._keys1, self._keys2, self._counts = count_seen(
             k1, k2, self._keys1, self._keys2, self._counts, self._used)
         return out
+
+    def score(self, src, tgt):
+        return self.score_prepared(src, tgt, None)
 
 
 RULES = {cls.name: cls for cls in (EmptySide, IdenticalSides, LengthRatio, MinLength, MaxLength, NumbersDiffer,
