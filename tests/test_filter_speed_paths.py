@@ -417,3 +417,85 @@ def test_cached_langid_tables_equal_freshly_built_ones(tmp_path, monkeypatch):
 
     key = next(tmp_path.glob("py3langid-*/key.txt")).read_text()
     assert f"sha256 {file_digest(langid._model_file())}" in key  # another model file: another entry
+
+
+# ---------------------------------------------------------------- shared embeddings
+
+class _CountingEncoder:
+    """Unit vectors from each text's characters (deterministic), counting the texts it embeds."""
+
+    dim = 8
+
+    def __init__(self):
+        self.calls: list[tuple[str, int]] = []
+
+    def encode(self, sentences, lang):
+        self.calls.append((lang, len(sentences)))
+        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        for i, s in enumerate(sentences):
+            for j, ch in enumerate(s + lang):
+                out[i, (ord(ch) + j) % self.dim] += 1.0 + (j % 3)
+        out += 1e-3
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_each_side_of_a_block_is_embedded_once(tmp_path):
+    from test_filter_pipeline import _blocks, read_tsv
+
+    from bimine.filtering.pipeline import run_pipeline
+    from bimine.filtering.scores import CosineScore, MarginScore, corpus_margin
+
+    enc = _CountingEncoder()
+    # blocks of equal length whose texts differ: a reuse across blocks would show in the cosine
+    src = [f"sentence {i} about cats" for i in range(12)]
+    tgt = [f"phrase {11 - i} sur les chats" for i in range(12)]
+    out = tmp_path / "o.tsv"
+    run_pipeline(_blocks(src, tgt, 3), [CosineScore(encoder=enc, src_lang="en", tgt_lang="fr"),
+                                        MarginScore(encoder=enc, src_lang="en", tgt_lang="fr", k=2)], str(out))
+    assert enc.calls == [("en", 3), ("fr", 3)] * 4  # not 8 per block pair
+    rows = read_tsv(out)
+    ref = _CountingEncoder()
+    u, v = ref.encode(src, "en"), ref.encode(tgt, "fr")
+    np.testing.assert_allclose([float(r["cosine"]) for r in rows], np.einsum("ij,ij->i", u, v), rtol=1e-5)
+    np.testing.assert_allclose([float(r["margin"]) for r in rows], corpus_margin(u, v, k=2), rtol=1e-5)
+
+
+def test_the_embedding_cache_never_mixes_texts_languages_or_encoders():
+    from bimine.filtering import scores
+    from bimine.filtering.scores import embed
+
+    enc, other = _CountingEncoder(), _CountingEncoder()
+    block = ["a cat", "a dog"]
+    first = embed(enc, block, "en")
+    assert embed(enc, block, "en") is first and len(enc.calls) == 1  # the same list: reused
+    assert embed(enc, list(block), "en") is first  # an equal list (a worker's copy): equal texts, reused
+    assert embed(enc, block, "fr") is not first  # another language
+    assert embed(other, block, "en") is not first and len(other.calls) == 1  # another encoder
+    block[1] = "a bird"  # the same list object, changed: embedded again, never the old vectors
+    again = embed(enc, block, "en")
+    np.testing.assert_allclose(again, _CountingEncoder().encode(["a cat", "a bird"], "en"))
+    for k in range(6):  # blocks of one length with other texts: each gets its own embeddings
+        texts = [f"text {k} {j}" for j in range(2)]
+        np.testing.assert_allclose(embed(enc, texts, "en"), _CountingEncoder().encode(texts, "en"))
+    assert len(scores._EMBED_CACHE) <= scores.EMBED_CACHE_SIZE
+
+
+def test_workers_embed_once_and_give_the_same_output(tmp_path, tiny_model):
+    from test_filter_pipeline import _blocks
+
+    from bimine import load_encoder
+    from bimine.filtering.pipeline import run_pipeline
+    from bimine.filtering.rules import Duplicates, EmptySide
+    from bimine.filtering.scores import CosineScore, MarginScore
+
+    enc = load_encoder(tiny_model)
+    src = [f"sentence number {i} about cats" for i in range(23)] + ["", "sentence number 3 about cats"]
+    tgt = [f"phrase numéro {i % 7} sur les chats" for i in range(25)]
+    outs = []
+    for workers in (1, 2):
+        out = tmp_path / f"o{workers}.tsv"
+        filters = [EmptySide(), CosineScore(encoder=enc, src_lang="en", tgt_lang="fr"), Duplicates(),
+                   MarginScore(encoder=enc, src_lang="en", tgt_lang="fr", k=3)]
+        run_pipeline(_blocks(src, tgt, 4), filters, str(out), workers=workers)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]

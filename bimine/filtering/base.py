@@ -9,10 +9,11 @@ this shape, so that one pipeline runs them in order, records one column per scor
 combines them (a clean-low score enters a combination negated).
 
 A *stateful* filter (duplicates) depends on the pairs before it and must see the blocks in
-input order, in one process; the others score any block anywhere. A stateful filter may split
-off the part of its work that does not depend on earlier blocks (:meth:`PairFilter.prepare`,
-e.g. hashing the pairs), which the pipeline then runs in its worker processes with the
-stateless filters, and :meth:`PairFilter.score_prepared` finishes in order.
+input order, in one process; the others score any block anywhere. A stateful or corpus-level
+filter may split off the part of its work that does not depend on other blocks
+(:meth:`PairFilter.prepare`: hashing the pairs, embedding them), which the pipeline then runs
+in its worker processes with the stateless filters; :meth:`PairFilter.score_prepared` or
+:meth:`PairFilter.collect_prepared` finishes in order.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ class PairFilter:
         """:meth:`score`, given what :meth:`prepare` returned for the same block (or None when
         it was not called)."""
         return self.score(src, tgt)
+
+    def collect_prepared(self, src: list[str], tgt: list[str], prepared: object | None) -> None:
+        """:meth:`collect` (corpus-level filters), given what :meth:`prepare` returned for the
+        same block (or None when it was not called)."""
+        self.collect(src, tgt)
 
     def accept(self, scores: np.ndarray) -> np.ndarray:
         """True where the score is on the clean side of the threshold (inclusive); a NaN

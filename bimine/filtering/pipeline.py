@@ -377,7 +377,7 @@ def run_pipeline(
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
     tmp_report = f"{report_path}.tmp-{os.getpid()}" if report_path else None
     spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
-    prepared = [i for i in stateful if _prepares(filters[i])]
+    prepared = [i for i in stateful + corpus if _prepares(filters[i])]
     pool = None
     try:
         rows_path = os.path.join(spool.name, "rows.tsv")
@@ -394,7 +394,7 @@ def run_pipeline(
                 for i in stateful:  # in input order, in this process
                     computed[i] = filters[i].score_prepared(block.src, block.tgt, prep.get(i))
                 for i in corpus:  # scored once the whole corpus is seen
-                    filters[i].collect(block.src, block.tgt)
+                    filters[i].collect_prepared(block.src, block.tgt, prep.get(i))
                     computed[i] = np.full(len(block.src), np.nan)
                 m = np.zeros((len(block.src), len(filters)))
                 for i, f in enumerate(filters):

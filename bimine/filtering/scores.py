@@ -1,4 +1,11 @@
-"""Graded pair scores from sentence embeddings (kind ``"score"``: summed into ``score``)."""
+"""Graded pair scores from sentence embeddings (kind ``"score"``: summed into ``score``).
+
+The cosine and the margin of the default pipeline read the same embeddings of each block:
+:func:`embed` keeps the last few results, keyed by the encoder object, the language and the
+texts themselves (a copy of the list, compared element by element: the same string objects
+match at once, other lists only when every text is equal), so each side of a block is embedded
+once, and a block can never get another block's embeddings.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bimine.filtering.base import PairFilter
+
+_EMBED_CACHE: list[tuple[object, str, list[str], np.ndarray]] = []
+EMBED_CACHE_SIZE = 2  # a block's two sides
+
+
+def embed(encoder, texts: list[str], lang: str) -> np.ndarray:
+    """``encoder.encode(texts, lang)``, reused when the same encoder was just asked for the same
+    texts in the same language (the result is shared: callers must not modify it)."""
+    for enc, held_lang, held, emb in _EMBED_CACHE:
+        if enc is encoder and held_lang == lang and len(held) == len(texts) and held == texts:
+            return emb
+    emb = encoder.encode(texts, lang)
+    _EMBED_CACHE.append((encoder, lang, list(texts), emb))
+    del _EMBED_CACHE[:-EMBED_CACHE_SIZE]
+    return emb
 
 
 @dataclass
@@ -25,8 +47,8 @@ class CosineScore(PairFilter):
     batch_size: int = field(default=8192, repr=False)
 
     def score(self, src, tgt):
-        u = self.encoder.encode(src, self.src_lang)
-        v = self.encoder.encode(tgt, self.tgt_lang)
+        u = embed(self.encoder, src, self.src_lang)
+        v = embed(self.encoder, tgt, self.tgt_lang)
         return np.einsum("ij,ij->i", u, v).astype(np.float64)
 
 
@@ -97,11 +119,20 @@ class MarginScore(PairFilter):
         self._blank_s: list[np.ndarray] = []
         self._blank_t: list[np.ndarray] = []
 
-    def collect(self, src, tgt):
-        self._u.append(self.encoder.encode(src, self.src_lang))
-        self._v.append(self.encoder.encode(tgt, self.tgt_lang))
+    def prepare(self, src, tgt):
+        """Both sides' embeddings (stateless: computed in the pipeline's workers, where the
+        cosine of the same block has just embedded them: :func:`embed`)."""
+        return embed(self.encoder, src, self.src_lang), embed(self.encoder, tgt, self.tgt_lang)
+
+    def collect_prepared(self, src, tgt, prepared):
+        u, v = prepared if prepared is not None else self.prepare(src, tgt)
+        self._u.append(u)
+        self._v.append(v)
         self._blank_s.append(np.array([not s.strip() for s in src], dtype=bool))
         self._blank_t.append(np.array([not t.strip() for t in tgt], dtype=bool))
+
+    def collect(self, src, tgt):
+        self.collect_prepared(src, tgt, None)
 
     def finalize(self):
         if not self._u:
