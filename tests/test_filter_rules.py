@@ -60,13 +60,38 @@ def test_length_ratio_and_lengths():
 
 
 def test_numbers():
-    assert numbers("It costs 1,000.50 dollars in 2019") == {"100050": 1, "2019": 1}
-    assert numbers("Il coûte 1 000,50 dollars en 2019") == {"100050": 1, "2019": 1}
+    assert numbers("It costs 1,000.50 dollars in 2019") == {"1000.5": 1, "2019": 1}
+    assert numbers("Il coûte 1 000,50 dollars en 2019") == {"1000.5": 1, "2019": 1}
     assert numbers("٢٠١٩") == {"2019": 1}
     pairs = [("In 2019, 3 cats.", "En 2019, 3 chats."), ("In 2019.", "En 2018."), ("No digits.", "Pas de chiffres."),
              ("3 and 3", "3"), ("In 2019", "في ٢٠١٩")]
     s, ok = run(NumbersDiffer(), pairs)
     assert s == [0.0, 2.0, 0.0, 1.0, 0.0] and ok == [True, False, True, False, True]
+
+
+def test_numbers_one_number_in_any_convention():
+    thousand = ["1,000", "1.000", "1 000", "1\u00a0000", "1\u202f000", "1'000", "١٬٠٠٠", "१,०००", "1000"]
+    assert all(numbers(t) == {"1000": 1} for t in thousand), [numbers(t) for t in thousand]
+    # decimals: the separator other than the grouping one, trailing zeros dropped
+    for same in (["2.5", "2,5", "2,50", "2.500000e", "٢٫٥", "२.५०"], ["1,000.5", "1.000,50", "1 000,5", "١٬٠٠٠٫٥"],
+                 ["2", "2.0", "2,00"], ["0.001", "0,0010"], ["100,000", "1,00,000", "100 000"]):
+        assert len({frozenset(numbers(t).items()) for t in same}) == 1, [numbers(t) for t in same]
+    assert numbers("3.14159 and 10.000.000,00") == {"3.14159": 1, "10000000": 1}
+    assert numbers("2.5") != numbers("25") and numbers("2.05") != numbers("2.5")
+    assert numbers("12,34,56,789") == {"123456789": 1}  # Indian grouping
+
+
+def test_numbers_a_separator_only_joins_groups_of_three():
+    assert numbers("in 2012 15 people") == numbers("en 2012, 15 personnes") == {"2012": 1, "15": 1}
+    assert numbers("In 2012 150 people came") == {"2012": 1, "150": 1}  # a first group of four digits
+    assert numbers("1'5") == {"1": 1, "5": 1} and numbers("1 00") == {"1": 1, "00": 1}
+    assert numbers("1,000,00") == {"1000": 1, "00": 1} and numbers("1.234.5") == {"1234": 1, "5": 1}
+    assert numbers("0.500") == {"0.5": 1}  # 0 never starts a grouped number
+    s, ok = run(NumbersDiffer(), [("In 2012 15 people came.", "En 2012, 15 personnes sont venues."),
+                                  ("It costs 2.5 euros.", "Ça coûte 2,50 euros."),
+                                  ("It costs 2.5 euros.", "Ça coûte 25 euros."),
+                                  ("1,000 men", "1 000 hommes"), ("1,000 men", "100 hommes")])
+    assert s == [0.0, 0.0, 2.0, 0.0, 2.0] and ok == [True, True, False, True, False]
 
 
 def test_urls():

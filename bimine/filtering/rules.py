@@ -159,16 +159,80 @@ class MaxLength(PairFilter):
         return np.maximum(_units(src), _units(tgt))
 
 
-# a number: digits (any script) with inner separators of thousands or decimals
-_NUMBER_RE = re.compile(r"\d+(?:[.,'\u00a0\u202f\u2009 ]\d+)*")
+# a run of digits (any script) and inner separators, split into numbers by _parse_number
+_NUMBER_RE = re.compile(r"\d+(?:[.,'\u066b\u066c\u00a0\u202f\u2009 ]\d+)*")
+_GROUP_SEPS = frozenset(",.'\u066c\u00a0\u202f\u2009 ")  # thousands: 1,000 1.000 1'000 ١٬٠٠٠ 1 000
+_DECIMAL_SEPS = frozenset(".,\u066b")  # 2.5 2,5 ٢٫٥
+class _DigitMap(dict):
+    """``str.translate`` table from any script's decimal digits to ASCII, filled as met."""
+
+    def __missing__(self, c: int) -> str:
+        ch = chr(c)
+        self[c] = str(unicodedata.decimal(ch)) if ch.isdecimal() else ch
+        return self[c]
+
+
+_ASCII_DIGITS = _DigitMap()
+
+
+def _ascii_digits(s: str) -> str:
+    return s if s.isascii() else s.translate(_ASCII_DIGITS)
+
+
+def _grouped(groups: list[str], seps: list[str], i: int) -> tuple[int, str | None]:
+    """The last group of the thousands-grouped integer that starts at group ``i`` (``i`` itself
+    when none does) and its separator: a first group of 1-3 digits not starting with 0, then
+    groups of exactly three digits behind one same separator (1,000,000; 1 000; 1.000), or
+    Indian grouping with commas (1,00,000: groups of two, then one of three)."""
+    n = len(groups) - 1
+    if not 1 <= len(groups[i]) <= 3 or groups[i][0] == "0":
+        return i, None
+    j, sep = i, None
+    while j < n and len(groups[j + 1]) == 3 and seps[j] in _GROUP_SEPS and seps[j] == (sep or seps[j]):
+        sep, j = seps[j], j + 1
+    if j > i:
+        return j, sep
+    if len(groups[i]) <= 2:  # Indian: 1,00,000 and 12,34,56,789
+        k = i
+        while k < n and len(groups[k + 1]) == 2 and seps[k] == ",":
+            k += 1
+        if k > i and k < n and len(groups[k + 1]) == 3 and seps[k] == ",":
+            return k + 1, ","
+    return i, None
+
+
+def _parse_number(token: str) -> list[str]:
+    """The numbers of one run of digits and separators (:data:`_NUMBER_RE`), in ASCII: a
+    grouped or plain integer part (separators dropped), then a decimal part behind ``.``, ``,``
+    or ``٫`` other than the grouping separator, trailing zeros dropped (``2,50`` is ``2.5``,
+    ``2.0`` is ``2``). A separator that does not fit (``2012 15``, ``1'5``) ends the number and
+    the next one starts behind it."""
+    parts = re.split(r"(\D)", _ascii_digits(token))
+    groups, seps = parts[0::2], parts[1::2]
+    out = []
+    i, n = 0, len(groups) - 1
+    while i <= n:
+        j, sep = _grouped(groups, seps, i)
+        whole = "".join(groups[i : j + 1])
+        if j < n and seps[j] in _DECIMAL_SEPS and seps[j] != sep:
+            frac = groups[j + 1].rstrip("0")
+            out.append(f"{whole}.{frac}" if frac else whole)
+            i = j + 2
+        else:
+            out.append(whole)
+            i = j + 1
+    return out
 
 
 def numbers(s: str) -> Counter:
-    """The numbers of ``s`` as ASCII digit strings, separators dropped, so that ``1,000.5``,
-    ``1.000,5`` and ``١٠٠٠٫٥``-style spellings of one number compare equal."""
+    """The numbers of ``s`` in ASCII digits (any script's digits), so that one number written
+    in another convention compares equal: ``1,000.5``, ``1.000,5``, ``1 000,50`` and
+    ``١٬٠٠٠٫٥`` are ``1000.5``; ``2.5`` and ``2,50`` are ``2.5``; ``1,000``, ``1.000`` and
+    ``1 000`` are ``1000``. A separator only joins groups of three digits (Indian
+    ``1,00,000`` too), so ``in 2012 15 people`` holds 2012 and 15 (:func:`_parse_number`)."""
     out: Counter = Counter()
     for m in _NUMBER_RE.findall(s):
-        out["".join(str(unicodedata.digit(ch)) for ch in m if ch.isdigit())] += 1
+        out.update(_parse_number(m))
     return out
 
 
