@@ -499,3 +499,61 @@ def test_workers_embed_once_and_give_the_same_output(tmp_path, tiny_model):
         run_pipeline(_blocks(src, tgt, 4), filters, str(out), workers=workers)
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
+
+
+# ---------------------------------------------------------------- compiled output lines
+
+def _many_values(n: int = 200_000) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    return np.concatenate([
+        _values(),
+        rng.standard_normal(n) * 10.0 ** rng.integers(-25, 25, n),
+        rng.random(n), np.round(rng.random(n), 7), np.round(rng.random(n) * 1000, 3),
+        rng.integers(0, 300, n) / rng.integers(1, 300, n), rng.integers(-10**6, 10**6, n).astype(np.float64),
+        [9.999995e-5, 0.000099999949, 999999.4999, 99999.95, 1.0000005, 2.0000005, 1234565.0, 0.1234565, 1e16,
+         1e-280, 1e280, 1e-300, -1e300, 12345650.0, 2.5e-5, 0.00012345649999999999],
+    ])
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_compiled_cells_equal_python_formatting(mode):
+    from bimine.filtering._write_kernel import _POW10, WIDTH, format_cells
+
+    v = _many_values()
+    cells = np.empty((len(v), WIDTH), dtype=np.uint8)
+    lens = np.empty(len(v), dtype=np.int64)
+    format_cells(v, mode, _POW10, cells, lens)
+    done = lens >= 0
+    assert done.mean() > 0.9  # the few left to Python: ties, extremes
+    got = [bytes(c[:n]).decode() for c, n in zip(cells[done], lens[done])]
+    want = [_fmt(x) if mode == 0 else f"{x:.6g}" for x in v[done].tolist()]
+    assert got == want
+
+
+def test_compiled_block_equals_the_python_rows():
+    from bimine.filtering.pipeline import _assemble, _format_block
+
+    rng = np.random.default_rng(8)
+    v = _many_values(2000)
+    n = 3000
+    texts = [f"{t}\tcol {i}" for i, t in enumerate(_varied_texts(n, seed=9))]
+    texts = [t.replace("\n", " ") for t in texts]
+    raw = ("\n".join(texts) + "\n").encode("utf-8", "surrogatepass")
+    rows = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(rows == 10)
+    table = rng.choice(v, size=(n, 4))
+    total = rng.choice(v, size=n)
+    keep = rng.random(n) < 0.5
+    reasons = ["a side is empty", "numbers — différents", "x"]
+    reason_of = np.where(keep, -1, rng.integers(0, 3, n))
+    got = _format_block(rows, ends, table, total, keep, reason_of, [r.encode() for r in reasons], True).tobytes()
+    want = "".join("\t".join([t] + format_scores(table[i]) + [f"{total[i]:.6g}", "1" if keep[i] else "0",
+                                                               reasons[reason_of[i]] if reason_of[i] >= 0 else ""])
+                   + "\n" for i, t in enumerate(texts)).encode("utf-8", "surrogatepass")
+    assert got == want
+    got = _format_block(rows, ends, table, total, keep, reason_of, [], False).tobytes()
+    want = "".join("\t".join([t] + format_scores(table[i]) + [f"{total[i]:.6g}"]) + "\n"
+                   for i, t in enumerate(texts)).encode("utf-8", "surrogatepass")
+    assert got == want
+    kept = _assemble(rows, ends, None, None, keep, reason_of, [], False, True).tobytes()
+    assert kept == "".join(t + "\n" for t, k in zip(texts, keep) if k).encode("utf-8", "surrogatepass")

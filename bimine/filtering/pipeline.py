@@ -246,6 +246,40 @@ def format_scores(v: np.ndarray) -> list[str]:
     return out.tolist()
 
 
+def _format_block(rows: np.ndarray, ends: np.ndarray, scores: np.ndarray, total: np.ndarray, keep: np.ndarray,
+                  reason_of: np.ndarray, reasons: list[bytes], filtering: bool) -> np.ndarray:
+    """The output lines of a block as UTF-8 bytes: each input row (``rows``, lines ending at
+    ``ends``), its scores as :func:`_fmt` writes them, the combined score as ``%.6g``, and
+    when ``filtering`` keep and reason (compiled: :mod:`bimine.filtering._write_kernel`; the
+    few values it leaves, near a rounding tie or extreme, are formatted here)."""
+    from bimine.filtering._write_kernel import _POW10, WIDTH, format_cells
+
+    n, nf = scores.shape
+    cells = np.empty((n, nf + 1, WIDTH), dtype=np.uint8)
+    lens = np.empty((n, nf + 1), dtype=np.int64)
+    for c in range(nf + 1):
+        values = np.ascontiguousarray(scores[:, c] if c < nf else total, dtype=np.float64)
+        mode = 0 if c < nf else 1
+        format_cells(values, mode, _POW10, cells[:, c], lens[:, c])
+        for i in np.flatnonzero(lens[:, c] < 0).tolist():
+            text = (_fmt(float(values[i])) if mode == 0 else f"{float(values[i]):.6g}").encode("ascii")
+            cells[i, c, : len(text)] = np.frombuffer(text, dtype=np.uint8)
+            lens[i, c] = len(text)
+    return _assemble(rows, ends, cells, lens, keep, reason_of, reasons, filtering, False)
+
+
+def _assemble(rows, ends, cells, lens, keep, reason_of, reasons: list[bytes], filtering: bool,
+              kept_only: bool) -> np.ndarray:
+    from bimine.filtering._write_kernel import WIDTH, assemble
+
+    if cells is None:
+        cells, lens = np.zeros((len(ends), 0, WIDTH), dtype=np.uint8), np.zeros((len(ends), 0), dtype=np.int64)
+    reason_ends = np.cumsum([len(r) for r in reasons], dtype=np.int64) if reasons else np.zeros(0, dtype=np.int64)
+    joined = np.frombuffer(b"".join(reasons) or b"\0", dtype=np.uint8)
+    return assemble(rows, ends, cells, lens, np.ascontiguousarray(keep, dtype=np.bool_),
+                    np.ascontiguousarray(reason_of, dtype=np.int64), joined, reason_ends, filtering, kept_only)
+
+
 @dataclass
 class FilterReport:
     """What a run did: pairs read and kept, and per filter how many pairs failed it and how
@@ -499,36 +533,30 @@ def run_pipeline(
         cols = (header or input_header(width or 2, columns)) + [f.name for f in filters] + ["score"]
         if filtering:
             cols += ["keep", "reason"]
-        keep_text = np.array(["0", "1"], dtype=object)
-        reason_text = np.array(reasons + [""], dtype=object)  # reason_of -1: kept, no reason
+        reason_bytes = [r.encode("utf-8") for r in reasons]
         with open(tmp, "wb") as out, (open(tmp_kept, "wb") if tmp_kept else _Null()) as kept_f, \
                 open(rows_path, "rb") as rows_in:
             out.write(("\t".join(cols) + "\n").encode("utf-8"))
             a = 0
-            for size, nbytes in spooled:  # a block at a time: rows, then each column formatted at once
+            for size, nbytes in spooled:  # a block at a time, put together in compiled loops
                 b = a + size
-                rows = rows_in.read(nbytes).decode("utf-8").split("\n")[:-1]
-                cells = [rows] + [format_scores(table[a:b, i]) for i in range(len(filters))]
-                cells.append(format_g(total[a:b]))
-                if filtering:
-                    cells.append(keep_text[keep[a:b].view(np.int8)].tolist())
-                    cells.append(reason_text[reason_of[a:b]].tolist())
-                grid = np.empty((size, 2 * len(cells)), dtype=object)
-                grid[:, 1::2] = "\t"
-                grid[:, -1] = "\n"
-                for k, c in enumerate(cells):
-                    grid[:, 2 * k] = c
-                out.write("".join(grid.ravel().tolist()).encode("utf-8"))
-                if tmp_kept:
-                    kept_rows = np.flatnonzero(keep[a:b])
-                    if len(kept_rows):
-                        kept_f.write(("\n".join(map(rows.__getitem__, kept_rows.tolist())) + "\n").encode("utf-8"))
+                raw = rows_in.read(nbytes)
+                rows = np.frombuffer(raw, dtype=np.uint8)
+                ends = np.flatnonzero(rows == 10)
+                if len(ends) != size:
+                    raise RuntimeError(f"the rows spool holds {len(ends)} rows where {size} were written")
+                blk_keep, blk_reason = keep[a:b], reason_of[a:b]
+                out.write(_format_block(rows, ends, table[a:b], total[a:b], blk_keep, blk_reason, reason_bytes,
+                                        filtering))
+                if tmp_kept and blk_keep.any():
+                    kept_f.write(_assemble(rows, ends, None, None, blk_keep, blk_reason, reason_bytes, False, True))
                 if examples is not None:
                     wanted = [r for r in range(len(reasons)) if examples.wants(r)]
-                    for j in (a + np.flatnonzero(~keep[a:b] & np.isin(reason_of[a:b], wanted))).tolist():
+                    for j in (a + np.flatnonzero(~blk_keep & np.isin(blk_reason, wanted))).tolist():
                         if examples.wants(int(reason_of[j])):
                             k = int(np.searchsorted(block_rows, j, side="right")) - 1
-                            parts = rows[j - a].split("\t")
+                            begin = int(ends[j - a - 1]) + 1 if j > a else 0
+                            parts = raw[begin:int(ends[j - a])].decode("utf-8").split("\t")
                             examples.add(int(reason_of[j]), Example(
                                 line=int(block_lines[k] + j - block_rows[k]), src=parts[c_src - 1],
                                 tgt=parts[c_tgt - 1], scores=np.asarray(table[j], dtype=np.float64).tolist(),
