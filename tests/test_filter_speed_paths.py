@@ -557,3 +557,12 @@ def test_compiled_block_equals_the_python_rows():
     assert got == want
     kept = _assemble(rows, ends, None, None, keep, reason_of, [], False, True).tobytes()
     assert kept == "".join(t + "\n" for t, k in zip(texts, keep) if k).encode("utf-8", "surrogatepass")
+
+
+def test_language_scores_of_repeated_texts_equal_each_text_alone():
+    from bimine.filtering.langid import language_scores
+
+    texts = ["Le chat dort.", "The cat sleeps.", "Le chat dort.", "", "ÉCOLE NORMALE", "deux\nlignes"] * 7
+    got = language_scores(texts, "fr")
+    alone = np.array([language_scores([t, "x"], "fr")[0] for t in texts])
+    assert np.array_equal(got, alone)

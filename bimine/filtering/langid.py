@@ -191,6 +191,11 @@ def language_scores(texts: list[str], lang: str) -> np.ndarray:
         return np.zeros(0)
     from bimine.filtering._langid_kernel import class_probability
 
+    distinct = dict.fromkeys(texts)
+    if len(distinct) <= 0.95 * len(texts):  # repeated texts (a crawl's boilerplate): each scored once
+        keys = list(distinct)
+        at = {t: i for i, t in enumerate(keys)}
+        return language_scores(keys, lang)[[at[t] for t in texts]]
     model = _model()
     data, offsets = _encode_batch(texts)
     return class_probability(data, offsets, model.automaton, model.start, model.ptc, model.pc, model.n_classes,
@@ -214,14 +219,18 @@ def _encode_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The bytes py3langid reads of every text (:func:`_encode`), concatenated, and the
     offsets of each text. Texts without a line break are joined with one and encoded at
     once (NFC stops at a line break, so this equals encoding each alone)."""
-    texts = [t.lower() if t.isupper() else t for t in texts]
-    if any("\n" in t for t in texts):
+    upper = np.flatnonzero(np.fromiter(map(str.isupper, texts), dtype=bool, count=len(texts)))
+    if len(upper):
+        texts = list(texts)
+        for i in upper.tolist():
+            texts[i] = texts[i].lower()
+    joined = "\n".join(texts)
+    if joined.count("\n") != len(texts) - 1:  # a text holds a line break: each alone
         enc = [unicodedata.normalize("NFC", t).encode("utf-8", errors="surrogatepass") for t in texts]
         lengths = np.array([len(b) for b in enc], dtype=np.int64)
         offsets = np.zeros(len(enc) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return np.frombuffer(b"".join(enc), dtype=np.uint8), offsets
-    joined = "\n".join(texts)
     if not joined.isascii():
         joined = unicodedata.normalize("NFC", joined)
     data = np.frombuffer(joined.encode("utf-8", errors="surrogatepass"), dtype=np.uint8)
