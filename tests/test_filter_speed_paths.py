@@ -566,3 +566,27 @@ def test_language_scores_of_repeated_texts_equal_each_text_alone():
     got = language_scores(texts, "fr")
     alone = np.array([language_scores([t, "x"], "fr")[0] for t in texts])
     assert np.array_equal(got, alone)
+
+
+def test_workers_option(tmp_path):
+    from click.testing import CliRunner
+
+    from bimine.cli import filter as _filter  # noqa: F401
+    from bimine.cli.main import cli
+    from bimine.filtering.pipeline import auto_workers
+
+    assert 1 <= auto_workers() <= 4 and auto_workers(cap=1) == 1
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("The cat.\nA dog.\n")
+    b.write_text("Le chat.\nUn chien.\n")
+    outs = []
+    for w in ("auto", "1", "2"):
+        out = tmp_path / f"o{w}.tsv"
+        r = CliRunner().invoke(cli, ["filter", "--src", str(a), "--tgt", str(b), "--src-lang", "en", "--tgt-lang", "fr",
+                                     "--no-model", "--workers", w, "--block-size", "1", "-o", str(out), "--no-progress"])
+        assert r.exit_code == 0, r.output
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+    r = CliRunner().invoke(cli, ["filter", "--src", str(a), "--tgt", str(b), "--src-lang", "en", "--tgt-lang", "fr",
+                                 "--no-model", "--workers", "0", "-o", str(tmp_path / "x.tsv")])
+    assert r.exit_code == 2 and "auto" in r.output

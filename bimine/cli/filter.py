@@ -10,6 +10,20 @@ from bimine.cli.main import check_lang_option, cli
 MODEL_HELP = "Model of the embedding scores: 'default', 'e5-small' or a model folder."
 
 
+def _workers_option(ctx, param, value) -> int:
+    from bimine.filtering.pipeline import auto_workers
+
+    if str(value).strip().lower() == "auto":
+        return auto_workers()
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise click.BadParameter(f"expected 'auto' or a whole number >= 1, got {value!r}")
+    return n
+
+
 def _common(f):
     options = [
         click.argument("input", required=False, type=str),
@@ -30,8 +44,9 @@ def _common(f):
         click.option("--classifier", "classifiers", multiple=True, type=click.Path(exists=True, dir_okay=False),
                      metavar="FILE", help="Add the score of a classifier from 'bimine train-classifier' "
                      "(repeatable; with -c too)."),
-        click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-                     help="Processes scoring blocks with the rules in parallel."),
+        click.option("--workers", default="auto", show_default=True, callback=_workers_option,
+                     help="Processes scoring blocks in parallel (rules, language id, embeddings): a number, "
+                     "or 'auto' (the usable cores, at most 4; one process when the input is a single block)."),
         click.option("--block-size", type=click.IntRange(min=1), default=20_000, show_default=True,
                      help="Pairs read, scored and written at a time (memory stays bounded)."),
         click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict",

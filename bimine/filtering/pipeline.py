@@ -319,6 +319,17 @@ def _prepares(f: PairFilter) -> bool:
     return type(f).prepare is not PairFilter.prepare
 
 
+def auto_workers(cap: int = 4) -> int:
+    """``--workers auto``: the cores this process may use, at most ``cap``. On 2 cores, 2
+    workers took the rules of 200k pairs from 5.2 to an estimated 3.0 s of wall-clock time on
+    an idle machine (docs/benchmarks.md, "Filtering: speed")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, cap))
+
+
 def check_filters(filters: list[PairFilter]) -> None:
     names = Counter(f.name for f in filters)
     twice = [n for n, c in names.items() if c > 1]
@@ -452,9 +463,20 @@ def run_pipeline(
                     progress.update(len(block.src))
 
             clock = time.perf_counter()
-            for block in blocks:
+            blocks = iter(blocks)
+            first_block = next(blocks, None)
+            if first_block is not None and workers > 1 and (stateless or prepared):
+                # workers only for more than one block: a small input is scored here
+                second = next(blocks, None)
+                ahead = [first_block] if second is None else [first_block, second]
+            else:
+                ahead = [] if first_block is None else [first_block]
+                workers = 1
+            if len(ahead) == 1:
+                workers = 1
+            for block in chain(ahead, blocks):
                 report.seconds["read"] += time.perf_counter() - clock
-                if pool is None and workers > 1 and (stateless or prepared):
+                if pool is None and workers > 1:
                     # warm up here (compiled kernels, tables) before forking: the workers inherit it
                     for i in stateless + prepared:
                         filters[i].prepare(block.src[:2], block.tgt[:2]) if i in prepared else \
