@@ -3,6 +3,8 @@ language identification, embedding cosine), and keep or drop each with its reaso
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from bimine.cli.main import check_lang_option, cli
@@ -147,6 +149,8 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     finally:
         progress.close()
     result.notes.extend(notes)
+    if os.environ.get("BIMINE_TIMINGS"):
+        click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.seconds.items()), err=True)
     click.echo(result.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else "")
                + (f"; report: {report}" if report else ""), err=True)
     if filtering and result.failed:

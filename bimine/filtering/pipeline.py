@@ -291,7 +291,8 @@ class FilterReport:
     dropped_by: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
     # wall-clock seconds of this process per phase: reading blocks, scoring (or waiting for the
-    # workers), spooling, whole-corpus scores, decisions, writing the outputs, the report
+    # workers) and spooling, whole-corpus scores (the margin's kNN), decisions, writing the
+    # outputs, the report (``BIMINE_TIMINGS=1 bimine filter ...`` prints them)
     seconds: Counter = field(default_factory=Counter)
 
     def summary(self, filtering: bool) -> str:
@@ -502,11 +503,14 @@ def run_pipeline(
         # the score table stays on disk (mapped), a column at a time in memory
         table = (np.memmap(score_path, dtype=np.float64, mode="r+", shape=(n, len(filters))) if n and filters
                  else np.zeros((n, len(filters))))
+        t_corpus = time.perf_counter()
         for i in corpus:
             col = np.asarray(filters[i].finalize(), dtype=np.float64)
             if col.shape != (n,):
                 raise RuntimeError(f"filter {filters[i].name} gave {col.shape} scores for {n} pairs")
             table[:, i] = col
+        if corpus:
+            report.seconds["corpus scores"] = time.perf_counter() - t_corpus
         scores = {f.name: table[:, i] for i, f in enumerate(filters)}
         total = combine(filters, scores, sel.normalize) if filters else np.ones(n)
         keep = np.ones(n, dtype=bool)
@@ -542,7 +546,7 @@ def run_pipeline(
                 report.dropped_by["score"] += int(dropped.sum())
                 keep &= chosen
         report.kept = int(keep.sum())
-        report.seconds["decide"] = time.perf_counter() - clock
+        report.seconds["decide"] = time.perf_counter() - clock - report.seconds["corpus scores"]
         clock = time.perf_counter()
         examples = None
         if tmp_report and filtering:
