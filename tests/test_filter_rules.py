@@ -191,3 +191,44 @@ def test_fused_language_score_equals_the_probability_matrix():
         with_break = texts + ["deux\nlignes"]
         ref = language_probs(with_break)[:, cols].sum(axis=1)
         np.testing.assert_allclose(language_scores(with_break, lang), ref, atol=2e-6, err_msg=lang)
+
+
+def test_pairwise_language_score_against_the_probability_matrix():
+    """mode pairwise: p(declared) / (p(declared) + p(best other language)), aliased columns
+    folded, computed from language_probs by hand; >= 0.5 exactly when the declared language
+    (with its relatives) ranks first."""
+    from bimine.filtering.langid import language_columns, language_probs, language_scores
+
+    texts = ["Did Tom say who?", "Le chat dort sur le tapis.", "", "Norsk tekst på bokmål er fint",
+             "Ово је српски текст", "猫在睡觉。", "He is very kind.", "x" * 40]
+    p = language_probs(texts)
+    for lang in ("en", "fr", "no", "sr", "zh", "de"):
+        cols = language_columns(lang)
+        mine = p[:, cols].sum(axis=1)
+        other = p.copy()
+        other[:, cols] = 0
+        expect = mine / (mine + other.max(axis=1))
+        got = language_scores(texts, lang, pairwise=True)
+        np.testing.assert_allclose(got, expect, atol=2e-6, err_msg=lang)
+        np.testing.assert_array_equal(got >= 0.5, mine >= other.max(axis=1))
+
+
+def test_short_sentences_pass_the_pairwise_language_rule():
+    """Short genuine sentences that py3langid gives under 0.5 (flattened by length) rank their
+    language first; a French side declared German still fails."""
+    from bimine.filtering.langid import LanguageId, language_scores
+
+    src = ["Did Tom say who?", "Don't forget me.", "He is very kind."]
+    tgt = ["汤姆说是谁了吗？", "别忘了我。", "他非常亲切。"]
+    assert (language_scores(src, "en") < 0.5).all()  # the probability: too flat to pass
+    s = LanguageId(src_lang="en", tgt_lang="zh").score(src, tgt)
+    assert (s >= 0.5).all()
+    s = LanguageId(src_lang="en", tgt_lang="de").score(["The cat sleeps on the mat."],
+                                                        ["Le chat dort sur le tapis."])
+    assert s[0] < 0.1
+    old = LanguageId(src_lang="en", tgt_lang="zh", mode="probability").score(src, tgt)
+    np.testing.assert_allclose(old, np.fmin(language_scores(src, "en"), language_scores(tgt, "zh")))
+    from bimine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lang mode"):
+        LanguageId(mode="top1")

@@ -60,9 +60,11 @@ def visit_counts(data, offsets, automaton, start):
 
 
 @njit(cache=True, nogil=True)
-def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted):
+def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted, fold_to, is_wanted, pairwise):
     """The probability, summed over the columns ``wanted``, of each text's py3langid class
-    distribution, without building the ``(texts, classes)`` matrix: per text, the automaton's
+    distribution (with ``pairwise``: that probability over itself plus the probability of the
+    most likely other language, aliased columns folded by ``fold_to``, ``is_wanted`` marking
+    the folded columns that count as the declared language), without building the ``(texts, classes)`` matrix: per text, the automaton's
     features are counted, ``log1p(count) * ptc[feature]`` summed with the class priors
     ``pc`` (features in order of first appearance, as py3langid's float32 sums go), scaled by
     ``1 / sqrt(bytes)`` and normalised (softmax over the first ``classes`` columns). A text
@@ -83,6 +85,7 @@ def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted)
         weight[j] = np.float32(np.log1p(np.float32(j)))
     counts = np.zeros(ptc.shape[0], dtype=np.int32)
     s = np.empty(width, dtype=np.float32)
+    folded = np.empty(classes, dtype=np.float64)
     for i in range(n):
         k = 0
         pos = start
@@ -95,8 +98,10 @@ def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted)
                     touched[k] = f
                     k += 1
                 counts[f] += 1
-        if k == 0:
-            out[i] = len(wanted) / classes
+        if k == 0:  # the uniform distribution
+            for c in range(classes):
+                s[c] = 1.0
+            out[i] = _share(s, classes, wanted, fold_to, is_wanted, folded, pairwise)
             continue
         s[:] = pc
         for j in range(k):
@@ -112,12 +117,31 @@ def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted)
             s[c] *= scale
             if s[c] > top:
                 top = s[c]
-        total = 0.0
         for c in range(classes):
             s[c] = np.exp(s[c] - top)
-            total += s[c]
-        part = 0.0
-        for c in wanted:
-            part += s[c]
-        out[i] = part / total
+        out[i] = _share(s, classes, wanted, fold_to, is_wanted, folded, pairwise)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _share(s, classes, wanted, fold_to, is_wanted, folded, pairwise):
+    """From unnormalised class weights ``s``: the declared language's probability, or (with
+    ``pairwise``) its weight over itself plus the heaviest other folded column."""
+    total = 0.0
+    for c in range(classes):
+        total += s[c]
+    part = 0.0
+    for c in wanted:
+        part += s[c]
+    if not pairwise:
+        return part / total
+    folded[:] = 0.0
+    for c in range(classes):
+        folded[fold_to[c]] += s[c]
+    best = 0.0
+    for c in range(classes):
+        if not is_wanted[c] and folded[c] > best:
+            best = folded[c]
+    if part + best <= 0.0:
+        return 0.5
+    return part / (part + best)

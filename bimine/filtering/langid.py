@@ -181,9 +181,11 @@ def language_probs(texts: list[str]) -> np.ndarray:
     return scores
 
 
-def language_scores(texts: list[str], lang: str) -> np.ndarray:
+def language_scores(texts: list[str], lang: str, pairwise: bool = False) -> np.ndarray:
     """Probability that each text is in ``lang`` or a close relative (NaN for every text when
-    the identifier does not know the language)."""
+    the identifier does not know the language); with ``pairwise``, that probability over
+    itself plus the probability of the most likely other language (0.5 and above: ``lang``
+    ranks first)."""
     cols = language_columns(lang)
     if len(cols) == 0:
         return np.full(len(texts), math.nan)
@@ -195,11 +197,16 @@ def language_scores(texts: list[str], lang: str) -> np.ndarray:
     if len(distinct) <= 0.95 * len(texts):  # repeated texts (a crawl's boilerplate): each scored once
         keys = list(distinct)
         at = {t: i for i, t in enumerate(keys)}
-        return language_scores(keys, lang)[[at[t] for t in texts]]
+        return language_scores(keys, lang, pairwise)[[at[t] for t in texts]]
     model = _model()
     data, offsets = _encode_batch(texts)
+    fold_to = np.arange(model.n_classes, dtype=np.int64)
+    for i, j in model.alias_pairs:
+        fold_to[j] = i
+    is_wanted = np.zeros(model.n_classes, dtype=np.bool_)
+    is_wanted[cols] = True
     return class_probability(data, offsets, model.automaton, model.start, model.ptc, model.pc, model.n_classes,
-                             _source_columns(cols))
+                             _source_columns(cols), fold_to, is_wanted, pairwise)
 
 
 def _source_columns(cols: np.ndarray) -> np.ndarray:
@@ -247,11 +254,15 @@ def _encode_batch(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class LanguageId(PairFilter):
-    """Score: the lower of the two sides' probabilities of their declared languages; clean
-    when at least ``threshold`` (0.5)."""
+    """Score: the lower of the two sides' scores for their declared languages; clean when at
+    least ``threshold`` (0.5). ``mode`` "pairwise" (default): a side's score is the probability
+    of its declared language over itself plus that of the most likely other language, so 0.5
+    means the declared language ranks first; "probability": the probability itself (paper
+    002's score, which py3langid flattens on short texts; docs/decisions.md)."""
 
     src_lang: str = "en"
     tgt_lang: str = "en"
+    mode: str = "pairwise"
     name: str = "lang"
     threshold: float = 0.5
     clean_high: bool = True
@@ -261,13 +272,16 @@ class LanguageId(PairFilter):
     def __post_init__(self) -> None:
         if not 0 <= self.threshold <= 1:
             raise ConfigError(f"lang threshold must be in [0, 1], got {self.threshold}")
+        if self.mode not in ("pairwise", "probability"):
+            raise ConfigError(f"lang mode must be pairwise or probability, got {self.mode!r}")
         self.src_lang, self.tgt_lang = normalize_lang(self.src_lang), normalize_lang(self.tgt_lang)
         self.unchecked = [side for side, lang in (("src", self.src_lang), ("tgt", self.tgt_lang))
                           if len(language_columns(lang)) == 0]
 
     def score(self, src, tgt):
-        a = language_scores(src, self.src_lang)
-        b = language_scores(tgt, self.tgt_lang)
+        pw = self.mode == "pairwise"
+        a = language_scores(src, self.src_lang, pw)
+        b = language_scores(tgt, self.tgt_lang, pw)
         with np.errstate(invalid="ignore"):
             return np.fmin(a, b)  # NaN only where both sides are unchecked
 
