@@ -49,7 +49,7 @@ def build(sets: dict, lang: str, other: str, n: int, seed: int) -> tuple[list[st
     for i in range(n):
         src.append(en[i]), tgt.append(xx[i]), kind.append("genuine")
     m = n // 4
-    for k, name in enumerate(KINDS):
+    for name in KINDS:
         rows = rng.choice(n, size=m, replace=False)
         for i in rows:
             if name == "misaligned":

@@ -15,7 +15,6 @@ import itertools
 import os
 import sys
 
-import numpy as np
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev")
 
