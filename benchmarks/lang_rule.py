@@ -15,7 +15,6 @@ import itertools
 import os
 import sys
 
-
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev")
 
 
