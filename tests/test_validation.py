@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import bucc_files
 
-from bimine.cli import embed, evaluate, mine, train  # noqa: F401  (register the commands)
+from bimine.cli import classifier, embed, evaluate, filter, mine, train  # noqa: F401  (register the commands)
 from bimine.cli.main import cli
 from bimine.config import apply_overrides, from_dict
 from bimine.errors import ConfigError

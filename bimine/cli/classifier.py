@@ -36,7 +36,7 @@ from bimine.cli.main import check_lang_option, cli
               help="bigru: random negatives per positive and epoch.")
 @click.option("--hidden", type=click.IntRange(min=1), default=None,
               help="bigru: GRU state per direction (128); fc: width of the layer (the embedding size).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Torch threads (one is fastest when other work shares the cores).")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
