@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import check_lang_option, cli
+from bimine.cli.main import check_lang_option, cli, pair_input
 
 
 @cli.command("train-classifier")
@@ -59,17 +59,9 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
     from bimine.filtering.train_classifier import ClassifierTrainConfig, describe, train_classifier
     from bimine.outputs import check_output_file
 
-    if (input is None) == (src is None and tgt is None) or (input is None and (src is None or tgt is None)):
-        raise click.UsageError("give a TSV INPUT, or both --src and --tgt")
+    cols = pair_input(input, src, tgt, columns)
     if (dev_src is None) != (dev_tgt is None):
         raise click.UsageError("give both --dev-src and --dev-tgt, or neither")
-    try:
-        cols = tuple(int(x) for x in columns.split(","))
-        if len(cols) != 2:
-            raise ValueError
-    except ValueError:
-        raise click.BadParameter(f"expected two comma-separated column numbers, got {columns!r}",
-                                 param_hint="--columns") from None
     check_output_file(output, inputs=[p for p in (input, src, tgt, dev_src, dev_tgt) if p])
 
     def read(inp, s, t, limit=None):

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from bimine.cli.main import check_lang_option, cli
+from bimine.cli.main import check_lang_option, cli, pair_input
 
 MODEL_HELP = "Model of the embedding scores: 'default', 'e5-small' or a model folder."
 
@@ -74,15 +74,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     from bimine.progress import bar
     from bimine.text.io import scan_text
 
-    if (input is None) == (src is None and tgt is None) or (input is None and (src is None or tgt is None)):
-        raise click.UsageError("give a TSV INPUT, or both --src and --tgt")
-    try:
-        cols = tuple(int(x) for x in columns.split(","))
-        if len(cols) != 2:
-            raise ValueError
-    except ValueError:
-        raise click.BadParameter(f"expected two comma-separated column numbers, got {columns!r}",
-                                 param_hint="--columns") from None
+    cols = pair_input(input, src, tgt, columns)
     inputs = [input] if input is not None else [src, tgt]
     check_output_file(output, inputs=inputs)
     if kept:

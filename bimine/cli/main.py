@@ -130,6 +130,21 @@ class language_checks:  # noqa: N801  (used as a context manager, like open())
             self._thread.join()
 
 
+def pair_input(input, src, tgt, columns: str) -> tuple[int, int]:
+    """Check the parallel-input options shared by ``score``, ``filter`` and ``train-classifier``
+    (a TSV ``input`` or both ``--src`` and ``--tgt``) and return ``--columns`` as two ints."""
+    if (input is None) == (src is None and tgt is None) or (input is None and (src is None or tgt is None)):
+        raise click.UsageError("give a TSV INPUT, or both --src and --tgt")
+    try:
+        cols = tuple(int(x) for x in columns.split(","))
+        if len(cols) != 2:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"expected two comma-separated column numbers, got {columns!r}",
+                                 param_hint="--columns") from None
+    return cols
+
+
 def main() -> None:
     from bimine.cleanup import exit_cleanly_on_sigterm
 

@@ -135,6 +135,14 @@ def _batches(n: int, size: int, rng: np.random.Generator):
         yield perm[a: a + size]
 
 
+def _step(opt, loss, bar) -> None:
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    bar.update(1)
+    bar.set_postfix(loss=f"{loss.item():.4f}")
+
+
 def _bar(total: int, desc: str, progress: bool):
     from bimine.progress import bar
 
@@ -165,11 +173,7 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
                 ix = torch.from_numpy(idx)
                 z = module.logits_matrix(u[ix], v[ix])
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.eye(len(idx)))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.4f}")
+                _step(opt, loss, bar)
     module.eval()
     clf = PairClassifier(conf, module)
     # dev: each dev source against the targets of its block of B (as in training)
@@ -217,11 +221,7 @@ def _train_fc(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
                 x2 = torch.from_numpy(np.concatenate([v[idx], nv[idx]]))
                 y = torch.cat([torch.ones(len(idx), dtype=torch.long), torch.zeros(len(idx), dtype=torch.long)])
                 loss = torch.nn.functional.cross_entropy(module.logits(x1, x2), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.4f}")
+                _step(opt, loss, bar)
     module.eval()
     clf = PairClassifier(conf, module)
     du, dv = encoder.encode(dev[0], src_lang), encoder.encode(dev[1], tgt_lang)
