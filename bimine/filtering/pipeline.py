@@ -322,8 +322,8 @@ def _prepares(f: PairFilter) -> bool:
 
 def auto_workers(cap: int = 4) -> int:
     """``--workers auto``: the cores this process may use, at most ``cap``. On 2 cores, 2
-    workers took the rules of 200k pairs from 5.2 to an estimated 3.0 s of wall-clock time on
-    an idle machine (docs/benchmarks.md, "Filtering: speed")."""
+    workers took the default rules of 1M pairs from 31 to 20 s (docs/benchmarks.md,
+    "Filtering: speed")."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
