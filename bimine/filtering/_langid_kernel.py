@@ -1,9 +1,19 @@
-"""Compiled walk of py3langid's byte automaton over a whole batch of texts (numba).
+"""Compiled walk of py3langid's byte automaton and its naive Bayes scores over a whole batch of
+texts (numba).
 
 py3langid walks each text's UTF-8 bytes through a DFA in pure Python (~28k short texts/s
-here); this kernel walks a batch's bytes in one compiled loop and returns the feature counts
-as COO triplets, which :func:`bimine.filtering.langid.language_probs` turns into the same
-class probabilities (tested against py3langid's own ``_decide``).
+here). The automaton is kept as py3langid has it: ``nextmove[rowbase[state] + byte]`` is the
+next state, ``output[state]`` the feature it emits (or -1); ``rowbase`` and ``output`` are
+small (one entry per state, in cache), ``nextmove`` holds state numbers as int32.
+
+The class scores are sums of the model's per-feature rows (100k rows of ~140 classes, 58 MB):
+read once per text and feature they come from memory each time. :func:`class_probability`
+therefore works feature-major over blocks of texts: it walks a block, sorts the (feature,
+text, weight) triples by feature with a counting sort, and adds each feature's row to every
+text of the block that has it while the row is in cache. Each text still gets its features
+added in increasing feature order, whatever the block holds, so a text's score does not
+depend on its neighbours, and equals :func:`visit_counts` + a CSR product (sorted features
+too: :func:`bimine.filtering.langid.language_probs`) exactly.
 """
 
 from __future__ import annotations
@@ -13,22 +23,21 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def visit_counts(data, offsets, automaton, start):
+def visit_counts(data, offsets, nextmove, rowbase, output):
     """For text ``i`` (bytes ``data[offsets[i]:offsets[i+1]]``): the features the automaton
-    emits and how often. ``automaton[q] = (row base of the next state, its feature or -1)``
-    for ``q = row base + byte``; ``start``: the row base of the first state. Returns ``(rows,
-    features, counts)``, sorted by row then feature."""
+    emits and how often. Returns ``(rows, features, counts)``, sorted by row then feature."""
     n = len(offsets) - 1
     cap = max(16, len(data))
     rows = np.empty(cap, dtype=np.int64)
     feats = np.empty(cap, dtype=np.int64)
     k = 0
+    start = rowbase[0]
     for i in range(n):
         pos = start
         for p in range(offsets[i], offsets[i + 1]):
-            q = pos + data[p]
-            f = automaton[q, 1]
-            pos = automaton[q, 0]
+            s = nextmove[pos + data[p]]
+            f = output[s]
+            pos = rowbase[s]
             if f >= 0:
                 rows[k] = i
                 feats[k] = f
@@ -60,87 +69,163 @@ def visit_counts(data, offsets, automaton, start):
 
 
 @njit(cache=True, nogil=True)
-def class_probability(data, offsets, automaton, start, ptc, pc, classes, wanted, fold_to, is_wanted, pairwise):
+def class_probability(data, offsets, nextmove, rowbase, output, ptc, pc, classes, wanted, fold_to, is_wanted,
+                      pairwise, block=2048):
     """The probability, summed over the columns ``wanted``, of each text's py3langid class
     distribution (with ``pairwise``: that probability over itself plus the probability of the
     most likely other language, aliased columns folded by ``fold_to``, ``is_wanted`` marking
-    the folded columns that count as the declared language), without building the ``(texts, classes)`` matrix: per text, the automaton's
-    features are counted, ``log1p(count) * ptc[feature]`` summed with the class priors
-    ``pc`` (features in order of first appearance, as py3langid's float32 sums go), scaled by
-    ``1 / sqrt(bytes)`` and normalised (softmax over the first ``classes`` columns). A text
-    with no feature gets the uniform distribution, as py3langid gives.
+    the folded columns that count as the declared language), without building the ``(texts,
+    classes)`` matrix: per text, the automaton's features are counted, ``log1p(count) *
+    ptc[feature]`` summed (in increasing feature order) with the class priors ``pc``, scaled
+    by ``1 / sqrt(bytes)`` and normalised (softmax over the first ``classes`` columns). A text
+    with no feature gets the uniform distribution, as py3langid gives. Texts are taken
+    ``block`` at a time, feature-major (module docstring).
 
     ``ptc`` and ``pc`` have their class columns padded with zeros to a multiple of the vector
     width (and ``ptc``'s rows aligned to cache lines), so each row is added in whole vectors;
     the padding columns are never read back. ``log1p`` of each count comes from a table."""
     n = len(offsets) - 1
     width = ptc.shape[1]
+    nf = ptc.shape[0]
     out = np.empty(n, dtype=np.float64)
     longest = 1
     for i in range(n):
         longest = max(longest, offsets[i + 1] - offsets[i])
-    touched = np.empty(longest, dtype=np.int64)
     weight = np.empty(longest + 1, dtype=np.float32)
     for j in range(longest + 1):
         weight[j] = np.float32(np.log1p(np.float32(j)))
-    counts = np.zeros(ptc.shape[0], dtype=np.int32)
-    s = np.empty(width, dtype=np.float32)
+    counts = np.zeros(nf, dtype=np.int32)
+    first = np.zeros(nf + 1, dtype=np.int32)  # counting sort: where each feature's triples start
     folded = np.empty(classes, dtype=np.float64)
-    for i in range(n):
+    simple = _unaliased(fold_to, classes)
+    block = max(1, block)
+    acc = np.empty((min(block, max(n, 1)), width), dtype=np.float32)
+    nfeat = np.empty(block, dtype=np.int32)
+    cap = 16
+    tf = np.empty(cap, dtype=np.int32)
+    tt = np.empty(cap, dtype=np.int32)
+    tw = np.empty(cap, dtype=np.float32)
+    sf = np.empty(cap, dtype=np.int32)
+    st = np.empty(cap, dtype=np.int32)
+    sw = np.empty(cap, dtype=np.float32)
+    start = rowbase[0]
+    for b0 in range(0, n, block):
+        b1 = min(n, b0 + block)
+        need = offsets[b1] - offsets[b0]
+        if need > cap:
+            cap = max(need, 2 * cap)
+            tf = np.empty(cap, dtype=np.int32)
+            tt = np.empty(cap, dtype=np.int32)
+            tw = np.empty(cap, dtype=np.float32)
+            sf = np.empty(cap, dtype=np.int32)
+            st = np.empty(cap, dtype=np.int32)
+            sw = np.empty(cap, dtype=np.float32)
+        # walk: each text's distinct features, in order of first appearance, and their weights
         k = 0
-        pos = start
-        for p in range(offsets[i], offsets[i + 1]):
-            q = pos + data[p]
-            f = automaton[q, 1]
-            pos = automaton[q, 0]
-            if f >= 0:
-                if counts[f] == 0:
-                    touched[k] = f
-                    k += 1
-                counts[f] += 1
-        if k == 0:  # the uniform distribution
-            for c in range(classes):
-                s[c] = 1.0
-            out[i] = _share(s, classes, wanted, fold_to, is_wanted, folded, pairwise)
-            continue
-        s[:] = pc
+        for i in range(b0, b1):
+            pos = start
+            k0 = k
+            for p in range(offsets[i], offsets[i + 1]):
+                s = nextmove[pos + data[p]]
+                f = output[s]
+                pos = rowbase[s]
+                if f >= 0:
+                    if counts[f] == 0:
+                        tf[k] = f
+                        k += 1
+                    counts[f] += 1
+            nfeat[i - b0] = k - k0
+            for j in range(k0, k):
+                f = tf[j]
+                tt[j] = i - b0
+                tw[j] = weight[counts[f]]
+                counts[f] = 0
+        # counting sort of the triples by feature (stable: texts stay in order within a feature)
         for j in range(k):
-            f = touched[j]
-            w = weight[counts[f]]
-            counts[f] = 0
-            row = ptc[f]
+            first[tf[j] + 1] += 1
+        run = 0
+        for f in range(nf + 1):
+            run += first[f]
+            first[f] = run
+        for j in range(k):
+            f = tf[j]
+            d = first[f]
+            first[f] = d + 1
+            sf[d] = f
+            st[d] = tt[j]
+            sw[d] = tw[j]
+        first[:] = 0
+        for t in range(b1 - b0):
+            acc[t, :] = pc
+        for j in range(k):
+            row = ptc[sf[j]]
+            a = acc[st[j]]
+            w = sw[j]
             for c in range(width):
-                s[c] += w * row[c]
-        scale = np.float32(1.0 / np.sqrt(max(offsets[i + 1] - offsets[i], 1)))
-        top = s[0] * scale
-        for c in range(classes):
-            s[c] *= scale
-            if s[c] > top:
-                top = s[c]
-        for c in range(classes):
-            s[c] = np.exp(s[c] - top)
-        out[i] = _share(s, classes, wanted, fold_to, is_wanted, folded, pairwise)
+                a[c] += w * row[c]
+        for t in range(b1 - b0):
+            i = b0 + t
+            s = acc[t]
+            if nfeat[t] == 0:  # the uniform distribution
+                for c in range(classes):
+                    s[c] = 0.0
+                out[i] = _share(s, np.float32(0.0), classes, wanted, fold_to, simple, is_wanted, folded, pairwise)
+                continue
+            scale = np.float32(1.0 / np.sqrt(max(offsets[i + 1] - offsets[i], 1)))
+            top = s[0] * scale
+            for c in range(classes):
+                s[c] *= scale
+                if s[c] > top:
+                    top = s[c]
+            out[i] = _share(s, top, classes, wanted, fold_to, simple, is_wanted, folded, pairwise)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _share(s, classes, wanted, fold_to, is_wanted, folded, pairwise):
-    """From unnormalised class weights ``s``: the declared language's probability, or (with
-    ``pairwise``) its weight over itself plus the heaviest other folded column."""
-    total = 0.0
+def _unaliased(fold_to, classes):
+    """Columns that no aliased label folds into and that fold into no other."""
+    simple = np.ones(classes, dtype=np.bool_)
     for c in range(classes):
-        total += s[c]
+        if fold_to[c] != c:
+            simple[c] = False
+            simple[fold_to[c]] = False
+    return simple
+
+
+@njit(cache=True, nogil=True)
+def _share(s, top, classes, wanted, fold_to, simple, is_wanted, folded, pairwise):
+    """From class log-weights ``s`` (``top`` their maximum; the weights are ``exp(s - top)``):
+    the declared language's probability, or (with ``pairwise``) its weight over itself plus
+    the heaviest other folded column. The pairwise score needs the weights of the declared
+    columns, of the aliased ones and of the largest other log-weight only: the others are not
+    exponentiated (``exp`` is monotonic, so the result is the same)."""
+    if not pairwise:
+        total = 0.0
+        for c in range(classes):
+            s[c] = np.exp(s[c] - top)
+            total += s[c]
+        part = 0.0
+        for c in wanted:
+            part += s[c]
+        return part / total
     part = 0.0
     for c in wanted:
-        part += s[c]
-    if not pairwise:
-        return part / total
-    folded[:] = 0.0
+        part += np.exp(s[c] - top)
+    best_at = -1
     for c in range(classes):
-        folded[fold_to[c]] += s[c]
+        if simple[c] and not is_wanted[c] and (best_at < 0 or s[c] > s[best_at]):
+            best_at = c
     best = 0.0
+    if best_at >= 0:
+        best = np.float64(np.exp(s[best_at] - top))
     for c in range(classes):
-        if not is_wanted[c] and folded[c] > best:
+        if not simple[c]:
+            folded[fold_to[c]] = 0.0
+    for c in range(classes):
+        if not simple[c]:
+            folded[fold_to[c]] += np.exp(s[c] - top)
+    for c in range(classes):
+        if not simple[c] and fold_to[c] == c and not is_wanted[c] and folded[c] > best:
             best = folded[c]
     if part + best <= 0.0:
         return 0.5

@@ -51,16 +51,16 @@ def identifier():
 class LangidModel:
     """py3langid's model as the compiled kernels read it.
 
-    ``automaton[q] = (row base of the next state, its feature or -1)`` for ``q`` = the row
-    base of the current state + the next byte (py3langid's ``tk_nextmove``, ``_rowbase`` and
-    ``tk_output`` folded into one lookup), ``start`` the row base of the first state; ``ptc``
+    The automaton as py3langid has it: ``nextmove[rowbase[state] + byte]`` is the next state
+    (int32), ``output[state]`` the feature the state emits or -1, state 0 the first; ``ptc``
     the per-feature class log-probabilities, class columns padded with zeros to ``width`` (a
     multiple of 16) and rows aligned to 64 bytes; ``pc`` the priors, padded alike; ``classes``
     the labels (``n_classes`` of them) and ``alias_pairs`` py3langid's (first, duplicate)
     columns of labels that appear twice."""
 
-    automaton: np.ndarray
-    start: int
+    nextmove: np.ndarray
+    rowbase: np.ndarray
+    output: np.ndarray
     ptc: np.ndarray
     pc: np.ndarray
     classes: list[str]
@@ -71,7 +71,7 @@ class LangidModel:
         return len(self.classes)
 
 
-_VERSION = 1  # of the derived tables' layout: part of the cache key
+_VERSION = 2  # of the derived tables' layout: part of the cache key
 _MODEL: LangidModel | None = None
 
 
@@ -89,18 +89,16 @@ def _build_model() -> dict[str, np.ndarray]:
     nextmove = np.frombuffer(ident.tk_nextmove, dtype=np.dtype(ident.tk_nextmove.typecode))
     rowbase = np.asarray(ident._rowbase, dtype=np.int64)
     output = np.asarray(ident.tk_output, dtype=np.int64)
-    if max(int(rowbase.max()) + 256, len(output), int(output.max()) + 1) >= 2**31:
+    if max(int(rowbase.max()) + 256, len(output), int(output.max()) + 1, len(nextmove)) >= 2**31:
         raise ConfigError("py3langid's model is too large for the compiled walk")  # pragma: no cover
-    automaton = np.empty((len(nextmove), 2), dtype=np.int32)
-    automaton[:, 0] = rowbase[nextmove]
-    automaton[:, 1] = output[nextmove]
     ptc = np.asarray(ident.nb_ptc, dtype=np.float32)
     width = -(-ptc.shape[1] // 16) * 16
     padded = np.zeros((ptc.shape[0], width), dtype=np.float32)
     padded[:, : ptc.shape[1]] = ptc
     pc = np.zeros(width, dtype=np.float32)
     pc[: ptc.shape[1]] = np.asarray(ident.nb_pc, dtype=np.float32)
-    return {"automaton": automaton, "start": np.array([rowbase[0]], dtype=np.int64), "ptc": padded, "pc": pc,
+    return {"nextmove": nextmove.astype(np.int32), "rowbase": rowbase.astype(np.int32),
+            "output": output.astype(np.int32), "ptc": padded, "pc": pc,
             "classes": np.array(list(ident.nb_classes)),
             "alias_pairs": np.array(ident._alias_pairs, dtype=np.int64).reshape(-1, 2)}
 
@@ -131,7 +129,7 @@ def _model() -> LangidModel:
         key = (f"py3langid tables v{_VERSION}; py3langid {version('py3langid')}; model {path} "
                f"sha256 {file_digest(path)}")
         t = cached_arrays("py3langid", key, _build_model)
-        _MODEL = LangidModel(automaton=t["automaton"], start=int(t["start"][0]), ptc=_aligned(t["ptc"]),
+        _MODEL = LangidModel(nextmove=t["nextmove"], rowbase=t["rowbase"], output=t["output"], ptc=_aligned(t["ptc"]),
                              pc=t["pc"], classes=[str(c) for c in t["classes"].tolist()],
                              alias_pairs=[(int(i), int(j)) for i, j in t["alias_pairs"].tolist()])
     return _MODEL
@@ -155,7 +153,8 @@ def _encode(text: str) -> bytes:
 def language_probs(texts: list[str]) -> np.ndarray:
     """py3langid's normalised class probabilities of each text, ``(len(texts), classes)``
     float32 (columns of aliased labels folded into the first), computed for the whole batch:
-    the byte automaton in one compiled loop, the naive Bayes scores as one sparse product."""
+    the byte automaton in one compiled loop, the naive Bayes scores as one sparse product (the
+    reference that :func:`language_scores`' fused kernel is tested against)."""
     from scipy.sparse import csr_matrix
 
     from bimine.filtering._langid_kernel import visit_counts
@@ -167,7 +166,7 @@ def language_probs(texts: list[str]) -> np.ndarray:
     offsets = np.zeros(len(enc) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     data = np.frombuffer(b"".join(enc), dtype=np.uint8)
-    r, f, c = visit_counts(data, offsets, model.automaton, model.start)
+    r, f, c = visit_counts(data, offsets, model.nextmove, model.rowbase, model.output)
     m = csr_matrix((np.log1p(c), (r, f)), shape=(len(texts), model.ptc.shape[0]), dtype=np.float32)
     scores = np.asarray(m @ model.ptc, dtype=np.float32)[:, :nc] + model.pc[:nc]
     empty = np.bincount(r, minlength=len(texts)) == 0
@@ -205,8 +204,8 @@ def language_scores(texts: list[str], lang: str, pairwise: bool = False) -> np.n
         fold_to[j] = i
     is_wanted = np.zeros(model.n_classes, dtype=np.bool_)
     is_wanted[cols] = True
-    return class_probability(data, offsets, model.automaton, model.start, model.ptc, model.pc, model.n_classes,
-                             _source_columns(cols), fold_to, is_wanted, pairwise)
+    return class_probability(data, offsets, model.nextmove, model.rowbase, model.output, model.ptc, model.pc,
+                             model.n_classes, _source_columns(cols), fold_to, is_wanted, pairwise)
 
 
 def _source_columns(cols: np.ndarray) -> np.ndarray:
