@@ -62,3 +62,43 @@ def test_margin_in_the_pipeline_equals_the_whole_corpus_margin(tmp_path, tiny_mo
     assert np.isnan(got[9]) and np.isnan(want[9])
     rows = read_tsv(out)
     assert rows[9]["margin"] == "nan" and float(rows[9]["score"]) == 0.0  # a NaN component counts 0
+
+
+def test_margin_index_is_exact_below_the_threshold_and_ivf_above():
+    from bimine.filtering.scores import MARGIN_EXACT_BELOW, margin_index
+
+    assert margin_index(MARGIN_EXACT_BELOW - 1, 384).factory == "Flat"
+    big = margin_index(1_000_000, 384)
+    assert big.factory == "IVF4096,PQ128x4fs,Refine(SQfp16)" and big.nprobe == 32
+    assert margin_index(10, 384, exact_below=5, nprobe=7).nprobe == 7
+
+
+def test_approximate_margin_stays_close_to_the_exact_one():
+    """Above ``exact_below`` the margin is searched with IVF: on clustered data (sentences
+    come in topics) it keeps the exact margin's order and moves few values."""
+    from scipy.stats import spearmanr
+
+    from bimine.filtering.scores import MarginScore
+
+    rng = np.random.default_rng(3)
+    n, d = 12_000, 32
+    topics = unit(rng.standard_normal((200, d)))
+    u = unit(topics[rng.integers(0, 200, n)] + 0.35 * rng.standard_normal((n, d)))
+    v = unit(u + 0.25 * rng.standard_normal((n, d)))
+    v[::10] = v[rng.permutation(n)[: len(v[::10])]]  # a tenth misaligned
+    exact = corpus_margin(u, v)
+
+    class Fixed:
+        def encode(self, texts, lang):
+            return (u if lang == "en" else v)[[int(t) for t in texts]]
+
+    m = MarginScore(encoder=Fixed(), src_lang="en", tgt_lang="fr", exact_below=5_000, nprobe=16)
+    got = m.score([str(i) for i in range(n)], [str(i) for i in range(n)])
+    assert spearmanr(got, exact).statistic > 0.98
+    assert np.median(np.abs(got - exact)) < 0.05  # 8 four-bit codes a vector at d = 32: coarse
+    drop = (exact < np.quantile(exact, 0.1)) != (got < np.quantile(got, 0.1))
+    assert drop.mean() < 0.02
+    from bimine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="nprobe"):
+        MarginScore(nprobe=0)

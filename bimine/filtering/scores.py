@@ -52,6 +52,26 @@ class CosineScore(PairFilter):
         return np.einsum("ij,ij->i", u, v).astype(np.float64)
 
 
+MARGIN_EXACT_BELOW = 50_000
+MARGIN_NPROBE = 32
+
+
+def margin_index(n: int, d: int, exact_below: int = MARGIN_EXACT_BELOW, nprobe: int = MARGIN_NPROBE):
+    """The index :class:`MarginScore` searches ``n`` sentences of dimension ``d`` with: exact
+    below ``exact_below`` sentences; above, IVF with about 4 sqrt(n) lists, 4-bit fast-scan
+    PQ codes and float16 re-scoring of 8 x k candidates, ``nprobe`` lists probed. The margin
+    needs the mean similarity of the neighbours, not the neighbours: measured against exact
+    search in docs/benchmarks.md (``python -m benchmarks.margin_index``)."""
+    import math
+
+    from bimine.index.faiss_index import IndexConfig, _pq_m
+
+    if n < exact_below:
+        return IndexConfig(factory="Flat")
+    nlist = 2 ** int(round(math.log2(max(64, 4 * math.sqrt(n)))))
+    return IndexConfig(factory=f"IVF{nlist},PQ{_pq_m(d)}x4fs,Refine(SQfp16)", nprobe=nprobe, k_factor=8)
+
+
 def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "ratio",
                   valid_src: np.ndarray | None = None, valid_tgt: np.ndarray | None = None,
                   index=None) -> np.ndarray:
@@ -60,7 +80,7 @@ def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "rati
     ``v_i`` to its ``k`` nearest sources, all targets/sources of the corpus being candidates
     (``kind`` "ratio" is Eq. 2; "distance", "eq9" as in mining). Rows not in ``valid_src`` /
     ``valid_tgt`` (blank sentences) are never neighbours and get NaN. ``index``: an
-    :class:`~bimine.index.IndexConfig` (default: exact search below 300k rows, as in mining).
+    :class:`~bimine.index.faiss_index.IndexConfig` (default: :func:`margin_index`).
     """
     from dataclasses import replace
 
@@ -74,8 +94,7 @@ def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "rati
     if len(vs) == 0 or len(vt) == 0:
         return out
     cfg = MineConfig(k=min(k, len(vs), len(vt)))
-    if index is not None:
-        cfg = replace(cfg, index=index)
+    cfg = replace(cfg, index=index if index is not None else margin_index(max(len(vs), len(vt)), u.shape[1]))
     sxy, ixy, syx, iyx = knn_both_ways(side_from_array(u, vs), side_from_array(v, vt), cfg)
     mx = np.full(n, np.nan, dtype=np.float32)
     my = np.full(n, np.nan, dtype=np.float32)
@@ -93,13 +112,18 @@ class MarginScore(PairFilter):
     :func:`corpus_margin`): both sides of every pair are embedded as the blocks go by, then
     each pair's cosine is set against its sides' ``k`` nearest neighbours among all targets and
     all sources. Holds both sides' embeddings in memory (2 x 384 float32 per pair: 3 GB per
-    million pairs with the default model). No threshold by default."""
+    million pairs with the default model). No threshold by default.
+
+    Search (:func:`margin_index`): exact below ``exact_below`` sentences a side (paper 002's
+    exact margin: set it above the corpus size), else an IVF index probing ``nprobe`` lists."""
 
     encoder: object = None
     src_lang: str = "en"
     tgt_lang: str = "en"
     k: int = 4
     margin: str = "ratio"
+    exact_below: int = MARGIN_EXACT_BELOW
+    nprobe: int = MARGIN_NPROBE
     name: str = "margin"
     threshold: float | None = None
     clean_high: bool = True
@@ -114,6 +138,8 @@ class MarginScore(PairFilter):
             raise ConfigError(f"margin must be ratio, distance or eq9, got {self.margin!r}")
         if self.k < 1:
             raise ConfigError(f"k must be >= 1, got {self.k}")
+        if self.exact_below < 0 or self.nprobe < 1:
+            raise ConfigError(f"margin needs exact_below >= 0 and nprobe >= 1, got {self.exact_below}, {self.nprobe}")
         self._u: list[np.ndarray] = []
         self._v: list[np.ndarray] = []
         self._blank_s: list[np.ndarray] = []
@@ -141,7 +167,8 @@ class MarginScore(PairFilter):
         vs = np.flatnonzero(~np.concatenate(self._blank_s))
         vt = np.flatnonzero(~np.concatenate(self._blank_t))
         self._u, self._v = [], []
-        return corpus_margin(u, v, k=self.k, kind=self.margin, valid_src=vs, valid_tgt=vt)
+        index = margin_index(max(len(vs), len(vt)), u.shape[1], self.exact_below, self.nprobe)
+        return corpus_margin(u, v, k=self.k, kind=self.margin, valid_src=vs, valid_tgt=vt, index=index)
 
     def score(self, src, tgt):
         """The margin of ``src``/``tgt`` taken as a whole corpus."""

@@ -1,0 +1,137 @@
+"""How far an approximate FAISS index moves the in-corpus margin of ``bimine filter`` (issue 10),
+and what it saves.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.margin_index [--pairs 200000] [--configs ...] [--json .bench/margin_index.json]
+
+The margin score (paper 002 Eq. 2) sets each pair's cosine against the mean cosine of each
+side's ``k`` = 4 nearest neighbours among all sentences of the other side of the corpus. Exact
+search costs ~n^2 (two directions); an IVF index scans a few lists per query. The margin needs
+only the *mean similarity* of the neighbours, not the neighbours themselves, so it tolerates
+a lower recall than mining does (a missed neighbour is replaced by the next one, a little less
+similar).
+
+Input: the first ``--pairs`` en-fr pairs of the shared training data (the same file as
+``benchmarks.filter_speed``), embedded once with the shipped default model (cached in
+``.bench/margin_index``). For exact search (Flat) and each index configuration: wall seconds
+of :func:`bimine.filtering.scores.corpus_margin` (training, filling and both searches; 2
+threads), recall@4 of 2,000 queries per direction against the exact lists, and against the
+exact margin: the mean and 99th-percentile absolute difference, Spearman's rank correlation,
+and the share of pairs whose keep/drop decision changes when the lowest 10 % (or 30 %) by
+margin are dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from benchmarks.filter_speed import DEFAULT_DATA, make_inputs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(REPO, ".bench", "margin_index")
+
+
+def embeddings(files: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    from bimine import load_encoder
+
+    os.makedirs(OUT, exist_ok=True)
+    paths = [os.path.join(OUT, f"{lang}-{n}.npy") for lang in ("en", "fr")]
+    if all(os.path.exists(p) for p in paths):
+        return np.load(paths[0]), np.load(paths[1])
+    enc = load_encoder()
+    out = []
+    for lang, p in zip(("en", "fr"), paths):
+        with open(files[lang], encoding="utf-8", newline="") as f:
+            texts = f.read().rstrip("\n").split("\n")
+        e = enc.encode(texts, lang).astype(np.float32)
+        np.save(p + ".tmp.npy", e)
+        os.replace(p + ".tmp.npy", p)
+        out.append(e)
+    return out[0], out[1]
+
+
+def knn_lists(u: np.ndarray, v: np.ndarray, factory: str, nprobe: int, k_factor: int, queries: np.ndarray):
+    """Top-4 ids of ``queries`` rows of u among v with the given index (for recall)."""
+    from bimine.index.faiss_index import IndexConfig
+    from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
+
+    cfg = MineConfig(k=4, index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor))
+    _, ixy, _, iyx = knn_both_ways(side_from_array(u[queries], np.arange(len(queries))),
+                                   side_from_array(v, np.arange(len(v))), cfg, need_backward=False)[:4]
+    return ixy
+
+
+def recall(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean([len(set(x) & set(y)) / 4 for x, y in zip(a.tolist(), b.tolist())]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=DEFAULT_DATA)
+    ap.add_argument("--pairs", type=int, default=200_000)
+    ap.add_argument("--configs", nargs="+", default=["auto:0", "fast:4", "fast:8", "fast:16", "fast:64"],
+                    help="FACTORY:NPROBE; 'fast' is IVF(4 sqrt(n) lists),PQ(d/3)x4fs,Refine(SQfp16) at k_factor 8; "
+                         "'auto' is filter's default; Flat is always run")
+    ap.add_argument("--json", default=os.path.join(REPO, ".bench", "margin_index.json"))
+    args = ap.parse_args()
+
+    import faiss
+    from scipy.stats import spearmanr
+
+    from bimine.filtering.scores import corpus_margin, margin_index
+    from bimine.index.faiss_index import IndexConfig, _pq_m
+
+    faiss.omp_set_num_threads(2)
+    files, _ = make_inputs(args.data, [args.pairs])
+    u, v = embeddings(files[args.pairs], args.pairs)
+    n, d = u.shape
+    rng = np.random.default_rng(0)
+    q = np.sort(rng.choice(n, size=min(2000, n), replace=False))
+    t = time.time()
+    exact = corpus_margin(u, v, index=IndexConfig(factory="Flat"))
+    t_exact = time.time() - t
+    exact_ids = knn_lists(u, v, "Flat", 0, 1, q)
+    rows = [{"config": "Flat (exact)", "seconds": round(t_exact, 1), "recall@4": 1.0}]
+    nlist = 2 ** int(round(np.log2(max(64, 4 * np.sqrt(n)))))
+    fast = f"IVF{nlist},PQ{_pq_m(d)}x4fs,Refine(SQfp16)"
+    for spec in args.configs:
+        name, _, probe = spec.rpartition(":")
+        if name == "auto":
+            cfg = margin_index(n, d)
+        else:
+            cfg = IndexConfig(factory=fast if name == "fast" else name, nprobe=int(probe), k_factor=8)
+        t = time.time()
+        got = corpus_margin(u, v, index=cfg)
+        sec = time.time() - t
+        diff = np.abs(got - exact)
+        row = {"config": f"{cfg.factory}, nprobe {cfg.nprobe}, k_factor {cfg.k_factor}" + (" (default)" if name == "auto" else ""),
+               "seconds": round(sec, 1),
+               "recall@4": round(recall(knn_lists(u, v, cfg.factory, cfg.nprobe, cfg.k_factor, q), exact_ids), 3),
+               "mean |diff|": float(f"{diff.mean():.2g}"), "p99 |diff|": float(f"{np.quantile(diff, 0.99):.2g}"),
+               "spearman": round(float(spearmanr(got, exact).statistic), 5)}
+        for frac in (0.1, 0.3):
+            cut_e, cut_g = np.quantile(exact, frac), np.quantile(got, frac)
+            row[f"decisions changed, drop {int(frac * 100)} %"] = round(float(np.mean((exact >= cut_e) != (got >= cut_g))), 5)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    res = {"pairs": n, "dim": d, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows,
+           "margin": "ratio, k = 4"}
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(res, f, indent=1)
+    keys = list(rows[-1])
+    print(f"\n{n:,} pairs, d = {d}, {res['date']}\n")
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+
+
+if __name__ == "__main__":
+    main()
