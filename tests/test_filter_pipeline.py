@@ -144,6 +144,9 @@ def test_pipeline_yaml_is_checked():
                                                                                     "lowercase": True}]})
     f = build_filters(spec, src_lang="en", tgt_lang="fr")
     assert f[0].threshold == 2.5 and f[1].lowercase
+    spec = parse_pipeline({"filters": [{"score": "margin", "exact_below": 10**9, "nprobe": 64}]})
+    (m,) = build_filters(spec, src_lang="en", tgt_lang="fr", encoder=object())
+    assert (m.exact_below, m.nprobe) == (10**9, 64)
     for bad, msg in (({"filters": [{"rule": "nope"}]}, "unknown rule 'nope'"),
                      ({"filters": [{"rule": "empty", "thresh": 1}]}, r"unknown option\(s\) \['thresh'\]"),
                      ({"filters": [{"rule": "empty", "score": "cosine"}]}, "one 'rule' or one 'score'"),
