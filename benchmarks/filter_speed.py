@@ -263,6 +263,11 @@ def bimine_runs(n: int, files: dict, times: int, model: bool, before: str | None
              ("bimine", "rules without lang", ["--no-model", "--rules", RULES_NO_LANG, "--workers", "1"], times),
              ("bimine", "rules without lang", ["--no-model", "--rules", RULES_NO_LANG, "--workers", "2"], times)]
     if model:
+        cosine = os.path.join(OUT, "rules-cosine.yaml")  # the default rules and the cosine, no margin
+        with open(cosine, "w") as f:
+            f.write("filters:\n" + "".join(f"  - rule: {r}\n" for r in RULES_NO_LANG.split(","))
+                    + "  - rule: lang\n  - score: cosine\n")
+        cases.append(("bimine", "rules + cosine (default model)", ["-c", cosine, "--workers", "2"], 1))
         cases.append(("bimine", "rules + cosine + margin (default model)", ["--workers", "2"], 1))
     rows = []
     for tool, what, extra, k in cases:

@@ -101,25 +101,18 @@ def class_probability(data, offsets, nextmove, rowbase, output, ptc, pc, classes
     block = max(1, block)
     acc = np.empty((min(block, max(n, 1)), width), dtype=np.float32)
     nfeat = np.empty(block, dtype=np.int32)
-    cap = 16
-    tf = np.empty(cap, dtype=np.int32)
+    cap = 1  # triples of the largest block: at most one per byte
+    for b0 in range(0, n, block):
+        cap = max(cap, offsets[min(n, b0 + block)] - offsets[b0])
+    tf = np.empty(cap, dtype=np.int32)  # feature, text in the block, weight: in walk order
     tt = np.empty(cap, dtype=np.int32)
     tw = np.empty(cap, dtype=np.float32)
-    sf = np.empty(cap, dtype=np.int32)
+    sf = np.empty(cap, dtype=np.int32)  # the same, sorted by feature
     st = np.empty(cap, dtype=np.int32)
     sw = np.empty(cap, dtype=np.float32)
     start = rowbase[0]
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
-        need = offsets[b1] - offsets[b0]
-        if need > cap:
-            cap = max(need, 2 * cap)
-            tf = np.empty(cap, dtype=np.int32)
-            tt = np.empty(cap, dtype=np.int32)
-            tw = np.empty(cap, dtype=np.float32)
-            sf = np.empty(cap, dtype=np.int32)
-            st = np.empty(cap, dtype=np.int32)
-            sw = np.empty(cap, dtype=np.float32)
         # walk: each text's distinct features, in order of first appearance, and their weights
         k = 0
         for i in range(b0, b1):
