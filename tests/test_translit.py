@@ -118,3 +118,25 @@ def test_fingerprint_records_the_table(table):
     a = run_fingerprint(cfg, [], table)["settings"]["translit_table"]
     b = run_fingerprint(cfg, [], {**table, ord("п"): "b"})["settings"]["translit_table"]
     assert a != b and "translit_table" not in run_fingerprint(cfg, [])["settings"]
+
+
+def test_sentences_skipped_by_may_romanize_have_no_romanised_words(table):
+    """may_romanize is only a shortcut: every sentence it skips has no extra words, and the
+    sentences it keeps give the same extra words; characters that reach the table only
+    through NFKC or lower-casing (ohm and micro signs, compatibility jamo, fullwidth or
+    circled forms) are kept."""
+    from bimine.text.features import normalize_text
+
+    rom = Romanizer(table)
+    sents = BATCH + ["Ω = 5 \u2126", "10 \u00b5m", "\u3131\u314f", "ＡＢＣ", "\u24b6 circled", "café crème brûlée",
+                     "Straße", "ǅemal", "İstanbul", "\ufb01n", "Κ", "naïve", "x\u0301y", "\u2126"]
+    may = rom.may_romanize(sents)
+    want = rom.extra_texts([normalize_text(s) for s in sents])
+    for s, m, w in zip(sents, may, want):
+        assert m or w == "", s
+    assert may[sents.index("\u2126")] and may[sents.index("10 \u00b5m")] and may[sents.index("\u3131\u314f")]
+    assert not any(may[sents.index(s)] for s in ("café crème brûlée", "Straße", "naïve", "The cat sleeps.", ""))
+    f = Featurizer(CFG, translit_table=table)
+    ids, off = f.featurize(sents, "xx")
+    for i, s in enumerate(sents):
+        np.testing.assert_array_equal(ids[off[i] : off[i + 1]], f.featurize([s, "Трамп"], "xx")[0][: off[i + 1] - off[i]])

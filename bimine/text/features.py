@@ -248,7 +248,8 @@ class Featurizer:
         """Append to each sentence's features those of its romanised words (``translit``)."""
         cfg = self.config
         mc = cfg.max_chars
-        idx = [i for i, s in enumerate(sentences) if not s.isascii()]
+        may = self.romanizer.may_romanize(sentences)
+        idx = [i for i, m in enumerate(may) if m]
         if not idx:
             return ids, offsets
         norm = [normalize_text(sentences[i][:mc], cfg.lowercase) for i in idx]

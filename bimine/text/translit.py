@@ -98,6 +98,29 @@ class Romanizer:
     def __init__(self, table: dict[int, str]) -> None:
         self.table = table
         self._trans = str.maketrans(table)
+        self._may: dict[str, bool] = {}  # code point -> may it romanise once normalised
+
+    def may_romanize(self, sentences: list[str]) -> list[bool]:
+        """For each raw sentence, whether :func:`~bimine.text.features.normalize_text` of it
+        can hold a character this table romanises: False only when none of its characters
+        does, alone, after NFKC and lower-casing (a character outside the table stays out of
+        it in context: NFKC composes a mark into its base's script, and marks are not
+        romanised). Sentences that are False get no extra features (``extra_texts`` would
+        give ""), so callers skip normalising them: Latin text with accents, e.g. French."""
+        chars = set("".join(s for s in sentences if not s.isascii()))
+        may = self._may
+        for c in chars:
+            if c not in may:
+                if c.isascii():
+                    may[c] = False
+                    continue
+                norm = unicodedata.normalize("NFKC", c)
+                may[c] = any(ord(x) in self.table for x in norm + norm.lower() + c.lower())
+        bad = "".join(c for c in chars if may[c])
+        if not bad:
+            return [False] * len(sentences)
+        hit = str.maketrans("", "", bad)
+        return [not s.isascii() and len(s.translate(hit)) != len(s) for s in sentences]
 
     def extra_texts(self, normalized: list[str]) -> list[str]:
         """``normalized``: sentences as :func:`~bimine.text.features.normalize_text` makes
