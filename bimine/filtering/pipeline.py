@@ -322,7 +322,7 @@ def _prepares(f: PairFilter) -> bool:
 
 def auto_workers(cap: int = 4) -> int:
     """``--workers auto``: the cores this process may use, at most ``cap``. On 2 cores, 2
-    workers took the default rules of 1M pairs from 25.6 to 16.2 s (docs/benchmarks.md,
+    workers took the default rules of 1M pairs from 23.0 to 16.1 s (docs/benchmarks.md,
     "Filtering: speed")."""
     try:
         cores = len(os.sched_getaffinity(0))
