@@ -248,8 +248,7 @@ class Featurizer:
         """Append to each sentence's features those of its romanised words (``translit``)."""
         cfg = self.config
         mc = cfg.max_chars
-        may = self.romanizer.may_romanize(sentences)
-        idx = [i for i, m in enumerate(may) if m]
+        idx = np.flatnonzero(self.romanizer.may_romanize(sentences)).tolist()
         if not idx:
             return ids, offsets
         norm = [normalize_text(sentences[i][:mc], cfg.lowercase) for i in idx]

@@ -98,29 +98,38 @@ class Romanizer:
     def __init__(self, table: dict[int, str]) -> None:
         self.table = table
         self._trans = str.maketrans(table)
-        self._may: dict[str, bool] = {}  # code point -> may it romanise once normalised
+        self._known: np.ndarray | None = None  # code points classified so far
+        self._bad: np.ndarray | None = None  # ... that may romanise once normalised
 
-    def may_romanize(self, sentences: list[str]) -> list[bool]:
+    def may_romanize(self, sentences: list[str]) -> np.ndarray:
         """For each raw sentence, whether :func:`~bimine.text.features.normalize_text` of it
         can hold a character this table romanises: False only when none of its characters
         does, alone, after NFKC and lower-casing (a character outside the table stays out of
         it in context: NFKC composes a mark into its base's script, and marks are not
         romanised). Sentences that are False get no extra features (``extra_texts`` would
-        give ""), so callers skip normalising them: Latin text with accents, e.g. French."""
-        chars = set("".join(s for s in sentences if not s.isascii()))
-        may = self._may
-        for c in chars:
-            if c not in may:
-                if c.isascii():
-                    may[c] = False
-                    continue
-                norm = unicodedata.normalize("NFKC", c)
-                may[c] = any(ord(x) in self.table for x in norm + norm.lower() + c.lower())
-        bad = "".join(c for c in chars if may[c])
-        if not bad:
-            return [False] * len(sentences)
-        hit = str.maketrans("", "", bad)
-        return [not s.isascii() and len(s.translate(hit)) != len(s) for s in sentences]
+        give ""), so callers skip normalising them: Latin text with accents, e.g. French.
+        One pass over the batch's code points (NumPy); each new character is classified
+        once per process."""
+        n = len(sentences)
+        joined = "".join(sentences)
+        if joined.isascii():
+            return np.zeros(n, dtype=bool)
+        cps = np.frombuffer(joined.encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32)
+        if self._known is None:
+            self._known = np.zeros(0x110000, dtype=bool)
+            self._known[:0x80] = True  # ASCII: never romanised
+            self._bad = np.zeros(0x110000, dtype=bool)
+        new = np.flatnonzero(~self._known[cps])
+        if len(new):
+            for cp in np.unique(cps[new]).tolist():
+                c = chr(cp)
+                norm = unicodedata.normalize("NFKC", c) if not 0xD800 <= cp <= 0xDFFF else c
+                self._bad[cp] = any(ord(x) in self.table for x in norm + norm.lower() + c.lower())
+                self._known[cp] = True
+        hits = np.zeros(len(cps) + 1, dtype=np.int64)
+        np.cumsum(self._bad[cps], out=hits[1:])
+        ends = np.cumsum(np.fromiter(map(len, sentences), dtype=np.int64, count=n))
+        return hits[ends] > hits[ends - np.fromiter(map(len, sentences), dtype=np.int64, count=n)]
 
     def extra_texts(self, normalized: list[str]) -> list[str]:
         """``normalized``: sentences as :func:`~bimine.text.features.normalize_text` makes
