@@ -140,3 +140,16 @@ def test_sentences_skipped_by_may_romanize_have_no_romanised_words(table):
     ids, off = f.featurize(sents, "xx")
     for i, s in enumerate(sents):
         np.testing.assert_array_equal(ids[off[i] : off[i + 1]], f.featurize([s, "Трамп"], "xx")[0][: off[i + 1] - off[i]])
+
+
+def test_may_romanize_from_several_threads(table):
+    """Encoders featurise from several threads at once: the shared classification tables
+    give every thread the single-thread answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [[f"{w} {i}" for i in range(200)] for w in ("Трамп", "café", "Ω Ωμέγα", "도널드", "naïve", "ｱ")] * 4
+    want = [Romanizer(table).may_romanize(b).tolist() for b in batches]
+    shared = Romanizer(table)
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda b: shared.may_romanize(b).tolist(), batches))
+    assert got == want

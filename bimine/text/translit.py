@@ -98,8 +98,12 @@ class Romanizer:
     def __init__(self, table: dict[int, str]) -> None:
         self.table = table
         self._trans = str.maketrans(table)
-        self._known: np.ndarray | None = None  # code points classified so far
-        self._bad: np.ndarray | None = None  # ... that may romanise once normalised
+        # code points classified so far, and those that may romanise once normalised; made
+        # here, not lazily: encoders call this from several threads (a character classified
+        # twice gets the same answer, and is marked known only after its answer is stored)
+        self._known = np.zeros(0x110000, dtype=bool)
+        self._known[:0x80] = True  # ASCII: never romanised
+        self._bad = np.zeros(0x110000, dtype=bool)
 
     def may_romanize(self, sentences: list[str]) -> np.ndarray:
         """For each raw sentence, whether :func:`~bimine.text.features.normalize_text` of it
@@ -115,10 +119,6 @@ class Romanizer:
         if joined.isascii():
             return np.zeros(n, dtype=bool)
         cps = np.frombuffer(joined.encode("utf-32-le", errors="surrogatepass"), dtype=np.uint32)
-        if self._known is None:
-            self._known = np.zeros(0x110000, dtype=bool)
-            self._known[:0x80] = True  # ASCII: never romanised
-            self._bad = np.zeros(0x110000, dtype=bool)
         new = np.flatnonzero(~self._known[cps])
         if len(new):
             for cp in np.unique(cps[new]).tolist():
