@@ -128,8 +128,9 @@ class Romanizer:
                 self._known[cp] = True
         hits = np.zeros(len(cps) + 1, dtype=np.int64)
         np.cumsum(self._bad[cps], out=hits[1:])
-        ends = np.cumsum(np.fromiter(map(len, sentences), dtype=np.int64, count=n))
-        return hits[ends] > hits[ends - np.fromiter(map(len, sentences), dtype=np.int64, count=n)]
+        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=n)
+        ends = np.cumsum(lengths)
+        return hits[ends] > hits[ends - lengths]
 
     def extra_texts(self, normalized: list[str]) -> list[str]:
         """``normalized``: sentences as :func:`~bimine.text.features.normalize_text` makes
