@@ -3,6 +3,8 @@ frozen embeddings, or a siamese BiGRU) on clean parallel pairs, for ``bimine sco
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from bimine.cli.main import check_lang_option, cli, pair_input
@@ -96,6 +98,100 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
                            tgt_lang=None if any_languages else tgt_lang, encoder=encoder, dev=dev,
                            dev_size=dev_size, progress=not no_progress)
     clf.config["skipped_empty"] = skipped
+    clf.save(output)
+    note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
+    click.echo(f"{describe(clf)}{note}; wrote {output}", err=True)
+
+
+@cli.command("calibrate")
+@click.argument("inputs", nargs=-1, required=True, type=str)
+@click.option("-m", "--model", default="default", show_default=True,
+              help="The model to calibrate: 'default', 'e5-small' or a model folder.")
+@click.option("-o", "--output", type=click.Path(), default=None,
+              help="Where to write the head (default: calibration.safetensors in the model's folder, where "
+                   "mining, filtering and 'docs match' find it; needed for e5-small, which has no folder).")
+@click.option("--columns", default="1,2", show_default=True, help="The source and target columns of each INPUT.")
+@click.option("--dev-size", type=click.IntRange(min=2), default=1000, show_default=True,
+              help="Pairs held out (from every file and direction in proportion) for the dev figures.")
+@click.option("--epochs", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--batch-pairs", type=click.IntRange(min=2), default=128, show_default=True,
+              help="Pairs per batch: each source against the batch's targets (1 positive, the rest negatives; "
+                   "paper 000: 128).")
+@click.option("--retrieved", type=click.IntRange(min=0), default=4, show_default=True,
+              help="Also score each source against its R nearest training targets (hard negatives, as met in "
+                   "mining and document matching); 0 = in-batch negatives only, as paper 000.")
+@click.option("--one-direction", is_flag=True, help="Train on INPUT's source -> target only (default: both ways).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Torch threads.")
+@click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs, retrieved, one_direction, seed, threads,
+                  encoding_errors, no_progress) -> None:
+    """Train the calibrated confidence of MODEL's cosine (paper 000 §2.4.2) on held-out pairs.
+
+    Each INPUT is a TSV of translation pairs (source<TAB>target, one language pair per file)
+    that the model was not trained on. The encoder stays frozen; the head learns a scale and a
+    bias from the source embedding, so it never changes which target ranks first. Training
+    needs torch (pip install 'bimine[train]'); using the head does not.
+    """
+    import numpy as np
+
+    from bimine.encoders import load_encoder
+    from bimine.encoders.base import uses_language
+    from bimine.encoders.calibration import CALIBRATION_FILE, model_folder
+    from bimine.errors import ConfigError
+    from bimine.filtering.pipeline import read_pair_blocks
+    from bimine.filtering.train_classifier import ClassifierTrainConfig, describe, train_classifier
+    from bimine.outputs import check_output_file
+
+    cols = pair_input(inputs[0], None, None, columns)
+    encoder = load_encoder(model)
+    if uses_language(encoder):
+        raise ConfigError(f"model {model}'s features depend on the language; calibrate it per language pair with "
+                          "'bimine train-classifier confidence --src-lang L --tgt-lang L'")
+    if output is None:
+        folder = model_folder(encoder)
+        if folder is None:
+            raise click.UsageError(f"model {model} has no folder to store the head in: give -o FILE")
+        output = str(folder / CALIBRATION_FILE)
+    check_output_file(output, inputs=inputs)
+    groups: list[tuple[list[str], list[str]]] = []
+    skipped = 0
+    for path in inputs:
+        a, b = [], []
+        for block in read_pair_blocks(path, columns=cols, errors=encoding_errors):
+            for x, y in zip(block.src, block.tgt):
+                if not x.strip() or not y.strip():
+                    skipped += 1
+                    continue
+                a.append(x)
+                b.append(y)
+        if len(a) < 2:
+            raise ConfigError(f"{path}: {len(a)} usable pair(s); need at least 2")
+        groups.append((a, b))
+        if not one_direction:
+            groups.append((b, a))
+    total = sum(len(a) for a, _ in groups)
+    if total < dev_size + 2 * batch_pairs:
+        raise ConfigError(f"{total:,} pairs are too few to hold out {dev_size:,} and train on the rest")
+    rng = np.random.default_rng(seed)
+    src, tgt, gid, dsrc, dtgt = [], [], [], [], []
+    for g, (a, b) in enumerate(groups):
+        order = rng.permutation(len(a))
+        n_dev = max(1, round(len(a) * dev_size / total))
+        for i in order[n_dev:]:
+            src.append(a[i])
+            tgt.append(b[i])
+            gid.append(g)
+        dsrc += [a[i] for i in order[:n_dev]]
+        dtgt += [b[i] for i in order[:n_dev]]
+    cfg = ClassifierTrainConfig("confidence", epochs=epochs, batch_pairs=batch_pairs, seed=seed, threads=threads,
+                                retrieved=retrieved)
+    clf = train_classifier(cfg, src, tgt, src_lang=None, tgt_lang=None, encoder=encoder, dev=(dsrc, dtgt),
+                           progress=not no_progress, groups=np.array(gid))
+    clf.config["skipped_empty"] = skipped
+    clf.config["inputs"] = [os.path.basename(p) for p in inputs]
+    clf.config["both_directions"] = not one_direction
     clf.save(output)
     note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
     click.echo(f"{describe(clf)}{note}; wrote {output}", err=True)

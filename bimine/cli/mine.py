@@ -55,8 +55,13 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--tgt-store", type=click.Path(file_okay=False, exists=True), default=None,
               help="Embeddings of TGT from 'bimine embed --store'.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="tsv", show_default=True,
-              help="tsv: score, src, tgt; jsonl/parquet add 1-based line numbers.")
+              help="tsv: score, src, tgt (then --line-numbers, --confidence); jsonl/parquet add 1-based line numbers.")
 @click.option("--line-numbers", is_flag=True, help="TSV: add 1-based source and target line numbers as columns 4-5.")
+@click.option("--confidence", is_flag=True,
+              help="Add each pair's calibrated confidence (paper 000 §2.4.2: the probability that it is a "
+                   "translation, from the head stored with the model) as the last column.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --confidence: a head from 'bimine calibrate -o' instead of the model's own.")
 @click.option("--dedupe", is_flag=True, help="Drop pairs whose (src, tgt) texts repeat an earlier pair.")
 @click.option("--drop-copies", is_flag=True, help="Drop pairs whose sides are equal up to case, punctuation, digits.")
 @click.option("--min-chars", type=click.IntRange(min=0), default=0, show_default=True, help="Drop pairs with a side shorter than this.")
@@ -67,7 +72,7 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output: str, model: str, strategy: str, score: str,
          k: int, threshold: float, factory: str, nprobe: int, k_factor: int, work_dir: str | None, src_store: str | None,
-         tgt_store: str | None, fmt: str, line_numbers: bool, dedupe: bool, drop_copies: bool, min_chars: int,
+         tgt_store: str | None, fmt: str, line_numbers: bool, confidence: bool, calibration: str | None, dedupe: bool, drop_copies: bool, min_chars: int,
          encoding_errors: str, workers: int, no_progress: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
 
@@ -85,12 +90,19 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     from bimine.embed import resolve_workers
 
     encoder = load_encoder(model)
+    cal = None
+    if calibration is not None and not confidence:
+        raise click.UsageError("--calibration is used with --confidence")
+    if confidence:
+        from bimine.encoders.calibration import Calibration
+
+        cal = Calibration.for_encoder(encoder, calibration)
     checks = [(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]
     src_lang, tgt_lang = resolve_lang(encoder, src_lang, "--src-lang"), resolve_lang(encoder, tgt_lang, "--tgt-lang")
     with language_checks([c for c in checks if c[1] is not None]):
         report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                             cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                             line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
-                            workers=resolve_workers(workers))
+                            workers=resolve_workers(workers), calibration=cal)
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} pairs written to {output}", err=True)

@@ -3,7 +3,9 @@ embeddings (002 §2.3) and a siamese BiGRU (003 §3).
 
 * ``confidence``: ``sigmoid(scale(u) * u.v + bias(u))`` where ``scale`` and ``bias`` are
   weighted sums of ``[u, u^2]``, the source embedding and its pointwise square (dropout 0.4
-  before them). The encoder stays frozen (000 trains the head with a stop-gradient); trained
+  before them); heads trained since issue 11 pass the scale through a softplus
+  (``positive_scale``), so that no source can get a negative scale, which would reverse its
+  ranking. The encoder stays frozen (000 trains the head with a stop-gradient); trained
   like the encoder's ranking task, each source against the batch's targets (1 positive, B-1
   negatives), with binary cross-entropy. Being a function of the source alone times the dot
   product, it never changes which target ranks first for a source.
@@ -104,11 +106,12 @@ def _modules():
     from torch import nn
 
     class ConfidenceHead(nn.Module):
-        def __init__(self, dim: int, dropout: float = 0.4):
+        def __init__(self, dim: int, dropout: float = 0.4, positive_scale: bool = False):
             super().__init__()
             self.drop = nn.Dropout(dropout)
             self.scale = nn.Linear(2 * dim, 1)
             self.bias = nn.Linear(2 * dim, 1)
+            self.positive_scale = positive_scale
             nn.init.zeros_(self.scale.weight)
             nn.init.zeros_(self.bias.weight)
             nn.init.constant_(self.scale.bias, 10.0)  # start near a plain scaled dot product
@@ -116,7 +119,10 @@ def _modules():
 
         def scale_bias(self, u):
             f = self.drop(torch.cat([u, u * u], dim=1))
-            return self.scale(f).squeeze(1), self.bias(f).squeeze(1)
+            a = self.scale(f).squeeze(1)
+            if self.positive_scale:  # softplus: the confidence then always grows with u.v
+                a = torch.nn.functional.softplus(a)
+            return a, self.bias(f).squeeze(1)
 
         def logits(self, u, v):  # aligned pairs
             a, b = self.scale_bias(u)
@@ -171,7 +177,7 @@ def _build(cfg: dict):
     ConfidenceHead, FCHead, BiGRUPair = _modules()
     kind = cfg["kind"]
     if kind == "confidence":
-        return ConfidenceHead(cfg["dim"], cfg.get("dropout", 0.4))
+        return ConfidenceHead(cfg["dim"], cfg.get("dropout", 0.4), cfg.get("positive_scale", False))
     if kind == "fc":
         return FCHead(cfg["dim"], cfg["hidden"], cfg.get("dropout", 0.1))
     if kind == "bigru":

@@ -29,7 +29,7 @@ from bimine.filtering.base import PairFilter
 from bimine.filtering.rules import RULES
 
 RULE_NAMES = (*RULES, "lang")
-SCORE_NAMES = ("cosine", "margin", "classifier")
+SCORE_NAMES = ("cosine", "margin", "confidence", "classifier")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
 _COMMON = {"name", "threshold"}
@@ -89,7 +89,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
                   where: str = "pipeline") -> list[PairFilter]:
     """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
     from bimine.filtering.langid import LanguageId
-    from bimine.filtering.scores import ClassifierScore, CosineScore, MarginScore
+    from bimine.filtering.scores import ClassifierScore, ConfidenceScore, CosineScore, MarginScore
 
     out: list[PairFilter] = []
     for i, item in enumerate(spec.filters):
@@ -107,7 +107,8 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
                 raise ConfigError(f"{here}: unknown score {kind!r}; scores: {', '.join(SCORE_NAMES)}")
             if encoder is None and kind != "classifier":
                 raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
-            cls = {"cosine": CosineScore, "margin": MarginScore, "classifier": ClassifierScore}[kind]
+            cls = {"cosine": CosineScore, "margin": MarginScore, "confidence": ConfidenceScore,
+                   "classifier": ClassifierScore}[kind]
             extra = {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang}
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
         bad = set(item) - options

@@ -52,6 +52,32 @@ class CosineScore(PairFilter):
         return np.einsum("ij,ij->i", u, v).astype(np.float64)
 
 
+@dataclass
+class ConfidenceScore(PairFilter):
+    """Score: the calibrated confidence of the cosine (paper 000 §2.4.2), the probability that
+    the pair is a translation, from the head stored with the model (``bimine calibrate``) or
+    the file at ``path``; NumPy only, so it runs in the worker processes like the cosine. No
+    threshold by default (000 keeps pairs at 0.5 and above)."""
+
+    encoder: object = None
+    src_lang: str = "en"
+    tgt_lang: str = "en"
+    path: str | None = None
+    name: str = "confidence"
+    threshold: float | None = None
+    clean_high: bool = True
+    reason: str = "calibrated confidence below the threshold"
+    kind: str = "score"
+
+    def __post_init__(self) -> None:
+        from bimine.encoders.calibration import Calibration
+
+        self.cal = Calibration.for_encoder(self.encoder, self.path)
+
+    def score(self, src, tgt):
+        return self.cal.confidence(embed(self.encoder, src, self.src_lang), embed(self.encoder, tgt, self.tgt_lang))
+
+
 MARGIN_EXACT_BELOW = 50_000
 MARGIN_NPROBE = 32
 

@@ -43,6 +43,7 @@ class ClassifierTrainConfig:
     max_tokens: int = 64
     clip: float = 5.0
     seed: int = 0
+    retrieved: int = 0  # confidence: each source's R nearest training targets added as candidates (0 = as 000)
     threads: int = 1  # torch threads: one per run is fastest on a shared 2-core machine (decisions.md)
 
     def resolved(self) -> ClassifierTrainConfig:
@@ -96,10 +97,15 @@ def train_classifier(
     dev: tuple[list[str], list[str]] | None = None,
     dev_size: int = 500,
     progress: bool = True,
+    groups: np.ndarray | None = None,
 ) -> PairClassifier:
     """Train a classifier of ``cfg.kind`` on the parallel ``src``/``tgt`` (in document order:
     ``fc``'s adjacent-sentence negatives use it). ``encoder`` (frozen) is needed by the
-    embedding kinds. Without ``dev``, the last ``dev_size`` pairs are held out."""
+    embedding kinds. Without ``dev``, the last ``dev_size`` pairs are held out.
+
+    ``groups`` (``confidence`` only, with ``dev`` given): one id per training pair; each batch
+    then holds pairs of one group, so a source's in-batch negatives are in its own target
+    language (as when the encoder was trained)."""
     import torch
 
     cfg = cfg.resolved()
@@ -112,14 +118,19 @@ def train_classifier(
         src, tgt = src[:-dev_size], tgt[:-dev_size]
     if len(dev[0]) < 2 or len(src) < 2:
         raise ConfigError("need at least 2 training and 2 dev pairs")
+    if groups is not None and (cfg.kind != "confidence" or len(groups) != len(src)):
+        raise ConfigError("groups are for the confidence kind, one per training pair (with dev pairs given)")
     if cfg.kind in ("confidence", "fc") and encoder is None:
         raise ConfigError(f"the {cfg.kind} classifier is trained on a model's embeddings: give --model")
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(max(1, cfg.threads))
     rng = np.random.default_rng(cfg.seed)
     t0 = time.time()
-    fn = {"confidence": _train_confidence, "fc": _train_fc, "bigru": _train_bigru}[cfg.kind]
-    clf = fn(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
+    if cfg.kind == "confidence":
+        clf = _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress, groups)
+    else:
+        fn = {"fc": _train_fc, "bigru": _train_bigru}[cfg.kind]
+        clf = fn(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
     clf.config.update(
         kind=cfg.kind, src_lang=src_lang, tgt_lang=tgt_lang, train_pairs=len(src), dev_pairs=len(dev[0]),
         epochs=cfg.epochs, batch_pairs=cfg.batch_pairs, lr=cfg.lr, seed=cfg.seed,
@@ -133,6 +144,55 @@ def _batches(n: int, size: int, rng: np.random.Generator):
     perm = rng.permutation(n)
     for a in range(0, n - size + 1 if n >= size else 1, size):
         yield perm[a: a + size]
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, iters: int = 50) -> tuple[float, float]:
+    """``(a, b)`` of the logistic regression ``P(y = 1) = sigmoid(a x + b)`` (Newton's method)."""
+    X = np.stack([np.asarray(x, np.float64), np.ones(len(x))], axis=1)
+    y = np.asarray(y, np.float64)
+    w = np.zeros(2)
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -60, 60)))
+        H = (X * (p * (1 - p))[:, None]).T @ X + 1e-9 * np.eye(2)
+        step = np.linalg.solve(H, X.T @ (p - y))
+        w -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return float(w[0]), float(w[1])
+
+
+def _retrieved(u: np.ndarray, v: np.ndarray, tgt: list[str], groups: np.ndarray | None,
+               k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each source's ``k`` nearest targets (cosine) among the targets of its group, and whether
+    each is right (the pair's own target, or one with the same text)."""
+    groups = np.zeros(len(u), np.int64) if groups is None else np.asarray(groups)
+    near = np.zeros((len(u), k), np.int64)
+    for g in np.unique(groups):
+        rows = np.flatnonzero(groups == g)
+        kk = min(k, len(rows))
+        for a in range(0, len(rows), 2048):
+            r = rows[a: a + 2048]
+            sim = u[r] @ v[rows].T
+            top = np.argpartition(-sim, kk - 1, axis=1)[:, :kk]
+            order = np.argsort(-np.take_along_axis(sim, top, axis=1), axis=1, kind="stable")
+            top = rows[np.take_along_axis(top, order, axis=1)]
+            near[r, :kk] = top
+            near[r, kk:] = top[:, -1:]
+    right = np.array([[tgt[j] == tgt[i] for j in row] for i, row in enumerate(near)], bool)
+    return near, right
+
+
+def _grouped_batches(groups: np.ndarray, size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Batches of ``size`` pairs of one group each (a group smaller than ``size`` is one
+    batch; the remainder of a bigger one is dropped, as by :func:`_batches`), in random order."""
+    out = []
+    for g in np.unique(groups):
+        idx = rng.permutation(np.flatnonzero(groups == g))
+        if len(idx) < 2:
+            continue
+        stop = len(idx) - size + 1 if len(idx) >= size else 1
+        out.extend(idx[a: a + size] for a in range(0, stop, size))
+    return [out[i] for i in rng.permutation(len(out))]
 
 
 def _step(opt, loss, bar) -> None:
@@ -156,23 +216,54 @@ def _dev_figures(scores: np.ndarray, labels: np.ndarray) -> dict:
 
 
 # ---------------------------------------------------------------- calibrated confidence (000)
-def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
+def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress, groups=None):
     import torch
 
     u = torch.from_numpy(encoder.encode(src, src_lang))
     v = torch.from_numpy(encoder.encode(tgt, tgt_lang))
-    conf = {"kind": "confidence", "dim": int(u.shape[1]), "dropout": cfg.dropout, "encoder": encoder.model_id}
+    conf = {"kind": "confidence", "dim": int(u.shape[1]), "dropout": cfg.dropout, "encoder": encoder.model_id,
+            "positive_scale": True}
     module = _build(conf)
-    opt = torch.optim.Adam(module.parameters(), lr=cfg.lr)
     B = min(cfg.batch_pairs, len(src))
-    steps = cfg.epochs * max(1, len(src) // B)
+    # start from the best single scale and bias (a logistic fit of the in-batch cosines), so the
+    # per-source weights only learn how sources differ: from the default start (10, -5) Adam
+    # needs far more steps than a few epochs to reach the right overall scale
+    batches = _grouped_batches(groups, B, np.random.default_rng(cfg.seed)) if groups is not None \
+        else list(_batches(len(src), B, np.random.default_rng(cfg.seed)))
+    cos, lab = [], []
+    with torch.no_grad():
+        for idx in batches[:200]:
+            ix = torch.from_numpy(idx)
+            cos.append((u[ix] @ v[ix].T).numpy().ravel())
+            lab.append(np.eye(len(idx)).ravel())
+    near = near_lab = None
+    if cfg.retrieved:
+        near, near_lab = _retrieved(u.numpy(), v.numpy(), tgt, groups, cfg.retrieved)
+        sims = np.einsum("id,ikd->ik", u.numpy(), v.numpy()[near])
+        cos.append(sims.ravel())
+        lab.append(near_lab.ravel().astype(np.float64))
+        near, near_lab = torch.from_numpy(near), torch.from_numpy(near_lab.astype(np.float32))
+    a, b = fit_logistic(np.concatenate(cos), np.concatenate(lab))
+    with torch.no_grad():
+        a = max(a, 1e-3)
+        module.scale.bias.fill_(a + math.log(-math.expm1(-a)) if conf["positive_scale"] else a)  # softplus^-1
+        module.bias.bias.fill_(b)
+    conf["init_scale_bias"] = [round(a, 4), round(b, 4)]
+    opt = torch.optim.Adam(module.parameters(), lr=cfg.lr)
+    per_epoch = len(_grouped_batches(groups, B, np.random.default_rng(0))) if groups is not None \
+        else max(1, len(src) // B)
+    steps = cfg.epochs * per_epoch
     with _bar(steps, "confidence", progress) as bar:
         for _ in range(cfg.epochs):
             module.train()
-            for idx in _batches(len(src), B, rng):
+            for idx in (_grouped_batches(groups, B, rng) if groups is not None else _batches(len(src), B, rng)):
                 ix = torch.from_numpy(idx)
                 z = module.logits_matrix(u[ix], v[ix])
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.eye(len(idx)))
+                if near is not None:  # the same sources against their nearest training targets
+                    sc, bi = module.scale_bias(u[ix])
+                    cz = sc[:, None] * torch.einsum("bd,bkd->bk", u[ix], v[near[ix]]) + bi[:, None]
+                    loss = loss + torch.nn.functional.binary_cross_entropy_with_logits(cz, near_lab[ix])
                 _step(opt, loss, bar)
     module.eval()
     clf = PairClassifier(conf, module)
@@ -189,6 +280,9 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
     pred = s >= 0.5
     tp = float((pred & y).sum())
     clf.config["dev_f1_at_0.5"] = round(2 * tp / max(pred.sum() + y.sum(), 1), 4)
+    from bimine.eval.calibration import expected_calibration_error
+
+    clf.config["dev_ece"] = round(expected_calibration_error(s, y), 5)
     return clf
 
 
@@ -293,6 +387,8 @@ def describe(clf: PairClassifier) -> str:
              f"{c['threshold']:.4g}"]
     if "dev_f1_at_0.5" in c:
         parts.append(f"F1 at 0.5 (000's default) {c['dev_f1_at_0.5']:.4f}")
+    if "dev_ece" in c:
+        parts.append(f"expected calibration error {c['dev_ece']:.4f}")
     if "dev_accuracy" in c and not math.isnan(c["dev_accuracy"]):
         parts.append(f"softmax accuracy {c['dev_accuracy']:.4f}")
     return "; ".join(parts)

@@ -326,8 +326,21 @@ def fetch_lines(path: str, rows: np.ndarray, *, column: int | None = None, error
     return out
 
 
-def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_text, line_numbers: bool) -> None:
-    """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line]), JSONL or Parquet."""
+def gather_rows(side: Side, rows: np.ndarray) -> np.ndarray:
+    """The embeddings of ``rows`` (any order, repeats allowed) as float32, read shard by shard."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.zeros((len(rows), side.dim), dtype=np.float32)
+    for start, a in side.shards():
+        sel = np.flatnonzero((rows >= start) & (rows < start + len(a)))
+        if len(sel):
+            out[sel] = a[rows[sel] - start]
+    return out
+
+
+def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_text, line_numbers: bool,
+                confidence=None) -> None:
+    """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line][, confidence]),
+    JSONL or Parquet (``confidence``: one calibrated confidence per pair, or None)."""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         if fmt == "parquet":
@@ -336,20 +349,28 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                 import pyarrow.parquet as pq
             except ImportError:
                 raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
-            table = pa.table({"score": np.asarray(scores, np.float32), "src": [src_text[a] for a in src_rows],
-                              "tgt": [tgt_text[b] for b in tgt_rows], "src_line": np.asarray(src_rows) + 1,
-                              "tgt_line": np.asarray(tgt_rows) + 1})
-            pq.write_table(table, tmp)
+            cols = {"score": np.asarray(scores, np.float32), "src": [src_text[a] for a in src_rows],
+                    "tgt": [tgt_text[b] for b in tgt_rows], "src_line": np.asarray(src_rows) + 1,
+                    "tgt_line": np.asarray(tgt_rows) + 1}
+            if confidence is not None:
+                cols["confidence"] = np.asarray(confidence, np.float32)
+            pq.write_table(pa.table(cols), tmp)
         else:
             with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-                for sc, a, b in zip(scores, src_rows, tgt_rows):
+                conf = confidence if confidence is not None else [None] * len(scores)
+                for sc, a, b, c in zip(scores, src_rows, tgt_rows, conf):
                     if fmt == "jsonl":
-                        f.write(json.dumps({"score": round(float(sc), 6), "src": src_text[a], "tgt": tgt_text[b],
-                                            "src_line": a + 1, "tgt_line": b + 1}, ensure_ascii=False) + "\n")
+                        rec = {"score": round(float(sc), 6), "src": src_text[a], "tgt": tgt_text[b],
+                               "src_line": a + 1, "tgt_line": b + 1}
+                        if c is not None:
+                            rec["confidence"] = round(float(c), 6)
+                        f.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     else:
                         row = f"{sc:.6f}\t{src_text[a]}\t{tgt_text[b]}"
                         if line_numbers:
                             row += f"\t{a + 1}\t{b + 1}"
+                        if c is not None:
+                            row += f"\t{c:.6f}"
                         f.write(row + "\n")
         os.replace(tmp, path)
     except BaseException:
@@ -401,7 +422,7 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
                cfg: MineConfig = MineConfig(), src_store: str | None = None, tgt_store: str | None = None,
                work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
                errors: str = "strict", progress: bool = True, workers: int = 1,
-               shard_size: int = 1_000_000) -> MineReport:
+               shard_size: int = 1_000_000, calibration=None) -> MineReport:
     """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report.
 
     Everything that can be checked is checked before any embedding or search: the inputs
@@ -410,6 +431,8 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
     With ``work_dir`` every step's result is kept there under a name derived from what it
     was computed from (input checksums, model, language, index settings), so a rerun reuses
     exactly what still applies and a work dir reused for other inputs recomputes.
+    ``calibration`` (a :class:`bimine.encoders.calibration.Calibration` of ``encoder``) adds
+    each pair's calibrated confidence as the last column.
     """
     from bimine.store.store import file_checksum
 
@@ -501,7 +524,10 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
             report.duplicates = int(dup.sum())
             keep &= ~dup
         s, i, j = s[keep], i[keep], j[keep]
-        write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers)
+        conf = None
+        if calibration is not None:
+            conf = calibration.confidence(gather_rows(x, i), gather_rows(y, j)).tolist()
+        write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf)
         report.written = len(s)
         report.seconds["write"] = time.time() - t
     finally:

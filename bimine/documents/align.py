@@ -1,0 +1,413 @@
+"""Sentence alignment inside one document pair (``bimine align``).
+
+The method is Vecalign's (Thompson & Koehn 2019), written from its description:
+
+1. **Overlaps.** Every run of 1..``max_side`` consecutive sentences of each document is
+   embedded (the run's sentences joined by a space), so an ``a:b`` bead compares one vector
+   of ``a`` source sentences with one of ``b`` target sentences. ``overlaps="sum"`` instead
+   sums the single-sentence vectors (no extra encoding: for slow encoders).
+2. **Cost.** ``2ab (1 - cos(x, y)) / (n(x) + n(y))``, ``n(v)`` = one minus the mean cosine of
+   ``v`` to 100 random vectors of the other document: a sentence close to everything (a hub)
+   gains nothing. The ``ab`` factor makes one big bead cost about what the small beads it
+   replaces would. Optionally plus a length prior ``w |log(len x) - log(r len y)|`` with
+   ``r`` the document's length ratio (``length_weight``; 0 = Vecalign's cost).
+3. **Skips.** A deleted or inserted sentence costs the ``skip_quantile`` (0.2) quantile of
+   the costs of 20,000 random 1:1 pairs of the same documents: leaving a sentence out costs
+   about what a fairly good random match would.
+4. **Search.** Dynamic programming over beads ``a:b`` (1 <= a, b <= ``max_side``, a + b <=
+   ``max_total``) plus 1:0 and 0:1. Short documents (``n * m <= exact_cells``) get the exact
+   DP over the whole matrix. Longer ones are down-sampled (consecutive sentence vectors
+   summed in pairs, the mean removed, renormalised) until they are short, aligned there with
+   1:1 beads and skips, and the path is projected back level by level into a band of
+   ``band`` cells each side, where the DP runs again: time and memory linear in the length.
+
+The result is a list of beads covering every sentence of both documents once, in order; a
+bead's reported cost is its DP cost divided by ``a * b`` (lower = better; a skip reports
+the skip cost).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from bimine.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class AlignConfig:
+    """Options of the aligner; the defaults are the ones measured in docs/benchmarks.md."""
+
+    max_side: int = 4  #: most sentences on one side of a bead
+    max_total: int = 8  #: most sentences in a bead, both sides together (Vecalign's -a)
+    skip_quantile: float = 0.2  #: skip cost = this quantile of random 1:1 costs
+    skip_samples: int = 20_000  #: random 1:1 pairs the skip cost is taken from
+    norm_samples: int = 100  #: random vectors of the other document per normaliser
+    length_weight: float = 0.6  #: weight of the length prior (0 = Vecalign's cost; 0.6: best on dev)
+    overlaps: str = "joined"  #: "joined" (embed joined text) or "sum" (sum sentence vectors)
+    exact_cells: int = 250_000  #: exact DP when n * m is at most this
+    band: int = 8  #: half-width of the search band around a projected coarse path
+    seed: int = 42  #: seed of the random samples (normalisers, skip cost)
+
+    def __post_init__(self) -> None:
+        if self.max_side < 1:
+            raise ConfigError(f"max_side must be >= 1, got {self.max_side}")
+        if self.max_total < 2:
+            raise ConfigError(f"max_total must be >= 2 (a 1:1 bead), got {self.max_total}")
+        if not 0.0 <= self.skip_quantile <= 1.0:
+            raise ConfigError(f"skip_quantile must be in [0, 1], got {self.skip_quantile}")
+        if self.skip_samples < 1 or self.norm_samples < 1:
+            raise ConfigError("skip_samples and norm_samples must be >= 1")
+        if self.length_weight < 0:
+            raise ConfigError(f"length_weight must be >= 0, got {self.length_weight}")
+        if self.overlaps not in ("joined", "sum"):
+            raise ConfigError(f"overlaps must be 'joined' or 'sum', got {self.overlaps!r}")
+        if self.exact_cells < 1 or self.band < 1:
+            raise ConfigError("exact_cells and band must be >= 1")
+
+    def bead_types(self) -> list[tuple[int, int]]:
+        """The ``(a, b)`` bead types searched besides 1:0 and 0:1, smallest first."""
+        return sorted(((a, b) for a in range(1, self.max_side + 1) for b in range(1, self.max_side + 1)
+                       if a + b <= self.max_total), key=lambda t: (t[0] + t[1], t))
+
+
+class Bead(NamedTuple):
+    """Source and target sentence numbers (0-based, consecutive, possibly empty) and a cost."""
+
+    src: tuple[int, ...]
+    tgt: tuple[int, ...]
+    cost: float
+
+
+def format_bead(bead: Bead) -> str:
+    """The Vecalign line of a bead: ``[i,j]:[k]:cost`` (``[]:[k]`` an insertion)."""
+    return f"[{','.join(map(str, bead.src))}]:[{','.join(map(str, bead.tgt))}]:{bead.cost:.6f}"
+
+
+@dataclass
+class Overlaps:
+    """Embeddings of every run of 1..k consecutive sentences of one document.
+
+    Layer ``s`` (runs of ``s`` sentences) occupies rows ``start[s-1] .. start[s-1] + n - s``
+    of ``vectors``; row ``start[s-1] + i`` is the run of sentences ``i .. i+s-1``.
+    ``lengths`` holds the characters of each run (joined by one space).
+    """
+
+    vectors: np.ndarray
+    start: np.ndarray
+    lengths: np.ndarray
+    n: int
+
+    @property
+    def k(self) -> int:
+        return len(self.start)
+
+    def single(self) -> np.ndarray:
+        return self.vectors[self.start[0] : self.start[0] + self.n]
+
+
+def _layer_starts(n: int, k: int) -> np.ndarray:
+    sizes = [max(n - s + 1, 0) for s in range(1, k + 1)]
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+
+def overlap_texts(sentences: list[str], k: int) -> list[str]:
+    """The texts of every run of 1..k consecutive sentences, layer by layer (see
+    :class:`Overlaps`); a run is its sentences stripped and joined by one space."""
+    clean = [s.strip() for s in sentences]
+    out: list[str] = []
+    for s in range(1, k + 1):
+        out.extend(" ".join(w for w in clean[i : i + s] if w) for i in range(len(clean) - s + 1))
+    return out
+
+
+def _normalise_rows(v: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return (v / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def embed_overlaps(sentences: list[str], encoder, lang: str, k: int, *, mode: str = "joined",
+                   batch_size: int = 8192, progress=None) -> Overlaps:
+    """Embed the runs of 1..k sentences of a document with ``encoder`` (see :class:`Overlaps`).
+
+    ``mode="joined"`` embeds each run's joined text once (identical texts once overall);
+    ``mode="sum"`` embeds single sentences and sums their vectors per run. Runs that are
+    empty text get a zero vector (cosine 0 with everything). ``progress`` (a tqdm-like
+    object) is advanced by the number of texts encoded.
+    """
+    n = len(sentences)
+    starts = _layer_starts(n, k)
+    texts = overlap_texts(sentences, k if mode == "joined" else 1)
+    lengths = np.array([len(t) for t in overlap_texts(sentences, k)], np.float64)
+    uniq: dict[str, int] = {}
+    index = np.array([uniq.setdefault(t, len(uniq)) for t in texts], np.int64)
+    order = list(uniq)
+    dim = int(encoder.dim)
+    emb = np.zeros((len(order), dim), np.float32)
+    if progress is not None and getattr(progress, "total", None) is not None:
+        progress.total += len(order)
+        progress.refresh()
+    for i in range(0, len(order), batch_size):
+        chunk = order[i : i + batch_size]
+        emb[i : i + len(chunk)] = encoder.encode(chunk, lang)
+        if progress is not None:
+            progress.update(len(chunk))
+    empty = np.array([not t for t in order], bool)
+    emb[empty] = 0.0
+    vectors = emb[index]
+    if mode == "sum" and k > 1:
+        single = vectors
+        cum = np.concatenate([np.zeros((1, dim), np.float64), np.cumsum(single, axis=0, dtype=np.float64)])
+        layers = [single]
+        for s in range(2, k + 1):
+            if n - s + 1 <= 0:
+                break
+            layers.append(_normalise_rows(cum[s:] - cum[: n - s + 1]))
+        vectors = np.concatenate(layers) if layers else np.zeros((0, dim), np.float32)
+    return Overlaps(vectors=np.ascontiguousarray(vectors, np.float32), start=starts, lengths=lengths, n=n)
+
+
+@dataclass
+class Problem:
+    """Everything the DP needs at one level: vectors, normalisers, log-lengths, skip cost."""
+
+    X: np.ndarray
+    xstart: np.ndarray
+    nx: np.ndarray
+    lx: np.ndarray
+    Y: np.ndarray
+    ystart: np.ndarray
+    ny: np.ndarray
+    ly: np.ndarray
+    n: int
+    m: int
+    skip: float
+    length_weight: float
+    types: list[tuple[int, int]] = field(default_factory=list)
+
+    def cost(self, a: int, b: int, i: int, j: int) -> float:
+        """Cost of the bead of source sentences ``i..i+a-1`` and target ``j..j+b-1`` (NumPy
+        reference of the compiled cost)."""
+        xr, yr = self.xstart[a - 1] + i, self.ystart[b - 1] + j
+        dist = max(0.0, 1.0 - float(np.dot(self.X[xr].astype(np.float64), self.Y[yr].astype(np.float64))))
+        c = 2.0 * a * b * dist / max(float(self.nx[xr] + self.ny[yr]), 1e-6)
+        if self.length_weight > 0:
+            c += self.length_weight * abs(float(self.lx[xr] - self.ly[yr]))
+        return c
+
+
+_LEN_SMOOTH = 10.0  # characters added to every length before the logarithm (short sentences)
+
+
+def make_problem(X: np.ndarray, xstart: np.ndarray, xlen: np.ndarray, n: int,
+                 Y: np.ndarray, ystart: np.ndarray, ylen: np.ndarray, m: int,
+                 types: list[tuple[int, int]], config: AlignConfig, rng: np.random.Generator) -> Problem:
+    """Normalisers, length terms and the skip cost for one level (see the module docstring)."""
+    k = config.norm_samples
+    sx = rng.integers(0, len(X), k) if len(X) else np.zeros(0, np.int64)
+    sy = rng.integers(0, len(Y), k) if len(Y) else np.zeros(0, np.int64)
+    nx = (1.0 - (X @ Y[sy].T).mean(axis=1, dtype=np.float64)) if len(sy) else np.ones(len(X))
+    ny = (1.0 - (Y @ X[sx].T).mean(axis=1, dtype=np.float64)) if len(sx) else np.ones(len(Y))
+    sx_len = float(xlen[xstart[0] : xstart[0] + n].sum()) + _LEN_SMOOTH * n
+    sy_len = float(ylen[ystart[0] : ystart[0] + m].sum()) + _LEN_SMOOTH * m
+    ratio = sx_len / sy_len if sy_len > 0 else 1.0
+    lx = np.log(xlen + _LEN_SMOOTH)
+    ly = np.log(ylen + _LEN_SMOOTH) + math.log(max(ratio, 1e-9))
+    p = Problem(X=X, xstart=xstart, nx=nx, lx=lx, Y=Y, ystart=ystart, ny=ny, ly=ly, n=n, m=m, skip=0.0,
+                length_weight=config.length_weight, types=types)
+    if n and m:
+        if n * m <= config.skip_samples:
+            ii, jj = (g.ravel() for g in np.meshgrid(np.arange(n), np.arange(m), indexing="ij"))
+        else:
+            ii = rng.integers(0, n, config.skip_samples)
+            jj = rng.integers(0, m, config.skip_samples)
+        xr, yr = xstart[0] + ii, ystart[0] + jj
+        cos = np.einsum("ij,ij->i", X[xr].astype(np.float64), Y[yr].astype(np.float64))
+        costs = 2.0 * np.maximum(0.0, 1.0 - cos) / np.maximum(nx[xr] + ny[yr], 1e-6)
+        if config.length_weight > 0:
+            costs += config.length_weight * np.abs(lx[xr] - ly[yr])
+        p.skip = float(np.quantile(costs, config.skip_quantile))
+    return p
+
+
+def _downsample(v: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum consecutive pairs of rows (an odd last row alone), remove the mean, renormalise."""
+    n = len(v)
+    half = (n + 1) // 2
+    out = v[0::2].astype(np.float64)
+    out[: n // 2] += v[1::2]
+    lens = lengths[0::2].copy()
+    lens[: n // 2] += lengths[1::2] + 1.0
+    if half > 1:
+        out -= out.mean(axis=0)
+    return _normalise_rows(out), lens
+
+
+def _band(states_i: np.ndarray, states_j: np.ndarray, n: int, m: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row ``0..n`` the columns ``lo..hi`` within ``width`` cells of the path through the
+    given states (fine coordinates, from (0, 0) to (n, m)): every bead's rectangle, widened by
+    ``width`` rows and columns."""
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d
+
+    jmin = np.full(n + 1, m, np.int64)
+    jmax = np.zeros(n + 1, np.int64)
+    for k in range(len(states_i) - 1):
+        i0, i1, j0, j1 = states_i[k], states_i[k + 1], states_j[k], states_j[k + 1]
+        jmin[i0 : i1 + 1] = np.minimum(jmin[i0 : i1 + 1], j0)
+        jmax[i0 : i1 + 1] = np.maximum(jmax[i0 : i1 + 1], j1)
+    size = 2 * width + 1
+    lo = np.maximum(minimum_filter1d(jmin, size, mode="nearest") - width, 0)
+    hi = np.minimum(maximum_filter1d(jmax, size, mode="nearest") + width, m)
+    lo[0] = 0
+    hi[n] = m
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
+@dataclass
+class _Path:
+    moves: np.ndarray  # per bead: type index, T (deletion) or T+1 (insertion)
+    ends_i: np.ndarray  # state after each bead
+    ends_j: np.ndarray
+    costs: np.ndarray  # DP cost of each bead
+    skip: float
+    cells: int  # DP cells filled (for the record)
+
+
+def solve(problem: Problem, lo: np.ndarray | None = None, hi: np.ndarray | None = None) -> _Path:
+    """Run the compiled DP on ``problem`` inside the band ``lo..hi`` (the whole matrix when
+    not given) and return the best path, first bead first."""
+    from bimine.documents._align_kernel import backtrack, banded_dp
+
+    n, m = problem.n, problem.m
+    if lo is None:
+        lo = np.zeros(n + 1, np.int64)
+        hi = np.full(n + 1, m, np.int64)
+    widths = hi - lo + 1
+    off = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+    ta = np.array([t[0] for t in problem.types], np.int64)
+    tb = np.array([t[1] for t in problem.types], np.int64)
+    D, B = banded_dp(n, m, lo, hi, off, ta, tb, problem.X, problem.xstart, problem.nx, problem.lx,
+                     problem.Y, problem.ystart, problem.ny, problem.ly, float(problem.skip),
+                     float(problem.length_weight))
+    moves, ei, ej = backtrack(n, m, lo, off, ta, tb, B)
+    if len(moves) == 0 and (n or m):
+        raise RuntimeError("alignment search band holds no path (a bug: please report it)")
+    moves, ei, ej = moves[::-1].copy(), ei[::-1].copy(), ej[::-1].copy()
+    cum = D[off[ei] - lo[ei] + ej]
+    costs = np.diff(np.concatenate([[0.0], cum]))
+    return _Path(moves=moves, ends_i=ei, ends_j=ej, costs=costs, skip=float(problem.skip), cells=int(widths.sum()))
+
+
+@dataclass
+class Alignment:
+    """The beads of one document pair and how they were found."""
+
+    beads: list[Bead]
+    n_src: int
+    n_tgt: int
+    skip_cost: float
+    levels: int  # down-sampling levels used (0 = exact DP)
+    cells: int  # DP cells filled at the finest level
+
+    def lines(self) -> list[str]:
+        return [format_bead(b) for b in self.beads]
+
+
+def _coarse_band(xv: np.ndarray, xlen: np.ndarray, yv: np.ndarray, ylen: np.ndarray, config: AlignConfig,
+                 depth: int) -> tuple[np.ndarray | None, np.ndarray | None, int]:
+    """The search band for single vectors ``xv``/``yv`` at recursion depth ``depth``: ``None``
+    (search everything) when they are short, else the path of the down-sampled pair (1:1
+    beads and skips, itself banded by the level below) projected and widened; also the
+    number of down-sampling levels used."""
+    n, m = len(xv), len(yv)
+    if n * m <= config.exact_cells or n <= 1 or m <= 1:
+        return None, None, 0
+    cx, cxl = _downsample(xv, xlen)
+    cy, cyl = _downsample(yv, ylen)
+    lo, hi, levels = _coarse_band(cx, cxl, cy, cyl, config, depth + 1)
+    zero = np.zeros(1, np.int64)
+    rng = np.random.default_rng([config.seed, depth + 1])
+    coarse = solve(make_problem(cx, zero, cxl, len(cx), cy, zero, cyl, len(cy), [(1, 1)], config, rng), lo, hi)
+    si = np.minimum(2 * np.concatenate([[0], coarse.ends_i]), n)
+    sj = np.minimum(2 * np.concatenate([[0], coarse.ends_j]), m)
+    lo, hi = _band(si, sj, n, m, config.band)
+    return lo, hi, levels + 1
+
+
+def level0_problem(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> Problem:
+    """The DP problem of the full-resolution documents: every bead type that fits."""
+    types = [t for t in config.bead_types() if t[0] <= src.k and t[1] <= tgt.k]
+    rng = np.random.default_rng([config.seed, 0])
+    return make_problem(src.vectors, src.start, src.lengths, src.n, tgt.vectors, tgt.start, tgt.lengths, tgt.n,
+                        types, config, rng)
+
+
+def align_overlaps(src: Overlaps, tgt: Overlaps, config: AlignConfig | None = None) -> Alignment:
+    """Align two embedded documents (see the module docstring)."""
+    config = config or AlignConfig()
+    n, m = src.n, tgt.n
+    if n == 0 or m == 0:
+        beads = [Bead((i,), (), 0.0) for i in range(n)] + [Bead((), (j,), 0.0) for j in range(m)]
+        return Alignment(beads=beads, n_src=n, n_tgt=m, skip_cost=0.0, levels=0, cells=0)
+    lo, hi, levels = _coarse_band(src.single(), src.lengths[:n], tgt.single(), tgt.lengths[:m], config, 0)
+    p = level0_problem(src, tgt, config)
+    path = solve(p, lo, hi)
+    T = len(p.types)
+    beads = []
+    i = j = 0
+    for mv, ei, ej, c in zip(path.moves, path.ends_i, path.ends_j, path.costs):
+        a, b = (1, 0) if mv == T else (0, 1) if mv == T + 1 else p.types[mv]
+        cost = float(c) / (a * b) if a and b else float(c)
+        beads.append(Bead(tuple(range(i, int(ei))), tuple(range(j, int(ej))), cost))
+        i, j = int(ei), int(ej)
+    return Alignment(beads=beads, n_src=n, n_tgt=m, skip_cost=path.skip, levels=levels, cells=path.cells)
+
+
+class Aligner:
+    """Aligns document pairs with one loaded encoder (reused across pairs in batch mode)."""
+
+    def __init__(self, encoder, config: AlignConfig | None = None) -> None:
+        self.encoder = encoder
+        self.config = config or AlignConfig()
+
+    def embed(self, sentences: list[str], lang: str, progress=None) -> Overlaps:
+        return embed_overlaps(sentences, self.encoder, lang, self.config.max_side, mode=self.config.overlaps,
+                              progress=progress)
+
+    def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str, progress=None) -> Alignment:
+        return align_overlaps(self.embed(src, src_lang, progress), self.embed(tgt, tgt_lang, progress),
+                              self.config)
+
+
+def write_alignment(path: str | os.PathLike, alignment: Alignment) -> None:
+    """Write one bead per line, ``[i,j]:[k]:cost``, atomically."""
+    _atomic_lines(path, alignment.lines())
+
+
+def write_aligned_tsv(path: str | os.PathLike, alignment: Alignment, src: list[str], tgt: list[str]) -> None:
+    """Write the aligned text: a header ``src_lines<TAB>tgt_lines<TAB>cost<TAB>src<TAB>tgt``
+    then one row per bead (line numbers 0-based and comma-separated, sentences joined by a
+    space; an insertion or deletion has one empty side), atomically."""
+    rows = ["src_lines\ttgt_lines\tcost\tsrc\ttgt"]
+    for b in alignment.beads:
+        s = " ".join(src[i].strip() for i in b.src).replace("\t", " ")
+        t = " ".join(tgt[j].strip() for j in b.tgt).replace("\t", " ")
+        rows.append(f"{','.join(map(str, b.src))}\t{','.join(map(str, b.tgt))}\t{b.cost:.6f}\t{s}\t{t}")
+    _atomic_lines(path, rows)
+
+
+def _atomic_lines(path: str | os.PathLike, lines: list[str]) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            for line in lines:
+                f.write(line + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

@@ -1,0 +1,259 @@
+"""``bimine docs match``: find the translation of each source document among target documents.
+
+Steps (each side streamed): read the collection into a sentence file and offsets
+(:mod:`bimine.documents.collections`), embed the sentences into a store, then score document
+pairs by one of the methods of :mod:`bimine.documents.match`:
+
+* ``eq3`` (default): every source sentence's N nearest target sentences (FAISS, as in mining)
+  vote for their documents by paper 000's Eq. 3 (rank, calibrated confidence, position);
+* ``counts``: the number of mutually nearest sentence pairs (000's baseline);
+* ``embedding``: the cosine of averaged sentence embeddings (001 §5.3), exact kNN over documents;
+* ``two-stage``: document embeddings propose ``candidates`` target documents per source
+  document, and Eq. 3 re-ranks them with each source sentence's N nearest sentences among the
+  candidates' sentences only (for collections too big for a sentence kNN over everything).
+
+Output: TSV with a header ``src_doc  tgt_doc  score  rank  votes``: the ``top`` best target
+documents of every source document that has a candidate (``rank`` 1 = best; ``votes``: the
+sentence pairs behind an ``eq3``/``counts`` score, 0 for ``embedding``), or with
+``one_to_one`` each document at most once (greedy by score).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bimine.documents.collections import Collection, read_collection
+from bimine.documents.match import (
+    Eq3Config,
+    PairScores,
+    eq3_scores,
+    mutual_best_counts,
+    one_to_one,
+)
+from bimine.errors import ConfigError
+
+log = logging.getLogger(__name__)
+METHODS = ("eq3", "counts", "embedding", "two-stage")
+
+
+@dataclass(frozen=True)
+class DocMatchConfig:
+    method: str = "eq3"
+    eq3: Eq3Config = field(default_factory=Eq3Config)
+    top: int = 1  #: target documents written per source document
+    one_to_one: bool = False
+    candidates: int = 20  #: two-stage: target documents proposed per source document
+    index: str = "auto"  #: FAISS factory of the sentence kNN
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"unknown method {self.method!r}; methods: {', '.join(METHODS)}")
+        if self.top < 1 or self.candidates < 1:
+            raise ConfigError("top and candidates must be >= 1")
+
+
+@dataclass
+class DocMatchReport:
+    src_docs: int = 0
+    tgt_docs: int = 0
+    src_sentences: int = 0
+    tgt_sentences: int = 0
+    unmatched: int = 0
+    written: int = 0
+    notes: list = field(default_factory=list)
+    seconds: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        steps = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
+        lines = [f"documents: {self.src_docs} source ({self.src_sentences} sentences), {self.tgt_docs} target "
+                 f"({self.tgt_sentences} sentences)",
+                 f"pairs written: {self.written}; source documents without any candidate: {self.unmatched}",
+                 f"time: {steps}"]
+        return "\n".join(lines + self.notes)
+
+
+def _doc_embeddings_from_store(store, offsets: np.ndarray) -> np.ndarray:
+    """Averaged sentence embeddings per document, read shard by shard."""
+    n_docs = len(offsets) - 1
+    doc = np.repeat(np.arange(n_docs), np.diff(offsets))
+    sums = np.zeros((n_docs, store.dim), np.float64)
+    for start, a in store.iter_shards():
+        np.add.at(sums, doc[start: start + len(a)], a.astype(np.float64))
+    lens = np.diff(offsets)
+    mean = sums / np.maximum(lens, 1)[:, None]
+    return (mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def _doc_knn(src: np.ndarray, tgt: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    from bimine.index.faiss_index import IndexConfig, KeyIndex
+
+    idx = KeyIndex(tgt.shape[1], len(tgt), IndexConfig(factory="Flat"))
+    idx.add(tgt)
+    return idx.search(src, min(k, len(tgt)))
+
+
+def _scores_embedding(src_emb, tgt_emb, k: int) -> PairScores:
+    from bimine.documents.match import _sorted_pairs
+
+    sims, ids = _doc_knn(src_emb, tgt_emb, k)
+    ok = ids >= 0
+    src = np.repeat(np.arange(len(src_emb)), ids.shape[1]).reshape(ids.shape)[ok]
+    return _sorted_pairs(src, ids[ok], sims[ok].astype(np.float64), np.zeros(int(ok.sum())))
+
+
+def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, cal, cfg: DocMatchConfig,
+               progress: bool) -> PairScores:
+    from bimine.documents.match import _sorted_pairs
+    from bimine.progress import bar
+
+    s_emb, t_emb = _doc_embeddings_from_store(src_store, src_col.offsets), \
+        _doc_embeddings_from_store(tgt_store, tgt_col.offsets)
+    _, cand = _doc_knn(s_emb, t_emb, cfg.candidates)
+    U, V = src_store.load(), tgt_store.load()
+    t_doc, t_pos, t_len = tgt_col.doc_of_sentence(), tgt_col.position_of_sentence(), np.diff(tgt_col.offsets)
+    out = []
+    with bar(total=src_col.n_docs, unit=" doc", desc="two-stage", enabled=progress) as b:
+        for d in range(src_col.n_docs):
+            b.update(1)
+            a, z = int(src_col.offsets[d]), int(src_col.offsets[d + 1])
+            docs = cand[d][cand[d] >= 0]
+            if z == a or not len(docs):
+                continue
+            rows = np.concatenate([np.arange(tgt_col.offsets[t], tgt_col.offsets[t + 1]) for t in docs])
+            if not len(rows):
+                continue
+            u = U[a:z]
+            sim = u @ V[rows].T
+            k = min(cfg.eq3.n, len(rows))
+            top = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+            cos = np.take_along_axis(sim, top, axis=1)
+            conf = cal.from_cosine(u, cos)
+            p = eq3_scores(rows[top], conf, np.zeros(z - a, np.int64), np.arange(z - a), np.array([z - a]),
+                           t_doc, t_pos, t_len, cfg.eq3, n_tgt_docs=tgt_col.n_docs)
+            out.append((np.full(len(p.src), d), p.tgt, p.score, p.votes))
+    if not out:
+        return _sorted_pairs(*(np.zeros(0) for _ in range(4)))
+    return _sorted_pairs(*(np.concatenate([o[i] for o in out]) for i in range(4)))
+
+
+def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, tgt_lang: str,
+                    config: DocMatchConfig = DocMatchConfig(), src_format: str = "auto", tgt_format: str = "auto",
+                    splitter=None, work_dir: str | None = None, calibration=None, errors: str = "strict",
+                    progress: bool = True, workers: int = 1) -> DocMatchReport:
+    """Match the documents of ``src`` with those of ``tgt`` and write the pairs to ``output``.
+
+    ``splitter(text, lang) -> list[str]`` splits raw text (JSONL ``text`` entries, folders);
+    ``calibration`` (of ``encoder``) is needed by ``eq3`` and ``two-stage``. With ``work_dir``
+    the sentence files and embedding stores are kept there (named by the inputs' checksums and
+    the model) and reused by a rerun.
+    """
+    from bimine.index.faiss_index import IndexConfig
+    from bimine.mining.pipeline import MineConfig, _side_fingerprint, knn_both_ways, side_from_store
+    from bimine.outputs import check_output_dir, check_output_file
+    from bimine.store.store import build_store, file_checksum
+
+    check_output_file(output, inputs=(src, tgt, work_dir))
+    if config.method in ("eq3", "two-stage") and calibration is None:
+        raise ConfigError(f"method {config.method} needs the model's calibrated confidence (f1 of Eq. 3): train a "
+                          "head with 'bimine calibrate', or use --method counts / embedding")
+    report = DocMatchReport()
+    tmpdir = None
+    if work_dir:
+        check_output_dir(work_dir, inputs=(src, tgt), option="--work-dir")
+        work = Path(work_dir)
+        work.mkdir(parents=True, exist_ok=True)
+    else:
+        tmpdir = tempfile.TemporaryDirectory(prefix=f"bimine-docs-{os.getpid()}-")
+        work = Path(tmpdir.name)
+    try:
+        cols, stores = {}, {}
+        for name, path, lang, fmt in (("src", src, src_lang, src_format), ("tgt", tgt, tgt_lang, tgt_format)):
+            t = time.time()
+            split = (lambda text, _lang=lang: splitter(text, _lang)) if splitter is not None else None
+            col = read_collection(path, str(work / f"{name}.sentences.txt"), fmt=fmt, split=split, errors=errors)
+            report.seconds[f"read {name}"] = time.time() - t
+            if col.stats["blank_sentences"] or col.stats["empty_documents"]:
+                report.notes.append(f"{path}: {col.stats['blank_sentences']} blank sentence(s) dropped, "
+                                    f"{col.stats['empty_documents']} document(s) without any sentence")
+            t = time.time()
+            digest = file_checksum(col.sentences_path)
+            folder = work / f"{name}-{_side_fingerprint(digest, encoder, lang, 1_000_000)}.store"
+            store, _ = build_store(col.sentences_path, folder, encoder, lang, progress=progress, workers=workers,
+                                   input_sha256=digest)
+            report.seconds[f"embed {name}"] = time.time() - t
+            cols[name], stores[name] = col, store
+        sc, tc = cols["src"], cols["tgt"]
+        report.src_docs, report.tgt_docs = sc.n_docs, tc.n_docs
+        report.src_sentences, report.tgt_sentences = sc.n_sentences, tc.n_sentences
+        t = time.time()
+        if config.method == "embedding":
+            scores = _scores_embedding(_doc_embeddings_from_store(stores["src"], sc.offsets),
+                                       _doc_embeddings_from_store(stores["tgt"], tc.offsets),
+                                       max(config.top, config.candidates if config.one_to_one else config.top))
+        elif config.method == "two-stage":
+            scores = _two_stage(sc, tc, stores["src"], stores["tgt"], calibration, config, progress)
+        else:
+            x, y = side_from_store(stores["src"]), side_from_store(stores["tgt"])
+            if not len(x.valid) or not len(y.valid):
+                scores = PairScores(*(np.zeros(0, np.int64) for _ in range(4)))
+            else:
+                k = config.eq3.n if config.method == "eq3" else 1
+                k = min(k, len(y.valid), len(x.valid))
+                mcfg = MineConfig(k=k, index=IndexConfig(factory=config.index))
+                sxy, ixy, _, iyx = knn_both_ways(x, y, mcfg, progress=progress, need_backward=config.method == "counts")
+                s_doc, t_doc = sc.doc_of_sentence(), tc.doc_of_sentence()
+                if config.method == "counts":
+                    scores = mutual_best_counts(ixy[:, 0], iyx[:, 0], s_doc, t_doc, n_tgt_docs=tc.n_docs)
+                else:
+                    from bimine.mining.pipeline import gather_rows
+
+                    conf = np.empty(sxy.shape)
+                    for a in range(0, len(sxy), 65536):
+                        u = gather_rows(x, np.arange(a, min(a + 65536, len(sxy))))
+                        conf[a: a + len(u)] = calibration.from_cosine(u, sxy[a: a + len(u)])
+                    scores = eq3_scores(ixy, conf, s_doc, sc.position_of_sentence(), np.diff(sc.offsets), t_doc,
+                                        tc.position_of_sentence(), np.diff(tc.offsets), config.eq3,
+                                        n_tgt_docs=tc.n_docs)
+        report.seconds["score"] = time.time() - t
+        chosen = one_to_one(scores) if config.one_to_one else scores.top(config.top)
+        report.unmatched = sc.n_docs - len(np.unique(scores.src))
+        write_doc_pairs(output, chosen, sc.ids, tc.ids)
+        report.written = len(chosen.src)
+    finally:
+        if tmpdir is not None:
+            tmpdir.cleanup()
+    return report
+
+
+def write_doc_pairs(path: str, p: PairScores, src_ids: list[str], tgt_ids: list[str]) -> None:
+    """TSV with a header ``src_doc, tgt_doc, score, rank, votes``, atomically; ids with tabs or
+    line breaks are written with those as spaces (a TSV cell cannot hold them)."""
+    def cell(s: str) -> str:
+        return " ".join(s.split("\t")).replace("\n", " ").replace("\r", " ")
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    starts = np.r_[True, p.src[1:] != p.src[:-1]] if len(p.src) else np.zeros(0, bool)
+    rank = np.zeros(len(p.src), np.int64)
+    r = 0
+    for i in range(len(p.src)):
+        r = 1 if starts[i] else r + 1
+        rank[i] = r
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write("src_doc\ttgt_doc\tscore\trank\tvotes\n")
+            for s, t, sc, rk, v in zip(p.src.tolist(), p.tgt.tolist(), p.score.tolist(), rank.tolist(),
+                                       p.votes.tolist()):
+                f.write(f"{cell(src_ids[s])}\t{cell(tgt_ids[t])}\t{sc:.6f}\t{rk}\t{v}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
