@@ -63,3 +63,19 @@ for split, a in (("train", 420), ("test", 720)):
 for name, rows in (("train.en-fr.tsv", range(1020, 1997)), ("dev.en-fr.tsv", [*range(420, 570), *range(720, 870)])):
     with open(os.path.join(here, name), "w", encoding="utf-8", newline="\n") as f:
         f.write("".join(f"{en[r]}\t{fr[r]}\n" for r in rows if en[r].strip() and fr[r].strip()))
+
+# Documents for `bimine align` and `bimine docs match` (NTREX keeps the sentences of each news
+# story together and in order). doc.en / doc.fr: lines 1-40, the French side without its
+# line 21 (so the alignment has a deletion). docs.en.jsonl / docs.fr.jsonl: lines 41-112 cut
+# into 6 documents of 12 sentences, the French documents under other ids and in reverse order.
+import json  # noqa: E402
+
+doc_fr = fr[0:20] + fr[21:40]
+for name, lines in (("doc.en", en[0:40]), ("doc.fr", doc_fr)):
+    with open(os.path.join(here, name), "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")
+docs_en = [{"id": f"en-{d + 1}", "sentences": en[40 + 12 * d: 52 + 12 * d]} for d in range(6)]
+docs_fr = [{"id": f"fr-{chr(ord('a') + d)}", "sentences": fr[40 + 12 * d: 52 + 12 * d]} for d in reversed(range(6))]
+for name, docs in (("docs.en.jsonl", docs_en), ("docs.fr.jsonl", docs_fr)):
+    with open(os.path.join(here, name), "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))

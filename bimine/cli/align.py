@@ -88,8 +88,6 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, batch, model, max_side, max
     target line 5; '[]:[6]' and '[7]:[]' are an insertion and a deletion. Every line of both
     files is in exactly one bead, in order.
     """
-    from tqdm import tqdm
-
     from bimine.documents.align import AlignConfig, Aligner, write_aligned_tsv, write_alignment
     from bimine.encoders import load_encoder
     from bimine.outputs import check_output_dir, check_output_file
@@ -113,7 +111,9 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, batch, model, max_side, max
     src_lang = resolve_lang(encoder, src_lang, "--src-lang")
     tgt_lang = resolve_lang(encoder, tgt_lang, "--tgt-lang")
     aligner = Aligner(encoder, config)
-    bar = tqdm(total=0, unit="text", desc="embedding runs of sentences", disable=no_progress, leave=False)
+    from bimine.progress import bar as progress_bar
+
+    bar = progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=not no_progress)
     t_all = time.perf_counter()
     for src_path, tgt_path, name in jobs:
         t0 = time.perf_counter()
