@@ -262,3 +262,30 @@ def test_cli_align_batch_and_errors(tmp_path):
     assert r.returncode == 2 and "SRC and TGT" in r.stderr
     r = run_cli("align", str(tmp_path / "d1.en"), str(tmp_path / "missing.fr"), "-o", str(tmp_path / "x"))
     assert r.returncode == 2 and "missing.fr" in r.stderr and not (tmp_path / "x").exists()
+
+
+def test_cli_align_matched_documents(tmp_path):
+    """docs match, then align every matched pair with --doc-pairs (the shipped example documents)."""
+    from pathlib import Path
+
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    pairs = tmp_path / "doc-pairs.tsv"
+    r = run_cli("docs", "match", str(ex / "docs.en.jsonl"), str(ex / "docs.fr.jsonl"), "--method", "counts",
+                "-o", str(pairs), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "aligned"
+    r = run_cli("align", "--doc-pairs", str(pairs), "--src-docs", str(ex / "docs.en.jsonl"), "--tgt-docs",
+                str(ex / "docs.fr.jsonl"), "-o", str(out), "--tsv-all", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    index = (out / "index.tsv").read_text(encoding="utf-8").splitlines()
+    assert index[0].split("\t")[:3] == ["file", "src_doc", "tgt_doc"] and len(index) == 7
+    first = index[1].split("\t")
+    beads = [parse_bead(x) for x in (out / first[0]).read_text().splitlines()]
+    assert [i for b in beads for i in b[0]] == list(range(12)) and [j for b in beads for j in b[1]] == list(range(12))
+    assert sum(len(b[0]) == len(b[1]) == 1 for b in beads) >= 10
+    rows = (out / first[0].replace(".align", ".tsv")).read_text(encoding="utf-8").splitlines()
+    assert len(rows) == len(beads) + 1
+    pairs.write_text("src_doc\ttgt_doc\tscore\nen-1\tnope\t1.0\n", encoding="utf-8")
+    r = run_cli("align", "--doc-pairs", str(pairs), "--src-docs", str(ex / "docs.en.jsonl"), "--tgt-docs",
+                str(ex / "docs.fr.jsonl"), "-o", str(tmp_path / "x"))
+    assert r.returncode == 2 and "doc-pairs.tsv:2: target document 'nope'" in r.stderr

@@ -77,13 +77,14 @@ def test_one_to_one_is_greedy_by_score():
 
 def test_readers_and_errors_name_the_line(tmp_path):
     j = tmp_path / "a.jsonl"
-    j.write_text('{"id": "d1", "sentences": ["One.", "  ", "Two\\tthree."]}\n\n{"id": 7, "sentences": []}\n',
-                 encoding="utf-8")
+    j.write_text('{"id": "d1", "sentences": ["One.", "  ", "Two\\tthree."]}\n\n{"id": 7, "sentences": []}\n'
+                 '{"id": "d3", "sentences": ["Ça été\\u2028là.", "Fin."]}\n', encoding="utf-8")
     c = read_collection(str(j), str(tmp_path / "a.txt"))
-    assert c.ids == ["d1", "7"] and c.offsets.tolist() == [0, 2, 2]
+    assert c.ids == ["d1", "7", "d3"] and c.offsets.tolist() == [0, 2, 2, 4]
+    assert c.sentences(2) == ["Ça été là.", "Fin."] and c.sentences(1) == []  # seeks by byte offset
     assert c.stats == {"format": "jsonl", "blank_sentences": 1, "empty_documents": 1}
-    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "One.\nTwo three.\n"
-    assert c.doc_of_sentence().tolist() == [0, 0] and c.sentences(0) == ["One.", "Two three."]
+    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "One.\nTwo three.\nÇa été là.\nFin.\n"
+    assert c.doc_of_sentence().tolist() == [0, 0, 2, 2] and c.sentences(0) == ["One.", "Two three."]
     bad = {
         '{"id": "x", "sentences": ["a"]}\n{"id": "y", "sentences": ["b"]\n': "a.jsonl:2: not valid JSON",
         '{"id": "x"}\n': "a.jsonl:1: give either 'text' or 'sentences', not neither",

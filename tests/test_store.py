@@ -33,6 +33,9 @@ def test_store_rows_equal_direct_embedding(tmp_path, tiny_model):
     want = enc.encode(lines, "en").astype(np.float16).astype(np.float32)
     # batches differ (shards vs one call), so float sums may round differently: 1 float16 ulp
     np.testing.assert_allclose(got, want, atol=2e-3, rtol=0)
+    rows = np.array([2499, 0, 1000, 999, 1500, 0])  # across shards, any order, repeated
+    np.testing.assert_array_equal(st.take(rows), got[rows])
+    assert st.take(np.zeros(0, int)).shape == (0, st.dim)
     blank = [i for i, s in enumerate(lines) if not s.strip()]
     assert st.blank_lines().tolist() == blank and st.manifest["blank_lines"] == len(blank)
     assert rep.seconds > 0 and rep.reused == 0 and "embedded 2500 lines" in rep.summary()

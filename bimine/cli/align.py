@@ -63,11 +63,17 @@ def _summary(a, seconds: float) -> str:
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Beads, one per line '[i,j]:[k]:cost' (0-based lines; with --batch: a folder).")
 @click.option("--tsv", "tsv", type=click.Path(), default=None,
-              help="Also write the aligned text as TSV (src_lines, tgt_lines, cost, src, tgt); "
-                   "with --batch, a .tsv beside each alignment.")
+              help="Also write the aligned text to this TSV file (src_lines, tgt_lines, cost, src, tgt).")
+@click.option("--tsv-all", is_flag=True, help="With --batch or --doc-pairs: also a .tsv of the aligned text "
+              "beside each alignment.")
 @click.option("--batch", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Align many pairs: a file of lines 'src_file<TAB>tgt_file[<TAB>name]'; -o is then a folder "
                    "that gets NAME.align for each line.")
+@click.option("--doc-pairs", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Align matched documents: the output of 'bimine docs match' (src_doc, tgt_doc columns), with "
+                   "--src-docs and --tgt-docs; -o is then a folder that gets pair-NNNNN.align and index.tsv.")
+@click.option("--src-docs", type=str, default=None, help="With --doc-pairs: the source collection.")
+@click.option("--tgt-docs", type=str, default=None, help="With --doc-pairs: the target collection.")
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
 @click.option("--max-side", type=click.IntRange(1, 10), default=4, show_default=True,
               help="Most sentences on one side of a bead.")
@@ -80,9 +86,10 @@ def _summary(a, seconds: float) -> str:
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True,
               help="On invalid UTF-8: stop with an error, or replace with U+FFFD.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def align(src, tgt, src_lang, tgt_lang, output, tsv, batch, model, max_side, max_total, overlaps, length_weight,
-          encoding_errors, no_progress) -> None:
-    """Align the sentences (one per line) of the document SRC with those of its translation TGT.
+def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, src_docs, tgt_docs, model, max_side,
+          max_total, overlaps, length_weight, encoding_errors, no_progress) -> None:
+    """Align the sentences (one per line) of the document SRC with those of its translation TGT
+    (or of many pairs: --batch, or --doc-pairs with the output of 'bimine docs match').
 
     Writes one bead per line: '[3,4]:[5]:0.21' aligns source lines 3 and 4 (0-based) with
     target line 5; '[]:[6]' and '[7]:[]' are an insertion and a deletion. Every line of both
@@ -92,6 +99,20 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, batch, model, max_side, max
     from bimine.encoders import load_encoder
     from bimine.outputs import check_output_dir, check_output_file
 
+    if (batch is not None or doc_pairs is not None) and tsv is not None:
+        raise click.UsageError("with --batch or --doc-pairs, use --tsv-all (a .tsv beside each alignment)")
+    if tsv_all and batch is None and doc_pairs is None:
+        raise click.UsageError("--tsv-all goes with --batch or --doc-pairs; for one pair use --tsv FILE")
+    if doc_pairs is not None:
+        if src is not None or tgt is not None or batch is not None:
+            raise click.UsageError("--doc-pairs replaces SRC TGT and --batch")
+        if src_docs is None or tgt_docs is None:
+            raise click.UsageError("--doc-pairs needs --src-docs and --tgt-docs (the collections it matched)")
+        _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv_all, src_lang, tgt_lang, model,
+                         max_side, max_total, overlaps, length_weight, encoding_errors, no_progress)
+        return
+    if src_docs is not None or tgt_docs is not None:
+        raise click.UsageError("--src-docs and --tgt-docs go with --doc-pairs")
     if batch is None:
         if src is None or tgt is None:
             raise click.UsageError("give SRC and TGT, or --batch LIST")
@@ -122,10 +143,82 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, batch, model, max_side, max
         a = aligner.align(s, t, src_lang, tgt_lang, progress=bar)
         out = output if name is None else os.path.join(output, name + ".align")
         write_alignment(out, a)
-        if tsv is not None:
+        if tsv is not None or tsv_all:
             write_aligned_tsv(tsv if name is None else os.path.join(output, name + ".tsv"), a, s, t)
         bar.clear()
         click.echo(f"{name or out}: " + _summary(a, time.perf_counter() - t0), err=True)
     bar.close()
     if len(jobs) > 1:
         click.echo(f"{len(jobs)} document pairs aligned in {time.perf_counter() - t_all:.1f} s into {output}", err=True)
+
+
+def _read_doc_pairs(path: str) -> list[tuple[str, str]]:
+    """(src_doc, tgt_doc) of every row of a 'docs match' output (a TSV with that header)."""
+    import csv
+
+    from bimine.errors import InputError
+
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(rows, None)
+        if not header or "src_doc" not in header or "tgt_doc" not in header:
+            raise InputError(f"{path}:1: expected a header with src_doc and tgt_doc (the output of 'bimine docs match')")
+        a, b = header.index("src_doc"), header.index("tgt_doc")
+        out = []
+        for no, r in enumerate(rows, 2):
+            if len(r) <= max(a, b):
+                raise InputError(f"{path}:{no}: has {len(r)} column(s), the header {len(header)}")
+            out.append((r[a], r[b]))
+    return out
+
+
+def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_lang, model, max_side, max_total,
+                     overlaps, length_weight, encoding_errors, no_progress) -> None:
+    """Align the sentences of each matched document pair (``docs match`` output)."""
+    import tempfile
+
+    from bimine.documents.align import AlignConfig, Aligner, write_aligned_tsv, write_alignment
+    from bimine.documents.collections import read_collection
+    from bimine.encoders import load_encoder
+    from bimine.errors import InputError
+    from bimine.outputs import check_output_dir
+    from bimine.progress import bar as progress_bar
+    from bimine.text.sentences import get_splitter
+
+    check_output_dir(output, inputs=(doc_pairs, src_docs, tgt_docs))
+    pairs = _read_doc_pairs(doc_pairs)
+    kwargs = {} if length_weight is None else {"length_weight": length_weight}
+    encoder = load_encoder(model)
+    src_lang = resolve_lang(encoder, src_lang, "--src-lang")
+    tgt_lang = resolve_lang(encoder, tgt_lang, "--tgt-lang")
+    aligner = Aligner(encoder, AlignConfig(max_side=max_side, max_total=max_total, overlaps=overlaps, **kwargs))
+    split = get_splitter()
+    os.makedirs(output, exist_ok=True)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bimine-align-docs-") as tmp:
+        cols = []
+        for name, path, lang in (("src", src_docs, src_lang), ("tgt", tgt_docs, tgt_lang)):
+            cols.append(read_collection(path, os.path.join(tmp, f"{name}.txt"),
+                                        split=lambda text, _lang=lang: split(text, _lang), errors=encoding_errors))
+        sidx, tidx = cols[0].index_of(), cols[1].index_of()
+        index = ["file\tsrc_doc\ttgt_doc\tsrc_sentences\ttgt_sentences\tbeads"]
+        with progress_bar(total=len(pairs), unit=" pair", desc="aligning", enabled=not no_progress) as bar:
+            for n, (sd, td) in enumerate(pairs, 1):
+                if sd not in sidx or td not in tidx:
+                    side, doc = ("source", sd) if sd not in sidx else ("target", td)
+                    raise InputError(f"{doc_pairs}:{n + 1}: {side} document {doc!r} is not in "
+                                     f"{src_docs if side == 'source' else tgt_docs}")
+                s, t = cols[0].sentences(sidx[sd]), cols[1].sentences(tidx[td])
+                a = aligner.align(s, t, src_lang, tgt_lang)
+                name = f"pair-{n:05d}"
+                write_alignment(os.path.join(output, name + ".align"), a)
+                if tsv:
+                    write_aligned_tsv(os.path.join(output, name + ".tsv"), a, s, t)
+                clean = [x.replace("\t", " ") for x in (sd, td)]
+                index.append(f"{name}.align\t{clean[0]}\t{clean[1]}\t{len(s)}\t{len(t)}\t{len(a.beads)}")
+                bar.update(1)
+    from bimine.documents.align import atomic_lines
+
+    atomic_lines(os.path.join(output, "index.tsv"), index)
+    click.echo(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t0:.1f} s into {output} "
+               f"(index.tsv lists them)", err=True)

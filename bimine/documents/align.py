@@ -385,7 +385,7 @@ class Aligner:
 
 def write_alignment(path: str | os.PathLike, alignment: Alignment) -> None:
     """Write one bead per line, ``[i,j]:[k]:cost``, atomically."""
-    _atomic_lines(path, alignment.lines())
+    atomic_lines(path, alignment.lines())
 
 
 def write_aligned_tsv(path: str | os.PathLike, alignment: Alignment, src: list[str], tgt: list[str]) -> None:
@@ -397,10 +397,10 @@ def write_aligned_tsv(path: str | os.PathLike, alignment: Alignment, src: list[s
         s = " ".join(src[i].strip() for i in b.src).replace("\t", " ")
         t = " ".join(tgt[j].strip() for j in b.tgt).replace("\t", " ")
         rows.append(f"{','.join(map(str, b.src))}\t{','.join(map(str, b.tgt))}\t{b.cost:.6f}\t{s}\t{t}")
-    _atomic_lines(path, rows)
+    atomic_lines(path, rows)
 
 
-def _atomic_lines(path: str | os.PathLike, lines: list[str]) -> None:
+def atomic_lines(path: str | os.PathLike, lines: list[str]) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as f:

@@ -44,6 +44,7 @@ class Collection:
     sentences_path: str
     source: str
     stats: dict = field(default_factory=dict)
+    byte_offsets: np.ndarray | None = None  #: where each document's first sentence starts in the file
 
     @property
     def n_docs(self) -> int:
@@ -62,17 +63,18 @@ class Collection:
         starts = np.repeat(self.offsets[:-1], np.diff(self.offsets))
         return (np.arange(self.n_sentences) - starts).astype(np.int32)
 
+    def index_of(self) -> dict[str, int]:
+        """Document number of each id."""
+        return {d: i for i, d in enumerate(self.ids)}
+
     def sentences(self, d: int) -> list[str]:
-        """The sentences of document ``d`` (read from the sentence file)."""
-        a, b = int(self.offsets[d]), int(self.offsets[d + 1])
-        out = []
-        with open(self.sentences_path, encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= b:
-                    break
-                if i >= a:
-                    out.append(line.rstrip("\n"))
-        return out
+        """The sentences of document ``d``, read from the sentence file (one seek)."""
+        n = int(self.offsets[d + 1] - self.offsets[d])
+        if n == 0:
+            return []
+        with open(self.sentences_path, "rb") as f:
+            f.seek(int(self.byte_offsets[d]))
+            return [f.readline().decode("utf-8").rstrip("\n") for _ in range(n)]
 
 
 def detect_format(path: str) -> str:
@@ -187,6 +189,7 @@ def read_collection(path: str, out_path: str, *, fmt: str = "auto", split: Calla
     ids: list[str] = []
     seen: dict[str, int] = {}
     offsets = [0]
+    byte_offsets = [0]
     blank = empty_docs = 0
     tmp = f"{out_path}.tmp-{os.getpid()}"
     try:
@@ -198,16 +201,18 @@ def read_collection(path: str, out_path: str, *, fmt: str = "auto", split: Calla
                     raise InputError(f"{where}: document id {doc_id!r} appears again{hint}")
                 seen[doc_id] = len(ids)
                 ids.append(doc_id)
-                kept = 0
+                kept = size = 0
                 for s in sents:
                     c = _clean(s)
                     if not c:
                         blank += 1
                         continue
                     out.write(c + "\n")
+                    size += len(c.encode("utf-8")) + 1
                     kept += 1
                 empty_docs += kept == 0
                 offsets.append(offsets[-1] + kept)
+                byte_offsets.append(byte_offsets[-1] + size)
         os.replace(tmp, out_path)
     except BaseException:
         if os.path.exists(tmp):
@@ -216,4 +221,5 @@ def read_collection(path: str, out_path: str, *, fmt: str = "auto", split: Calla
     if not ids:
         raise InputError(f"{path}: holds no documents")
     return Collection(ids=ids, offsets=np.array(offsets, dtype=np.int64), sentences_path=out_path, source=path,
-                      stats={"format": fmt, "blank_sentences": blank, "empty_documents": empty_docs})
+                      stats={"format": fmt, "blank_sentences": blank, "empty_documents": empty_docs},
+                      byte_offsets=np.array(byte_offsets, dtype=np.int64))

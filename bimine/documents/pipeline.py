@@ -10,7 +10,8 @@ pairs by one of the methods of :mod:`bimine.documents.match`:
 * ``embedding``: the cosine of averaged sentence embeddings (001 §5.3), exact kNN over documents;
 * ``two-stage``: document embeddings propose ``candidates`` target documents per source
   document, and Eq. 3 re-ranks them with each source sentence's N nearest sentences among the
-  candidates' sentences only (for collections too big for a sentence kNN over everything).
+  candidates' sentences only (for collections too big for a sentence kNN over everything;
+  sentence embeddings are read from the memory-mapped stores document by document).
 
 Output: TSV with a header ``src_doc  tgt_doc  score  rank  votes``: the ``top`` best target
 documents of every source document that has a candidate (``rank`` 1 = best; ``votes``: the
@@ -116,7 +117,6 @@ def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, c
     s_emb, t_emb = _doc_embeddings_from_store(src_store, src_col.offsets), \
         _doc_embeddings_from_store(tgt_store, tgt_col.offsets)
     _, cand = _doc_knn(s_emb, t_emb, cfg.candidates)
-    U, V = src_store.load(), tgt_store.load()
     t_doc, t_pos, t_len = tgt_col.doc_of_sentence(), tgt_col.position_of_sentence(), np.diff(tgt_col.offsets)
     out = []
     with bar(total=src_col.n_docs, unit=" doc", desc="two-stage", enabled=progress) as b:
@@ -129,8 +129,8 @@ def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, c
             rows = np.concatenate([np.arange(tgt_col.offsets[t], tgt_col.offsets[t + 1]) for t in docs])
             if not len(rows):
                 continue
-            u = U[a:z]
-            sim = u @ V[rows].T
+            u = src_store.take(np.arange(a, z))
+            sim = u @ tgt_store.take(rows).T
             k = min(cfg.eq3.n, len(rows))
             top = np.argsort(-sim, axis=1, kind="stable")[:, :k]
             cos = np.take_along_axis(sim, top, axis=1)

@@ -116,6 +116,20 @@ class EmbeddingStore:
         """0-based indices of the input lines that are empty or whitespace only."""
         return np.load(self.path / "blank-lines.npy")
 
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The given rows (any order, repeats allowed) as float32, read from the memory-mapped
+        shards: memory for those rows only."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        start = 0
+        for s in self.manifest["shards"]:
+            sel = np.flatnonzero((rows >= start) & (rows < start + s["rows"]))
+            if len(sel):
+                a = np.load(self.path / s["file"], mmap_mode="r")
+                out[sel] = a[rows[sel] - start]
+            start += s["rows"]
+        return out
+
     def load(self) -> np.ndarray:
         """All rows as one float32 array."""
         out = np.empty((self.rows, self.dim), dtype=np.float32)
