@@ -1,9 +1,10 @@
 """Checks of output paths, run before any work so a bad ``-o`` fails in a second, not after hours.
 
-Both functions raise :class:`ConfigError` with one line that names the option and the path:
+The checks raise :class:`ConfigError` with one line that names the option and the path:
 a missing or unwritable folder, a folder where a file is wanted (or the reverse), or an
 output that would overwrite one of the command's inputs. They create nothing and leave no
-file behind (the writability probe is a temporary file, removed at once).
+file behind (the writability probe is a temporary file, removed at once). :func:`atomic_path`
+is how outputs are then written: under a temporary name, renamed when complete.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable
+from contextlib import contextmanager
 from pathlib import Path
 
 from bimine.errors import ConfigError
@@ -98,3 +100,18 @@ def check_output_dir(path: PathLike, *, inputs: Iterable[PathLike | None] = (), 
     if not _writable(here):
         what = "folder" if here == out.resolve() else "parent folder"
         raise ConfigError(f"{option} {path}: cannot write in {what} {here} (permission denied or read-only)")
+
+
+@contextmanager
+def atomic_path(path: PathLike):
+    """Yield a temporary name beside ``path`` to write to; on success it is renamed to
+    ``path``, on any failure (an exception, Ctrl-C) it is removed, so ``path`` never holds a
+    half-written file."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise

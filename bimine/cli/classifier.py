@@ -10,6 +10,22 @@ import click
 from bimine.cli.main import check_lang_option, cli, pair_input
 
 
+def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str], int]:
+    """Sources, targets and the number of pairs skipped for an empty side, from pair blocks
+    (at most ``limit`` pairs)."""
+    a, b, skipped = [], [], 0
+    for block in blocks:
+        for x, y in zip(block.src, block.tgt):
+            if not x.strip() or not y.strip():
+                skipped += 1
+                continue
+            a.append(x)
+            b.append(y)
+        if limit is not None and len(a) >= limit:
+            break
+    return (a[:limit], b[:limit], skipped) if limit is not None else (a, b, skipped)
+
+
 @cli.command("train-classifier")
 @click.argument("kind", type=click.Choice(["confidence", "fc", "bigru"]))
 @click.argument("input", required=False, type=str)
@@ -67,17 +83,7 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
     check_output_file(output, inputs=[p for p in (input, src, tgt, dev_src, dev_tgt) if p])
 
     def read(inp, s, t, limit=None):
-        a, b, skipped = [], [], 0
-        for block in read_pair_blocks(inp, src=s, tgt=t, columns=cols, errors=encoding_errors):
-            for x, y in zip(block.src, block.tgt):
-                if not x.strip() or not y.strip():
-                    skipped += 1
-                    continue
-                a.append(x)
-                b.append(y)
-            if limit is not None and len(a) >= limit:
-                break
-        return (a[:limit], b[:limit], skipped) if limit is not None else (a, b, skipped)
+        return usable_pairs(read_pair_blocks(inp, src=s, tgt=t, columns=cols, errors=encoding_errors), limit)
 
     s, t, skipped = read(input, src, tgt, max_pairs)
     dev = None
@@ -158,14 +164,8 @@ def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs,
     groups: list[tuple[list[str], list[str]]] = []
     skipped = 0
     for path in inputs:
-        a, b = [], []
-        for block in read_pair_blocks(path, columns=cols, errors=encoding_errors):
-            for x, y in zip(block.src, block.tgt):
-                if not x.strip() or not y.strip():
-                    skipped += 1
-                    continue
-                a.append(x)
-                b.append(y)
+        a, b, n_skipped = usable_pairs(read_pair_blocks(path, columns=cols, errors=encoding_errors))
+        skipped += n_skipped
         if len(a) < 2:
             raise ConfigError(f"{path}: {len(a)} usable pair(s); need at least 2")
         groups.append((a, b))

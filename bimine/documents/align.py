@@ -401,13 +401,9 @@ def write_aligned_tsv(path: str | os.PathLike, alignment: Alignment, src: list[s
 
 
 def atomic_lines(path: str | os.PathLike, lines: list[str]) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            for line in lines:
-                f.write(line + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Write ``lines`` (each followed by a newline) to ``path`` atomically."""
+    from bimine.outputs import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")

@@ -238,22 +238,15 @@ def write_doc_pairs(path: str, p: PairScores, src_ids: list[str], tgt_ids: list[
     def cell(s: str) -> str:
         return " ".join(s.split("\t")).replace("\n", " ").replace("\r", " ")
 
-    tmp = f"{path}.tmp-{os.getpid()}"
+    from bimine.documents.align import atomic_lines
+
     starts = np.r_[True, p.src[1:] != p.src[:-1]] if len(p.src) else np.zeros(0, bool)
     rank = np.zeros(len(p.src), np.int64)
     r = 0
     for i in range(len(p.src)):
         r = 1 if starts[i] else r + 1
         rank[i] = r
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write("src_doc\ttgt_doc\tscore\trank\tvotes\n")
-            for s, t, sc, rk, v in zip(p.src.tolist(), p.tgt.tolist(), p.score.tolist(), rank.tolist(),
-                                       p.votes.tolist()):
-                f.write(f"{cell(src_ids[s])}\t{cell(tgt_ids[t])}\t{sc:.6f}\t{rk}\t{v}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
+    rows = ["src_doc\ttgt_doc\tscore\trank\tvotes"]
+    rows += [f"{cell(src_ids[s])}\t{cell(tgt_ids[t])}\t{sc:.6f}\t{rk}\t{v}" for s, t, sc, rk, v in
+             zip(p.src.tolist(), p.tgt.tolist(), p.score.tolist(), rank.tolist(), p.votes.tolist())]
+    atomic_lines(path, rows)

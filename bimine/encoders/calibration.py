@@ -34,6 +34,21 @@ def model_folder(encoder) -> Path | None:
     return Path(f).parent if f is not None else None
 
 
+def read_safetensors(path: str | os.PathLike, framework: str, what: str, how: str) -> tuple[dict, dict]:
+    """(metadata, tensors) of a safetensors file; a missing or unreadable file is a
+    :class:`ConfigError` that names ``what`` it should be and ``how`` to make one."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{what} {path}: no such file (train one with '{how}')")
+    try:
+        with safe_open(str(path), framework=framework) as f:
+            return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:  # noqa: BLE001 - safetensors raises several types on a bad file
+        raise ConfigError(f"{what} {path}: not a safetensors file ({e})") from None
+
+
 class Calibration:
     """The NumPy form of a trained confidence head (see the module docstring)."""
 
@@ -49,17 +64,7 @@ class Calibration:
     def load(cls, path: str | os.PathLike) -> Calibration:
         """Read a confidence head written by ``bimine calibrate`` or ``bimine train-classifier
         confidence`` (one safetensors file; its metadata names the encoder)."""
-        from safetensors import safe_open
-
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"calibration {path}: no such file (train one with 'bimine calibrate')")
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                meta = f.metadata() or {}
-                t = {k: f.get_tensor(k) for k in f.keys()}
-        except Exception as e:  # noqa: BLE001 - safetensors raises several types on a bad file
-            raise ConfigError(f"calibration {path}: not a safetensors file ({e})") from None
+        meta, t = read_safetensors(path, "numpy", "calibration", "bimine calibrate")
         cfg = json.loads(meta.get("bimine_classifier", "{}"))
         if cfg.get("kind") != "confidence":
             raise ConfigError(f"calibration {path}: not a confidence head (kind {cfg.get('kind')!r})")

@@ -223,17 +223,9 @@ class PairClassifier:
 
     @classmethod
     def load(cls, path: str | Path) -> PairClassifier:
-        from safetensors import safe_open
+        from bimine.encoders.calibration import read_safetensors
 
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"classifier {path}: no such file (train one with 'bimine train-classifier')")
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                meta = f.metadata() or {}
-                state = {k: f.get_tensor(k) for k in f.keys()}
-        except Exception as e:  # noqa: BLE001 - safetensors raises several types on a bad file
-            raise ConfigError(f"classifier {path}: not a safetensors file ({e})") from None
+        meta, state = read_safetensors(path, "pt", "classifier", "bimine train-classifier")
         if "bimine_classifier" not in meta:
             raise ConfigError(f"classifier {path}: no bimine_classifier metadata; not written by "
                               "'bimine train-classifier'")

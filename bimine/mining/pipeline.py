@@ -341,8 +341,9 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                 confidence=None) -> None:
     """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line][, confidence]),
     JSONL or Parquet (``confidence``: one calibrated confidence per pair, or None)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
+    from bimine.outputs import atomic_path
+
+    with atomic_path(path) as tmp:
         if fmt == "parquet":
             try:
                 import pyarrow as pa
@@ -372,11 +373,6 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                         if c is not None:
                             row += f"\t{c:.6f}"
                         f.write(row + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def _side_fingerprint(checksum: str, encoder: Encoder, lang: str, shard_size: int) -> str:
