@@ -169,3 +169,28 @@ def test_cli_docs_match_on_newstest(shared_data, tmp_path, method):
     assert list(rows[0]) == ["src_doc", "tgt_doc", "score", "rank", "votes"]
     assert len(rows) == 12 and all(r["rank"] == "1" for r in rows)
     assert sum(r["src_doc"] == r["tgt_doc"] for r in rows) >= 11
+
+
+def test_cli_docs_match_folders_of_raw_text(tmp_path):
+    """Folders of text files: each file a document, split into sentences by sentencex."""
+    pytest.importorskip("sentencex")
+    from pathlib import Path
+
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    src_docs = [json.loads(line) for line in (ex / "docs.en.jsonl").read_text(encoding="utf-8").splitlines()]
+    tgt_docs = [json.loads(line) for line in (ex / "docs.fr.jsonl").read_text(encoding="utf-8").splitlines()]
+    for name, docs in (("src", src_docs), ("tgt", tgt_docs)):
+        (tmp_path / name).mkdir()
+        for d in docs:  # running text: the sentences of a document joined, two per line
+            s = d["sentences"]
+            text = "\n".join(" ".join(s[i:i + 2]) for i in range(0, len(s), 2))
+            (tmp_path / name / f"{d['id']}.txt").write_text(text + "\n", encoding="utf-8")
+    out = tmp_path / "pairs.tsv"
+    r = run_cli("docs", "match", str(tmp_path / "src"), str(tmp_path / "tgt"), "--src-lang", "en", "--tgt-lang",
+                "fr", "-o", str(out), "--method", "counts", "--one-to-one", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "documents: 6 source" in r.stderr
+    with open(out, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    # the example's French documents are en-1..en-6 under the ids fr-a..fr-f
+    assert {(r["src_doc"], r["tgt_doc"]) for r in rows} == {(f"en-{i}.txt", f"fr-{chr(96 + i)}.txt") for i in range(1, 7)}
