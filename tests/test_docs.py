@@ -59,7 +59,7 @@ def test_mutual_best_counts_and_best_selection():
 
 def test_document_embeddings_average_then_normalise():
     emb = np.array([[1, 0], [0, 1], [1, 0], [0, 0]], np.float32)
-    d = document_embeddings(emb, np.array([0, 2, 2, 3]))
+    d = document_embeddings([(0, emb[:1]), (1, emb[1:3])], np.array([0, 2, 2, 3]), 2)  # two shards
     np.testing.assert_allclose(d[0], [2 ** -0.5, 2 ** -0.5], rtol=1e-6)
     assert not d[1].any()  # no sentences
     np.testing.assert_allclose(d[2], [1, 0])

@@ -47,6 +47,18 @@ def _read_batch_list(path: str) -> list[tuple[str, str, str]]:
     return jobs
 
 
+def _aligner(model: str, src_lang, tgt_lang, max_side: int, max_total: int, overlaps: str, length_weight):
+    """The aligner of the command's options, and the language codes to encode with."""
+    from bimine.documents.align import AlignConfig, Aligner
+    from bimine.encoders import load_encoder
+
+    kwargs = {} if length_weight is None else {"length_weight": length_weight}
+    config = AlignConfig(max_side=max_side, max_total=max_total, overlaps=overlaps, **kwargs)
+    encoder = load_encoder(model)
+    return (Aligner(encoder, config), resolve_lang(encoder, src_lang, "--src-lang"),
+            resolve_lang(encoder, tgt_lang, "--tgt-lang"))
+
+
 def _summary(a, seconds: float) -> str:
     ones = sum(1 for b in a.beads if len(b.src) == 1 and len(b.tgt) == 1)
     skips = sum(1 for b in a.beads if not b.src or not b.tgt)
@@ -95,8 +107,7 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
     target line 5; '[]:[6]' and '[7]:[]' are an insertion and a deletion. Every line of both
     files is in exactly one bead, in order.
     """
-    from bimine.documents.align import AlignConfig, Aligner, write_aligned_tsv, write_alignment
-    from bimine.encoders import load_encoder
+    from bimine.documents.align import write_aligned_tsv, write_alignment
     from bimine.outputs import check_output_dir, check_output_file
 
     if (batch is not None or doc_pairs is not None) and tsv is not None:
@@ -126,12 +137,7 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
         jobs = _read_batch_list(batch)
         check_output_dir(output, inputs=[batch] + [p for j in jobs for p in j[:2]])
         os.makedirs(output, exist_ok=True)
-    kwargs = {} if length_weight is None else {"length_weight": length_weight}
-    config = AlignConfig(max_side=max_side, max_total=max_total, overlaps=overlaps, **kwargs)
-    encoder = load_encoder(model)
-    src_lang = resolve_lang(encoder, src_lang, "--src-lang")
-    tgt_lang = resolve_lang(encoder, tgt_lang, "--tgt-lang")
-    aligner = Aligner(encoder, config)
+    aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight)
     from bimine.progress import bar as progress_bar
 
     bar = progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=not no_progress)
@@ -177,9 +183,8 @@ def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_l
     """Align the sentences of each matched document pair (``docs match`` output)."""
     import tempfile
 
-    from bimine.documents.align import AlignConfig, Aligner, write_aligned_tsv, write_alignment
+    from bimine.documents.align import write_aligned_tsv, write_alignment
     from bimine.documents.collections import read_collection
-    from bimine.encoders import load_encoder
     from bimine.errors import InputError
     from bimine.outputs import check_output_dir
     from bimine.progress import bar as progress_bar
@@ -187,11 +192,7 @@ def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_l
 
     check_output_dir(output, inputs=(doc_pairs, src_docs, tgt_docs))
     pairs = _read_doc_pairs(doc_pairs)
-    kwargs = {} if length_weight is None else {"length_weight": length_weight}
-    encoder = load_encoder(model)
-    src_lang = resolve_lang(encoder, src_lang, "--src-lang")
-    tgt_lang = resolve_lang(encoder, tgt_lang, "--tgt-lang")
-    aligner = Aligner(encoder, AlignConfig(max_side=max_side, max_total=max_total, overlaps=overlaps, **kwargs))
+    aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight)
     split = get_splitter()
     os.makedirs(output, exist_ok=True)
     t0 = time.perf_counter()

@@ -141,8 +141,9 @@ def embed_overlaps(sentences: list[str], encoder, lang: str, k: int, *, mode: st
     """
     n = len(sentences)
     starts = _layer_starts(n, k)
-    texts = overlap_texts(sentences, k if mode == "joined" else 1)
-    lengths = np.array([len(t) for t in overlap_texts(sentences, k)], np.float64)
+    runs = overlap_texts(sentences, k)
+    lengths = np.array([len(t) for t in runs], np.float64)
+    texts = runs if mode == "joined" else runs[:n]  # layer 1 (single sentences) comes first
     uniq: dict[str, int] = {}
     index = np.array([uniq.setdefault(t, len(uniq)) for t in texts], np.int64)
     order = list(uniq)

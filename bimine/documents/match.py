@@ -25,6 +25,7 @@ of its sentences' embeddings (001 §5.3).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,22 +67,24 @@ class PairScores:
     score: np.ndarray
     votes: np.ndarray
 
+    def ranks(self) -> np.ndarray:
+        """1-based rank of each pair among its source document's pairs."""
+        if not len(self.src):
+            return np.zeros(0, np.int64)
+        starts = np.r_[0, np.flatnonzero(self.src[1:] != self.src[:-1]) + 1]
+        return np.arange(len(self.src)) - np.repeat(starts, np.diff(np.r_[starts, len(self.src)])) + 1
+
     def best(self) -> PairScores:
         """The best target document of every source document that has one."""
-        first = np.r_[True, self.src[1:] != self.src[:-1]] if len(self.src) else np.zeros(0, bool)
-        return PairScores(self.src[first], self.tgt[first], self.score[first], self.votes[first])
+        return self.top(1)
 
     def top(self, k: int) -> PairScores:
         """The ``k`` best target documents of every source document."""
-        if not len(self.src):
-            return self
-        starts = np.r_[0, np.flatnonzero(self.src[1:] != self.src[:-1]) + 1]
-        rank = np.arange(len(self.src)) - np.repeat(starts, np.diff(np.r_[starts, len(self.src)]))
-        keep = rank < k
+        keep = self.ranks() <= k
         return PairScores(self.src[keep], self.tgt[keep], self.score[keep], self.votes[keep])
 
 
-def _sorted_pairs(src: np.ndarray, tgt: np.ndarray, score: np.ndarray, votes: np.ndarray) -> PairScores:
+def sorted_pairs(src: np.ndarray, tgt: np.ndarray, score: np.ndarray, votes: np.ndarray) -> PairScores:
     order = np.lexsort((tgt, -score, src))  # by source, best score first, ties by target number
     return PairScores(src[order].astype(np.int64), tgt[order].astype(np.int64), score[order].astype(np.float64),
                       votes[order].astype(np.int64))
@@ -92,7 +95,7 @@ def _aggregate(src_doc: np.ndarray, tgt_doc: np.ndarray, values: np.ndarray, n_t
     uniq, inv = np.unique(key, return_inverse=True)
     total = np.bincount(inv, weights=values, minlength=len(uniq))
     votes = np.bincount(inv, minlength=len(uniq))
-    return _sorted_pairs(uniq // n_tgt_docs, uniq % n_tgt_docs, total, votes)
+    return sorted_pairs(uniq // n_tgt_docs, uniq % n_tgt_docs, total, votes)
 
 
 def eq3_scores(nbr: np.ndarray, conf: np.ndarray, src_doc: np.ndarray, src_pos: np.ndarray, src_len: np.ndarray,
@@ -136,28 +139,36 @@ def mutual_best_counts(fwd: np.ndarray, bwd: np.ndarray, src_doc: np.ndarray, tg
     return _aggregate(src_doc[i], tgt_doc[j], np.ones(len(i)), nt)
 
 
-def document_embeddings(sentence_emb: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Average of each document's sentence embeddings, L2-normalised (001 §5.3); a document
-    without sentences gets a zero row (it matches nothing)."""
+def document_embeddings(shards: Iterable[tuple[int, np.ndarray]], offsets: np.ndarray, dim: int) -> np.ndarray:
+    """Average of each document's sentence embeddings, L2-normalised (001 §5.3), from the
+    sentence embeddings given as ``(first row, rows)`` shards (an embedding store's
+    ``iter_shards()``, or ``[(0, array)]``); a document without sentences gets a zero row
+    (it matches nothing)."""
     n_docs = len(offsets) - 1
-    out = np.zeros((n_docs, sentence_emb.shape[1]), np.float64)
-    lens = np.diff(offsets)
-    has = lens > 0
-    if has.any():
-        sums = np.add.reduceat(sentence_emb.astype(np.float64), offsets[:-1][has], axis=0)
-        out[has] = sums / lens[has][:, None]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+    doc = np.repeat(np.arange(n_docs), np.diff(offsets))
+    sums = np.zeros((n_docs, dim), np.float64)
+    for start, a in shards:
+        np.add.at(sums, doc[start: start + len(a)], np.asarray(a, np.float64))
+    mean = sums / np.maximum(np.diff(offsets), 1)[:, None]
+    return (mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def nearest_documents(src_docs: np.ndarray, tgt_docs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cosines and numbers of the ``k`` nearest target documents of each source document
+    (exact inner-product search with FAISS; -1 where there are fewer targets)."""
+    from bimine.index.faiss_index import IndexConfig, KeyIndex
+
+    idx = KeyIndex(tgt_docs.shape[1], len(tgt_docs), IndexConfig(factory="Flat"))
+    idx.add(tgt_docs)
+    return idx.search(src_docs, min(k, len(tgt_docs)))
 
 
 def embedding_scores(src_docs: np.ndarray, tgt_docs: np.ndarray, k: int) -> PairScores:
-    """The ``k`` target documents of highest cosine for each source document (exact search)."""
-    sim = src_docs @ tgt_docs.T
-    k = min(k, sim.shape[1])
-    top = np.argsort(-sim, axis=1, kind="stable")[:, :k]
-    s = np.take_along_axis(sim, top, axis=1)
-    src = np.repeat(np.arange(len(src_docs)), k)
-    return _sorted_pairs(src, top.ravel(), s.ravel(), np.ones(src.size))
+    """The ``k`` target documents of highest cosine for each source document (votes 0)."""
+    sims, ids = nearest_documents(src_docs, tgt_docs, k)
+    ok = ids >= 0
+    src = np.repeat(np.arange(len(src_docs)), ids.shape[1]).reshape(ids.shape)[ok]
+    return sorted_pairs(src, ids[ok], sims[ok].astype(np.float64), np.zeros(int(ok.sum())))
 
 
 def one_to_one(p: PairScores) -> PairScores:

@@ -34,9 +34,13 @@ from bimine.documents.collections import Collection, read_collection
 from bimine.documents.match import (
     Eq3Config,
     PairScores,
+    document_embeddings,
+    embedding_scores,
     eq3_scores,
     mutual_best_counts,
+    nearest_documents,
     one_to_one,
+    sorted_pairs,
 )
 from bimine.errors import ConfigError
 
@@ -80,43 +84,16 @@ class DocMatchReport:
         return "\n".join(lines + self.notes)
 
 
-def _doc_embeddings_from_store(store, offsets: np.ndarray) -> np.ndarray:
-    """Averaged sentence embeddings per document, read shard by shard."""
-    n_docs = len(offsets) - 1
-    doc = np.repeat(np.arange(n_docs), np.diff(offsets))
-    sums = np.zeros((n_docs, store.dim), np.float64)
-    for start, a in store.iter_shards():
-        np.add.at(sums, doc[start: start + len(a)], a.astype(np.float64))
-    lens = np.diff(offsets)
-    mean = sums / np.maximum(lens, 1)[:, None]
-    return (mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)).astype(np.float32)
-
-
-def _doc_knn(src: np.ndarray, tgt: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    from bimine.index.faiss_index import IndexConfig, KeyIndex
-
-    idx = KeyIndex(tgt.shape[1], len(tgt), IndexConfig(factory="Flat"))
-    idx.add(tgt)
-    return idx.search(src, min(k, len(tgt)))
-
-
-def _scores_embedding(src_emb, tgt_emb, k: int) -> PairScores:
-    from bimine.documents.match import _sorted_pairs
-
-    sims, ids = _doc_knn(src_emb, tgt_emb, k)
-    ok = ids >= 0
-    src = np.repeat(np.arange(len(src_emb)), ids.shape[1]).reshape(ids.shape)[ok]
-    return _sorted_pairs(src, ids[ok], sims[ok].astype(np.float64), np.zeros(int(ok.sum())))
+def _doc_embeddings(store, col: Collection) -> np.ndarray:
+    return document_embeddings(store.iter_shards(), col.offsets, store.dim)
 
 
 def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, cal, cfg: DocMatchConfig,
                progress: bool) -> PairScores:
-    from bimine.documents.match import _sorted_pairs
     from bimine.progress import bar
 
-    s_emb, t_emb = _doc_embeddings_from_store(src_store, src_col.offsets), \
-        _doc_embeddings_from_store(tgt_store, tgt_col.offsets)
-    _, cand = _doc_knn(s_emb, t_emb, cfg.candidates)
+    _, cand = nearest_documents(_doc_embeddings(src_store, src_col), _doc_embeddings(tgt_store, tgt_col),
+                                cfg.candidates)
     t_doc, t_pos, t_len = tgt_col.doc_of_sentence(), tgt_col.position_of_sentence(), np.diff(tgt_col.offsets)
     out = []
     with bar(total=src_col.n_docs, unit=" doc", desc="two-stage", enabled=progress) as b:
@@ -139,8 +116,8 @@ def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, c
                            t_doc, t_pos, t_len, cfg.eq3, n_tgt_docs=tgt_col.n_docs)
             out.append((np.full(len(p.src), d), p.tgt, p.score, p.votes))
     if not out:
-        return _sorted_pairs(*(np.zeros(0) for _ in range(4)))
-    return _sorted_pairs(*(np.concatenate([o[i] for o in out]) for i in range(4)))
+        return sorted_pairs(*(np.zeros(0) for _ in range(4)))
+    return sorted_pairs(*(np.concatenate([o[i] for o in out]) for i in range(4)))
 
 
 def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, tgt_lang: str,
@@ -194,9 +171,8 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
         report.src_sentences, report.tgt_sentences = sc.n_sentences, tc.n_sentences
         t = time.time()
         if config.method == "embedding":
-            scores = _scores_embedding(_doc_embeddings_from_store(stores["src"], sc.offsets),
-                                       _doc_embeddings_from_store(stores["tgt"], tc.offsets),
-                                       max(config.top, config.candidates if config.one_to_one else config.top))
+            scores = embedding_scores(_doc_embeddings(stores["src"], sc), _doc_embeddings(stores["tgt"], tc),
+                                      max(config.top, config.candidates if config.one_to_one else config.top))
         elif config.method == "two-stage":
             scores = _two_stage(sc, tc, stores["src"], stores["tgt"], calibration, config, progress)
         else:
@@ -212,11 +188,9 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
                 if config.method == "counts":
                     scores = mutual_best_counts(ixy[:, 0], iyx[:, 0], s_doc, t_doc, n_tgt_docs=tc.n_docs)
                 else:
-                    from bimine.mining.pipeline import gather_rows
-
                     conf = np.empty(sxy.shape)
-                    for a in range(0, len(sxy), 65536):
-                        u = gather_rows(x, np.arange(a, min(a + 65536, len(sxy))))
+                    for a in range(0, len(sxy), 65536):  # row r of the kNN lists is source row x.valid[r]
+                        u = stores["src"].take(x.valid[a: a + 65536])
                         conf[a: a + len(u)] = calibration.from_cosine(u, sxy[a: a + len(u)])
                     scores = eq3_scores(ixy, conf, s_doc, sc.position_of_sentence(), np.diff(sc.offsets), t_doc,
                                         tc.position_of_sentence(), np.diff(tc.offsets), config.eq3,
@@ -240,13 +214,7 @@ def write_doc_pairs(path: str, p: PairScores, src_ids: list[str], tgt_ids: list[
 
     from bimine.documents.align import atomic_lines
 
-    starts = np.r_[True, p.src[1:] != p.src[:-1]] if len(p.src) else np.zeros(0, bool)
-    rank = np.zeros(len(p.src), np.int64)
-    r = 0
-    for i in range(len(p.src)):
-        r = 1 if starts[i] else r + 1
-        rank[i] = r
     rows = ["src_doc\ttgt_doc\tscore\trank\tvotes"]
     rows += [f"{cell(src_ids[s])}\t{cell(tgt_ids[t])}\t{sc:.6f}\t{rk}\t{v}" for s, t, sc, rk, v in
-             zip(p.src.tolist(), p.tgt.tolist(), p.score.tolist(), rank.tolist(), p.votes.tolist())]
+             zip(p.src.tolist(), p.tgt.tolist(), p.score.tolist(), p.ranks().tolist(), p.votes.tolist())]
     atomic_lines(path, rows)

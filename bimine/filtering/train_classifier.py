@@ -225,14 +225,16 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
             "positive_scale": True}
     module = _build(conf)
     B = min(cfg.batch_pairs, len(src))
+
+    def epoch_batches(r: np.random.Generator) -> list[np.ndarray]:
+        return _grouped_batches(groups, B, r) if groups is not None else list(_batches(len(src), B, r))
+
     # start from the best single scale and bias (a logistic fit of the in-batch cosines), so the
     # per-source weights only learn how sources differ: from the default start (10, -5) Adam
     # needs far more steps than a few epochs to reach the right overall scale
-    batches = _grouped_batches(groups, B, np.random.default_rng(cfg.seed)) if groups is not None \
-        else list(_batches(len(src), B, np.random.default_rng(cfg.seed)))
     cos, lab = [], []
     with torch.no_grad():
-        for idx in batches[:200]:
+        for idx in epoch_batches(np.random.default_rng(cfg.seed))[:200]:
             ix = torch.from_numpy(idx)
             cos.append((u[ix] @ v[ix].T).numpy().ravel())
             lab.append(np.eye(len(idx)).ravel())
@@ -250,13 +252,11 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
         module.bias.bias.fill_(b)
     conf["init_scale_bias"] = [round(a, 4), round(b, 4)]
     opt = torch.optim.Adam(module.parameters(), lr=cfg.lr)
-    per_epoch = len(_grouped_batches(groups, B, np.random.default_rng(0))) if groups is not None \
-        else max(1, len(src) // B)
-    steps = cfg.epochs * per_epoch
+    steps = cfg.epochs * len(epoch_batches(np.random.default_rng(0)))  # the count does not depend on the draw
     with _bar(steps, "confidence", progress) as bar:
         for _ in range(cfg.epochs):
             module.train()
-            for idx in (_grouped_batches(groups, B, rng) if groups is not None else _batches(len(src), B, rng)):
+            for idx in epoch_batches(rng):
                 ix = torch.from_numpy(idx)
                 z = module.logits_matrix(u[ix], v[ix])
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.eye(len(idx)))

@@ -326,17 +326,6 @@ def fetch_lines(path: str, rows: np.ndarray, *, column: int | None = None, error
     return out
 
 
-def gather_rows(side: Side, rows: np.ndarray) -> np.ndarray:
-    """The embeddings of ``rows`` (any order, repeats allowed) as float32, read shard by shard."""
-    rows = np.asarray(rows, dtype=np.int64)
-    out = np.zeros((len(rows), side.dim), dtype=np.float32)
-    for start, a in side.shards():
-        sel = np.flatnonzero((rows >= start) & (rows < start + len(a)))
-        if len(sel):
-            out[sel] = a[rows[sel] - start]
-    return out
-
-
 def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_text, line_numbers: bool,
                 confidence=None) -> None:
     """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line][, confidence]),
@@ -522,7 +511,7 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
         s, i, j = s[keep], i[keep], j[keep]
         conf = None
         if calibration is not None:
-            conf = calibration.confidence(gather_rows(x, i), gather_rows(y, j)).tolist()
+            conf = calibration.confidence(stores["src"].take(i), stores["tgt"].take(j)).tolist()
         write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf)
         report.written = len(s)
         report.seconds["write"] = time.time() - t
