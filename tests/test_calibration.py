@@ -117,3 +117,15 @@ def test_calibrate_then_mine_and_score_with_confidence(tmp_path):
     # another model's folder has no head: a clear error, nothing written
     r = run_cli("mine", str(src), str(tgt), "-o", str(tmp_path / "x.tsv"), "--confidence", "-m", "e5-small")
     assert r.returncode == 2 and "calibration head" in r.stderr and not (tmp_path / "x.tsv").exists()
+
+
+def test_calibrate_refuses_what_it_cannot_do(tmp_path, tiny_model):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"a{i} b\tc{i} d\n" for i in range(50)), encoding="utf-8")
+    # the tiny model's n-grams depend on the language code: one head per language pair instead
+    r = run_cli("calibrate", str(tsv), "-m", str(tiny_model), "--no-progress")
+    assert r.returncode == 2 and "features depend on the language" in r.stderr
+    assert not (tiny_model / CALIBRATION_FILE).exists()
+    # e5-small has no model folder to keep the head in
+    r = run_cli("calibrate", str(tsv), "-m", "e5-small", "--no-progress")
+    assert r.returncode == 2 and "give -o FILE" in r.stderr
