@@ -1,0 +1,1 @@
+"""Semantic divergence detection (paper 004): word alignment, synthetic supervision, models."""
