@@ -65,7 +65,7 @@ def _common(f):
 
 def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
          classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
-         token_budget=None, normalize=False) -> None:
+         token_budget=None, normalize=False, spec=None, pipeline_name=None) -> None:
     import yaml
 
     from bimine.filtering.config import build_filters, default_spec, parse_pipeline
@@ -94,7 +94,9 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
         for other, option in ((output, "-o/--output"), (kept, "--kept")):
             if other and Path(report).resolve() == Path(other).resolve():
                 raise ConfigError(f"--report {report}: is also the {option} file; choose another name")
-    if config:
+    if spec is not None:
+        pass
+    elif config:
         with open(config, encoding="utf-8") as f:
             spec = parse_pipeline(yaml.safe_load(f), where=config)
     else:
@@ -108,7 +110,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     selection = spec.selection()
     # a classifier needs the model when it scores embeddings (it says so if --no-model)
     needs_model = any(item.get("score") in ("cosine", "margin", "confidence")
-                      or (item.get("score") == "classifier" and not no_model) for item in spec.filters)
+                      or (item.get("score") in ("classifier", "divergence") and not no_model) for item in spec.filters)
     encoder = None
     if needs_model:
         from bimine.encoders import load_encoder
@@ -128,7 +130,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
              for f in filters for side in getattr(f, "unchecked", [])]
     info = {"input": input if input is not None else f"{src} and {tgt} (line-aligned)",
             "languages": f"{src_lang} → {tgt_lang}",
-            "pipeline": (config or f"--rules {rules}" + (" --no-model" if no_model else ""))
+            "pipeline": (pipeline_name or config or f"--rules {rules}" + (" --no-model" if no_model else ""))
             + "".join(f" --classifier {c}" for c in classifiers),
             "model": model if encoder is not None else "none (rules only)"}
     for i, note in enumerate(notes):

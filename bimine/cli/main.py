@@ -149,7 +149,18 @@ def main() -> None:
     from bimine.cleanup import exit_cleanly_on_sigterm
 
     exit_cleanly_on_sigterm()  # SIGTERM unwinds like Ctrl-C: temporary files and folders are removed
-    from bimine.cli import align, classifier, data, docs, embed, evaluate, filter, mine, train  # noqa: F401  (register commands)
+    from bimine.cli import (  # noqa: F401  (register commands)
+        align,
+        classifier,
+        data,
+        divergence,
+        docs,
+        embed,
+        evaluate,
+        filter,
+        mine,
+        train,
+    )
     from bimine.cli.main import cli as registered  # the module object the commands attached to
 
     registered()

@@ -29,7 +29,7 @@ from bimine.filtering.base import PairFilter
 from bimine.filtering.rules import RULES
 
 RULE_NAMES = (*RULES, "lang")
-SCORE_NAMES = ("cosine", "margin", "confidence", "classifier")
+SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
 _COMMON = {"name", "threshold"}
@@ -89,7 +89,13 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
                   where: str = "pipeline") -> list[PairFilter]:
     """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
     from bimine.filtering.langid import LanguageId
-    from bimine.filtering.scores import ClassifierScore, ConfidenceScore, CosineScore, MarginScore
+    from bimine.filtering.scores import (
+        ClassifierScore,
+        ConfidenceScore,
+        CosineScore,
+        DivergenceScore,
+        MarginScore,
+    )
 
     out: list[PairFilter] = []
     for i, item in enumerate(spec.filters):
@@ -105,17 +111,17 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             kind = item.pop("score")
             if kind not in SCORE_NAMES:
                 raise ConfigError(f"{here}: unknown score {kind!r}; scores: {', '.join(SCORE_NAMES)}")
-            if encoder is None and kind != "classifier":
+            if encoder is None and kind not in ("classifier", "divergence"):
                 raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
             cls = {"cosine": CosineScore, "margin": MarginScore, "confidence": ConfidenceScore,
-                   "classifier": ClassifierScore}[kind]
+                   "classifier": ClassifierScore, "divergence": DivergenceScore}[kind]
             extra = {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang}
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
         bad = set(item) - options
         if bad:
             raise ConfigError(f"{here}: unknown option(s) {sorted(bad)} for {kind}; options: {', '.join(sorted(options))}")
         thr = item.get("threshold", "unset")
-        if kind == "classifier" and thr == "trained":
+        if kind in ("classifier", "divergence") and thr == "trained":
             pass
         elif thr is not None and thr != "unset" and (isinstance(thr, bool) or not isinstance(thr, (int, float))):
             raise ConfigError(f"{here}: threshold must be a number or null, got {thr!r}")

@@ -250,3 +250,45 @@ class ClassifierScore(PairFilter):
             src, tgt = tgt, src
         a, b = (self.tgt_lang, self.src_lang) if self._swap else (self.src_lang, self.tgt_lang)
         return self.clf.score(src, tgt, self.encoder, src_lang=a, tgt_lang=b, output=self.output)
+
+
+@dataclass
+class DivergenceScore(PairFilter):
+    """Score: a semantic divergence model (paper 004; :mod:`bimine.divergence.model`): the
+    probability that the pair is equivalent in meaning, in [0, 1]. ``path``: a file from
+    ``bimine train-divergence`` or ``default`` (the one shipped with the default model).
+    ``threshold: trained`` uses the threshold stored with it. Runs in the main process
+    (torch in forked workers can hang)."""
+
+    path: str = "default"
+    encoder: object = None
+    src_lang: str = "en"
+    tgt_lang: str = "en"
+    name: str = "divergence"
+    threshold: float | str | None = None
+    clean_high: bool = True
+    reason: str = "divergence model: the two sides differ in meaning"
+    kind: str = "score"
+    stateful: bool = True  # not stateful, but scored in this process, see above
+
+    def __post_init__(self) -> None:
+        from bimine.divergence.model import DivergenceModel, default_path
+
+        self.model = DivergenceModel.load(default_path() if self.path == "default" else self.path)
+        self.model.check_runtime()
+        if self.model.kind == "vdpwi" and self.encoder is None:
+            from bimine.errors import ConfigError
+
+            raise ConfigError("the divergence model reads word vectors from its encoder (remove --no-model)")
+        self.model.check_encoder(self.encoder)
+        self.model.reversed_languages(self.src_lang, self.tgt_lang)  # refuses another language pair now
+        if self.threshold == "trained":
+            self.threshold = self.model.threshold
+        elif isinstance(self.threshold, str):
+            from bimine.errors import ConfigError
+
+            raise ConfigError(f"threshold must be a number, null or 'trained', got {self.threshold!r}")
+
+    def score(self, src, tgt):
+        return self.model.score(list(src), list(tgt), src_lang=self.src_lang, tgt_lang=self.tgt_lang,
+                                encoder=self.encoder)

@@ -1,0 +1,169 @@
+"""``bimine divergence``, ``bimine select`` and ``bimine train-divergence``: semantic divergence
+detection (paper 004) and divergence-based data selection (004 §6)."""
+
+from __future__ import annotations
+
+import click
+
+from bimine.cli.main import check_lang_option, cli
+
+
+def _io(f):
+    options = [
+        click.argument("input", required=False, type=str),
+        click.option("--src", type=str, default=None, help="Source side, one sentence per line (with --tgt)."),
+        click.option("--tgt", type=str, default=None, help="Target side, line-aligned with --src."),
+        click.option("--columns", default="1,2", show_default=True,
+                     help="With a TSV INPUT: the 1-based source and target columns (every column is kept)."),
+        click.option("--src-lang", required=True, callback=check_lang_option, help="Language of the source side."),
+        click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of the target side."),
+        click.option("-o", "--output", required=True, type=click.Path(),
+                     help="Scored TSV: header, the input columns, 'divergence' and 'score' (higher = more "
+                     "equivalent)."),
+        click.option("-d", "--divergence-model", "div_model", default="default", show_default=True,
+                     help="A file from 'bimine train-divergence', or 'default' (shipped with the default model)."),
+        click.option("-m", "--model", default="default", show_default=True,
+                     help="The sentence encoder the divergence model reads word vectors from."),
+        click.option("--block-size", type=click.IntRange(min=1), default=20_000, show_default=True,
+                     help="Pairs read, scored and written at a time (memory stays bounded)."),
+        click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict",
+                     show_default=True, help="On invalid UTF-8: stop with an error, or replace with U+FFFD."),
+        click.option("--report", type=click.Path(), default=None, metavar="FILE",
+                     help="Also write an HTML report (histogram of the score, dropped pairs)."),
+        click.option("--no-progress", is_flag=True, help="Hide the progress bar."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _spec(div_model: str, threshold=None):
+    from bimine.filtering.config import PipelineSpec
+
+    item = {"score": "divergence", "path": div_model}
+    if threshold is not None:
+        item["threshold"] = threshold
+    return PipelineSpec(filters=[item])
+
+
+def _go(filtering: bool, div_model, **kw) -> None:
+    from bimine.cli.filter import _run
+
+    _run(filtering, config=None, rules="none", no_model=False, classifiers=(), workers=1,
+         spec=kw.pop("spec", None) or _spec(div_model), pipeline_name=f"divergence model {div_model}", **kw)
+
+
+@cli.command()
+@_io
+def divergence(div_model, **kw) -> None:
+    """Score how equivalent in meaning the two sides of each pair are (paper 004): a TSV INPUT
+    (--columns picks the sides) or --src and --tgt. One output row per input row, in order;
+    'score' is the probability that the pair is equivalent (higher = more equivalent)."""
+    _go(False, div_model, **kw)
+
+
+@cli.command()
+@_io
+@click.option("--keep", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="The fraction of pairs to keep: the least divergent (004 §6 keeps half).")
+@click.option("--kept", type=click.Path(), default=None, help="Write the kept rows (input columns only) here too.")
+def select(div_model, keep, kept, **kw) -> None:
+    """Keep the least divergent fraction of a parallel corpus (paper 004 §6): every pair is
+    scored like 'bimine divergence'; the output adds 'keep' (1/0) and 'reason'."""
+    _go(True, div_model, top_fraction=keep, kept=kept, **kw)
+
+
+@cli.command(name="train-divergence")
+@click.option("--src", "srcs", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Source side of a parallel corpus (plain or compressed; repeatable, paired with --tgt in order).")
+@click.option("--tgt", "tgts", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Target side, line-aligned with the --src of the same position.")
+@click.option("--src-lang", required=True, callback=check_lang_option)
+@click.option("--tgt-lang", required=True, callback=check_lang_option)
+@click.option("-o", "--output", required=True, type=click.Path(), help="The model file (.safetensors).")
+@click.option("--kind", type=click.Choice(["vdpwi", "mm"]), default="vdpwi", show_default=True,
+              help="vdpwi: the semantic similarity model of 004 §3; mm: Munteanu & Marcu's linear classifier.")
+@click.option("-m", "--model", default="default", show_default=True,
+              help="Sentence encoder whose word vectors the vdpwi model reads.")
+@click.option("--aligner", type=click.Path(dir_okay=False), default=None,
+              help="Word-alignment model file: loaded when it exists, else trained on the corpus and saved here.")
+@click.option("--align-pairs", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Pairs of the corpus (the first ones) the word aligner is trained on.")
+@click.option("--positives", type=click.IntRange(min=10), default=5000, show_default=True,
+              help="Parallel pairs drawn as positives (004 §5.1: 5,000).")
+@click.option("--min-words", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Draw positives only among pairs whose sides both have at least this many words.")
+@click.option("--ratio", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Negatives per positive (004: 1:5).")
+@click.option("--hard", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Share of the negatives replaced by finer-grained ones (phrase deleted, word replaced, "
+              "sentence appended); 0 = the paper's recipe (product negatives only).")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="The model's decision threshold on 'score' (what 'threshold: trained' in a filter pipeline "
+              "uses), e.g. the best one on labelled development data.")
+@click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--prune", type=click.FloatRange(0, 1), default=1e-4, show_default=True,
+              help="mm: translation probabilities below this are not stored (0 keeps the full tables: a larger "
+              "file, links exactly the aligner's).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--device", default=None, help="vdpwi: the torch device to train on (default: a CUDA GPU when "
+              "PyTorch sees one, else the CPU).")
+def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligner, align_pairs, positives,
+                     min_words, ratio, hard, threshold, epochs, prune, seed, device) -> None:
+    """Train a divergence model on a parallel corpus, without labels (paper 004 §3, §5.1): a
+    word aligner (IBM Models 1-2, both directions) gives the dictionary; positives are
+    corpus pairs, negatives pairs of the Cartesian product that pass the length and
+    dictionary-coverage filters."""
+    import os
+
+    from bimine.divergence.ibm import WordAligner, train_aligner
+    from bimine.divergence.model import train_mm, train_vdpwi
+    from bimine.divergence.synthetic import corpus_examples
+    from bimine.errors import ConfigError
+    from bimine.outputs import check_output_file
+    from bimine.text.io import read_lines
+
+    if len(srcs) != len(tgts):
+        raise ConfigError(f"{len(srcs)} --src files but {len(tgts)} --tgt files: give them in pairs")
+    check_output_file(output, inputs=[*srcs, *tgts])
+    src, tgt = [], []
+    for a, b in zip(srcs, tgts):
+        sa, sb = list(read_lines(a)), list(read_lines(b))
+        if len(sa) != len(sb):
+            raise ConfigError(f"{a} has {len(sa):,} lines but {b} has {len(sb):,}: the sides must be line-aligned")
+        src += sa
+        tgt += sb
+    if aligner and os.path.exists(aligner):
+        al = WordAligner.load(aligner)
+        click.echo(f"word aligner: {aligner}", err=True)
+    else:
+        click.echo(f"training the word aligner (IBM 1+2, both directions) on {min(align_pairs, len(src)):,} pairs",
+                   err=True)
+        al = train_aligner(src[:align_pairs], tgt[:align_pairs], src_lang=src_lang, tgt_lang=tgt_lang,
+                           progress=lambda d, i, n, ll: click.echo(f"  {d} iteration {i}/{n}: log-likelihood "
+                                                                   f"{ll:.3f} per word", err=True))
+        if aligner:
+            al.save(aligner)
+    ex, counts = corpus_examples(src, tgt, al, positives=positives, min_words=min_words, ratio=ratio, seed=seed,
+                                 hard=hard)
+    click.echo(f"synthetic examples: {counts['positives']:,} positives, {counts['negatives']:,} negatives "
+               f"({counts['candidates_passing_filters']:,} product pairs passed the filters)", err=True)
+    if kind == "mm":
+        m = train_mm(ex, al, src_lang=src_lang, tgt_lang=tgt_lang, prune=prune)
+    else:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise click.ClickException("the vdpwi model needs PyTorch: pip install torch==2.13.0 'bimine[train]'") \
+                from None
+        from bimine.encoders import load_encoder
+
+        enc = load_encoder(model)
+        m = train_vdpwi(ex, enc, src_lang=src_lang, tgt_lang=tgt_lang, epochs=epochs, seed=seed, device=device,
+                        log=lambda h: click.echo(f"  epoch {h['epoch']}: loss {h['loss']:.4f}, dev Pearson "
+                                                 f"{h['dev_pearson']:.4f} ({h['minutes']:.1f} min)", err=True))
+    m.meta["threshold"] = threshold
+    m.meta.setdefault("training", {}).update({"synthetic": counts, "positives_min_words": min_words,
+                                              "corpus": [os.path.basename(p) for p in srcs], "hard": hard})
+    m.save(output)
+    click.echo(f"wrote {output}", err=True)

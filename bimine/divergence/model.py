@@ -1,0 +1,320 @@
+"""Divergence models: train, save, load, score (paper 004).
+
+A model is one safetensors file whose ``bimine_divergence`` metadata (JSON) holds its kind,
+config, the encoder it reads word vectors from (model id; refused for any other), the
+languages it was trained on, the decision threshold and its training record:
+
+* ``vdpwi``: the semantic similarity model (:mod:`bimine.divergence.vdpwi`), torch;
+* ``mm``: Munteanu & Marcu's linear classifier (:mod:`bimine.divergence.features`) with the
+  word-alignment tables it reads, NumPy only.
+
+Scores are in [0, 1], higher = more equivalent (the score contract's direction).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bimine.errors import ConfigError
+
+FORMAT = 1
+KINDS = ("vdpwi", "mm")
+DEFAULT_FILE = "divergence.safetensors"
+
+
+@dataclass
+class DivergenceModel:
+    kind: str
+    config: dict
+    weights: dict[str, np.ndarray]
+    meta: dict = field(default_factory=dict)
+    _net: object = field(default=None, repr=False)
+    _vectors: object = field(default=None, repr=False)
+    _aligner: object = field(default=None, repr=False)
+    device: str | None = field(default=None, repr=False)  # vdpwi: None = a CUDA GPU if there, else the CPU
+    _clf: object = field(default=None, repr=False)
+
+    @property
+    def threshold(self) -> float:
+        return float(self.meta.get("threshold", 0.5))
+
+    # ------------------------------------------------------------------ storage
+    def save(self, path: str | os.PathLike) -> None:
+        from safetensors.numpy import save_file
+
+        meta = {"format": FORMAT, "kind": self.kind, "config": self.config, **self.meta}
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        save_file({k: np.ascontiguousarray(v) for k, v in self.weights.items()}, str(tmp),
+                  metadata={"bimine_divergence": json.dumps(meta, ensure_ascii=False)})
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> DivergenceModel:
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"{path}: no divergence model there (train one with 'bimine train-divergence')")
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                raw = (f.metadata() or {}).get("bimine_divergence")
+                weights = {k: f.get_tensor(k) for k in f.keys()}
+        except Exception as e:  # safetensors raises its own error types on a file that is not one
+            raise ConfigError(f"{path}: not a safetensors file ({e})") from None
+        if raw is None:
+            raise ConfigError(f"{path}: not a bimine divergence model (no 'bimine_divergence' metadata)")
+        meta = json.loads(raw)
+        if meta.get("format") != FORMAT:
+            raise ConfigError(f"{path}: divergence model format {meta.get('format')}, this bimine reads {FORMAT}")
+        kind = meta.pop("kind")
+        if kind not in KINDS:
+            raise ConfigError(f"{path}: unknown divergence model kind {kind!r}")
+        config = meta.pop("config")
+        meta.pop("format")
+        return cls(kind, config, weights, meta)
+
+    def check_encoder(self, encoder) -> None:
+        want = self.meta.get("encoder")
+        if self.kind == "vdpwi" and want and encoder is not None and getattr(encoder, "model_id", None) != want:
+            raise ConfigError(f"this divergence model reads word vectors of encoder {want}, not "
+                              f"{getattr(encoder, 'model_id', '?')}: use the model it was trained with (-m)")
+
+    def check_runtime(self) -> None:
+        """A vdpwi model runs on PyTorch, an optional dependency: say so before any work."""
+        if self.kind == "vdpwi":
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                raise ConfigError("this divergence model (vdpwi) runs on PyTorch, which is not installed: "
+                                  "pip install torch==2.13.0 (the CPU build is enough; see the README)") from None
+
+    def reversed_languages(self, src_lang: str, tgt_lang: str) -> bool:
+        """Whether the model was trained on ``tgt_lang``-``src_lang`` (it then scores the pairs
+        with their sides swapped). Any other pair than the model's, in either order, is
+        refused: its dictionary or word similarities were learnt for those two languages."""
+        langs = list(self.meta.get("languages") or [])
+        if len(langs) != 2 or [src_lang, tgt_lang] == langs:
+            return False
+        if [tgt_lang, src_lang] == langs:
+            return True
+        raise ConfigError(f"this divergence model was trained on {langs[0]}-{langs[1]} pairs, not "
+                          f"{src_lang}-{tgt_lang}: train one on a {src_lang}-{tgt_lang} corpus with "
+                          f"'bimine train-divergence' (no labels needed) and pass it with -d")
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, src: list[str], tgt: list[str], *, src_lang: str, tgt_lang: str, encoder=None,
+              batch: int = 64) -> np.ndarray:
+        """Probability that each pair is equivalent, float64 in [0, 1]."""
+        if len(src) != len(tgt):
+            raise ValueError("src and tgt differ in length")
+        if self.reversed_languages(src_lang, tgt_lang):  # trained on the other direction: swap the sides
+            return self.score(tgt, src, src_lang=tgt_lang, tgt_lang=src_lang, encoder=encoder, batch=batch)
+        if not src:
+            return np.zeros(0)
+        if self.kind == "mm":
+            from bimine.divergence.features import pair_features
+
+            self._ensure_mm()
+            return self._clf.predict(pair_features(src, tgt, self._aligner))
+        return self._score_vdpwi(src, tgt, src_lang, tgt_lang, encoder, batch)
+
+    def _ensure_mm(self) -> None:
+        if self._aligner is None:
+            from bimine.divergence.features import LinearClassifier
+            from bimine.divergence.ibm import IBMModel, Vocab, WordAligner
+
+            c = self.config
+            sv, tv = Vocab(c["src_vocab"][1:]), Vocab(c["tgt_vocab"][1:])
+            models = {}
+            for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv))):
+                w = self.weights
+                models[k] = IBMModel(a, b, w[f"{k}.t_keys"], w[f"{k}.t_vals"].astype(np.float64),
+                                     w.get(f"{k}.a_keys"), w[f"{k}.a_vals"].astype(np.float64)
+                                     if f"{k}.a_vals" in w else None, 2 if f"{k}.a_keys" in w else 1,
+                                     c["length_cap"])
+            self._aligner = WordAligner(models["e2f"], models["f2e"], dict_threshold=c["dict_threshold"])
+            self._clf = LinearClassifier.from_arrays(self.weights, "clf")
+
+    def _ensure_vdpwi(self, encoder):
+        import torch
+
+        from bimine.divergence.vdpwi import VDPWIConfig, WordVectors, _module, torch_device
+
+        if self._net is None:
+            cfg = VDPWIConfig.from_dict(self.config["vdpwi"])
+            net = _module(cfg, int(self.config["dim"]))
+            net.load_state_dict({k[4:]: torch.from_numpy(v.copy()) for k, v in self.weights.items()
+                                 if k.startswith("net.")})
+            net.eval()
+            self._net = net.to(torch_device(self.device))
+        if self._vectors is None or self._vectors.encoder is not encoder:
+            self._vectors = WordVectors(encoder)
+        return self._net, self._vectors
+
+    def _score_vdpwi(self, src, tgt, src_lang, tgt_lang, encoder, batch) -> np.ndarray:
+        import torch
+
+        from bimine.divergence.vdpwi import pad_batch, sentence_words
+
+        if encoder is None:
+            raise ConfigError("the vdpwi divergence model needs the sentence encoder it was trained with")
+        self.check_encoder(encoder)
+        net, vectors = self._ensure_vdpwi(encoder)
+        mw = int(self.config["vdpwi"]["max_words"])
+        sw = [sentence_words(s, mw) for s in src]
+        tw = [sentence_words(t, mw) for t in tgt]
+        out = np.zeros(len(src))
+        # similar lengths together: less padding
+        order = np.argsort([max(len(a), len(b)) for a, b in zip(sw, tw)], kind="stable")
+        with torch.inference_mode():
+            for k in range(0, len(order), batch):
+                idx = order[k:k + batch]
+                vs = vectors.lookup([sw[i] for i in idx], src_lang)
+                vt = vectors.lookup([tw[i] for i in idx], tgt_lang)
+                xs, ls = pad_batch(vs)
+                xt, lt = pad_batch(vt)
+                dev = next(net.parameters()).device
+                out[idx] = net(xs.to(dev), ls, xt.to(dev), lt)[:, 1].exp().double().cpu().numpy()
+        return out
+
+
+# ---------------------------------------------------------------------- training
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    x = np.asarray(x, np.float64) - np.mean(x)
+    y = np.asarray(y, np.float64) - np.mean(y)
+    d = math.sqrt(float(x @ x) * float(y @ y))
+    return float(x @ y / d) if d else 0.0
+
+
+def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config=None, epochs: int = 10,
+                batch: int = 32, lr: float = 1e-3, seed: int = 0, dev_fraction: float = 0.1,
+                threads: int | None = None, device: str | None = None, log=None) -> DivergenceModel:
+    """Train the semantic similarity model on synthetic ``examples``
+    (:class:`bimine.divergence.synthetic.Example`), ``dev_fraction`` of them held out to choose
+    the epoch with the best Pearson correlation (004 §5.1). Adam, KL divergence to ``[1-y, y]``.
+    ``device``: a torch device; None = a CUDA GPU when there is one, else the CPU."""
+    import torch
+
+    from bimine.divergence.vdpwi import (
+        VDPWIConfig,
+        WordVectors,
+        _module,
+        pad_batch,
+        sentence_words,
+        torch_device,
+    )
+
+    cfg = config or VDPWIConfig()
+    torch.manual_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+    rng = np.random.default_rng(seed)
+    n = len(examples)
+    perm = rng.permutation(n)
+    n_dev = max(1, int(round(dev_fraction * n)))
+    dev_idx, tr_idx = perm[:n_dev], perm[n_dev:]
+    sw = [sentence_words(e.src, cfg.max_words) for e in examples]
+    tw = [sentence_words(e.tgt, cfg.max_words) for e in examples]
+    y = np.array([e.label for e in examples], np.float32)
+    vectors = WordVectors(encoder)
+    vs = vectors.lookup(sw, src_lang)
+    vt = vectors.lookup(tw, tgt_lang)
+    dim = vs[0].shape[1] if vs else vectors.dim
+    tdev = torch_device(device)
+    net = _module(cfg, dim).to(tdev)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    kl = torch.nn.KLDivLoss(reduction="batchmean")
+
+    def predict(idx):
+        net.eval()
+        out = np.zeros(len(idx))
+        order = np.argsort([max(len(sw[i]), len(tw[i])) for i in idx], kind="stable")
+        with torch.inference_mode():
+            for k in range(0, len(idx), 128):
+                part = [idx[o] for o in order[k:k + 128]]
+                xs, ls = pad_batch([vs[i] for i in part])
+                xt, lt = pad_batch([vt[i] for i in part])
+                out[order[k:k + 128]] = net(xs.to(tdev), ls, xt.to(tdev), lt)[:, 1].exp().cpu().numpy()
+        return out
+
+    best = (-2.0, None, -1)
+    history = []
+    t0 = time.time()
+    for ep in range(epochs):
+        net.train()
+        # batches of similar lengths, in a random order (less padding, same data each epoch)
+        idx = tr_idx[rng.permutation(len(tr_idx))]
+        chunks = [idx[k:k + batch * 50] for k in range(0, len(idx), batch * 50)]
+        batches = []
+        for ch in chunks:
+            ch = ch[np.argsort([max(len(sw[i]), len(tw[i])) for i in ch], kind="stable")]
+            batches += [ch[k:k + batch] for k in range(0, len(ch), batch)]
+        total = 0.0
+        for b in (batches[i] for i in rng.permutation(len(batches))):
+            xs, ls = pad_batch([vs[i] for i in b])
+            xt, lt = pad_batch([vt[i] for i in b])
+            gold = torch.from_numpy(np.stack([1 - y[b], y[b]], 1)).to(tdev)
+            loss = kl(net(xs.to(tdev), ls, xt.to(tdev), lt), gold)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+            opt.step()
+            total += float(loss.detach()) * len(b)
+        dev = predict(dev_idx)
+        r = pearson(dev, y[dev_idx])
+        history.append({"epoch": ep + 1, "loss": total / len(tr_idx), "dev_pearson": r,
+                        "minutes": (time.time() - t0) / 60})
+        if log:
+            log(history[-1])
+        if r > best[0]:
+            best = (r, {k: v.detach().clone() for k, v in net.state_dict().items()}, ep + 1)
+    net.load_state_dict(best[1])
+    weights = {f"net.{k}": v.cpu().numpy() for k, v in net.state_dict().items()}
+    meta = {"encoder": getattr(encoder, "model_id", ""), "languages": [src_lang, tgt_lang], "threshold": 0.5,
+            "training": {"examples": n, "dev_examples": int(n_dev), "epochs": epochs, "best_epoch": best[2],
+                         "dev_pearson": best[0], "seed": seed, "lr": lr, "batch": batch, "history": history,
+                         "minutes": (time.time() - t0) / 60}}
+    return DivergenceModel("vdpwi", {"vdpwi": cfg.to_dict(), "dim": int(dim)}, weights, meta)
+
+
+def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0, prune: float = 1e-4,
+             ) -> DivergenceModel:
+    """Fit Munteanu & Marcu's linear classifier on ``examples``. The model keeps the word-
+    alignment tables with translation probabilities below ``prune`` dropped
+    (:meth:`WordAligner.pruned`; the dictionary at 10 % is untouched), and the classifier is
+    fitted on the links of those stored tables, the ones it will see when scoring."""
+    from bimine.divergence.features import LinearClassifier, feature_names, pair_features
+
+    t0 = time.time()
+    stored = aligner.pruned(prune)
+    x = pair_features([e.src for e in examples], [e.tgt for e in examples], stored)
+    y = np.array([e.label for e in examples], np.float64)
+    clf = LinearClassifier.fit(x, y, l2=l2)
+    weights = clf.arrays("clf")
+    for k, m in (("e2f", stored.e2f), ("f2e", stored.f2e)):
+        weights[f"{k}.t_keys"] = m.t_keys
+        weights[f"{k}.t_vals"] = m.t_vals.astype(np.float32)
+        if m.a_keys is not None:
+            weights[f"{k}.a_keys"] = m.a_keys
+            weights[f"{k}.a_vals"] = m.a_vals.astype(np.float32)
+    config = {"src_vocab": aligner.e2f.src_vocab.tokens, "tgt_vocab": aligner.e2f.tgt_vocab.tokens,
+              "length_cap": aligner.e2f.length_cap, "dict_threshold": aligner.dict_threshold,
+              "features": feature_names()}
+    meta = {"languages": [src_lang, tgt_lang], "threshold": 0.5,
+            "training": {"examples": len(examples), "minutes": (time.time() - t0) / 60, "l2": l2, "prune": prune}}
+    return DivergenceModel("mm", config, weights, meta)
+
+
+def default_path() -> Path:
+    """The divergence model shipped with the default encoder."""
+    from bimine.encoders.base import default_model_path
+
+    return Path(default_model_path()) / DEFAULT_FILE
