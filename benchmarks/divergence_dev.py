@@ -146,9 +146,8 @@ def main() -> None:
                                        "training": {k: meta.get("training", {}).get(k) for k in
                                                     ("minutes", "best_epoch", "dev_pearson", "synthetic")},
                                        "size_bytes": os.path.getsize(model)})
-    from bimine.encoders import load_encoder
-
     from benchmarks.xsim import old_default
+    from bimine.encoders import load_encoder
 
     encs = [("cosine (default)", "default"), ("cosine (four-language model)", old_default())]
     encs += [("cosine (e5-small)", "e5-small")] if args.e5 else []
