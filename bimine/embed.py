@@ -108,13 +108,17 @@ def embed_lines(
 
 
 def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, workers: int) -> Iterator[np.ndarray]:
-    """Encode ``batches`` in forked worker processes, in order, with at most 2 per worker in flight."""
+    """Encode ``batches`` in worker processes, in order, with at most 2 per worker in flight.
+    Each worker loads the encoder once from its :class:`~bimine.encoders.EncoderSpec` (the DAN
+    memory-maps its weights: the pages are shared); an encoder built in Python without a spec
+    is inherited through fork instead."""
     import multiprocessing as mp
     from collections import deque
 
-    global _WORKER_ENCODER
-    _WORKER_ENCODER = encoder
-    pool = mp.get_context("fork").Pool(workers, initializer=_worker_init)
+    spec = getattr(encoder, "spec", None)
+    global _INHERITED_ENCODER
+    _INHERITED_ENCODER = None if spec is not None else encoder
+    pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(spec,))
     pending: deque = deque()  # bounded: memory stays at a few batches
     try:
         for b in batches:
@@ -125,22 +129,27 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
             yield pending.popleft().get()
     finally:
         pool.terminate()
+        _INHERITED_ENCODER = None
 
 
-_WORKER_ENCODER: Encoder | None = None
+_INHERITED_ENCODER: Encoder | None = None  # only for encoders without a spec (fork copies it)
+_WORKER_SPEC = None
 
 
-def _worker_init() -> None:
+def _worker_init(spec=None) -> None:
     """Workers die quietly on SIGTERM (the pool's terminate) and leave Ctrl-C to the parent."""
     import signal
 
+    global _WORKER_SPEC
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_SPEC = spec
 
 
 def _encode_in_worker(job: tuple[list[str], str]) -> np.ndarray:
     batch, lang = job
-    return _WORKER_ENCODER.encode(batch, lang)
+    enc = _WORKER_SPEC.load_cached() if _WORKER_SPEC is not None else _INHERITED_ENCODER
+    return enc.encode(batch, lang)
 
 
 def embed_file(

