@@ -245,3 +245,24 @@ def array_shards(x: np.ndarray, size: int = 1_000_000) -> Callable[[], Iterator[
         for i in range(0, len(x), size):
             yield i, x[i : i + size]
     return gen
+
+
+def merge_topk(parts: Iterable[tuple[np.ndarray, np.ndarray, int]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` of the union of per-key-shard results: ``parts`` holds, for each key
+    shard, its ``(sims, local ids, offset of the shard's first key)`` for the same queries.
+    Ids become global (``offset + local``; FAISS's -1 for "no neighbour" stays -1 and sorts
+    last); the order is by similarity, ties by the smaller global id, so the result does not
+    depend on how the keys were sharded. When every shard answered its own top-``k`` from
+    the same trained quantiser and codes, this equals one index's top-``k`` over all keys
+    (what stopes does for indexes too large for one machine)."""
+    sims_l, ids_l = [], []
+    for s, i, off in parts:
+        sims_l.append(np.asarray(s, np.float32))
+        ids_l.append(np.where(i >= 0, np.asarray(i, np.int64) + off, -1))
+    sims = np.concatenate(sims_l, axis=1)
+    ids = np.concatenate(ids_l, axis=1)
+    missing = ids < 0
+    key_s = np.where(missing, np.inf, -sims)  # ascending = best first; missing last
+    key_i = np.where(missing, np.iinfo(np.int64).max, ids)
+    order = np.lexsort((key_i, key_s), axis=1)[:, :k]
+    return np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1)
