@@ -121,3 +121,14 @@ def test_empty_file_and_only_blank_lines(tmp_path, tiny_model):
     (tmp_path / "blank.txt").write_text("\n  \n\n")
     st, _ = build_store(str(tmp_path / "blank.txt"), tmp_path / "b", enc, "en", progress=False)
     assert st.rows == 3 and st.blank_lines().tolist() == [0, 1, 2]
+
+
+def test_ray_executor_without_ray_is_a_clear_error(monkeypatch):
+    import sys
+
+    from bimine.distributed.ray_executor import require_ray
+    from bimine.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r"needs Ray: pip install 'bimine\[ray\]'"):
+        require_ray()

