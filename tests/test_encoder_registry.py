@@ -77,3 +77,11 @@ def test_worker_pool_inherits_an_encoder_without_a_spec():
     assert getattr(enc, "spec", None) is None
     two = _all(embed_lines(enc, iter(LINES), lang="en", batch_size=16, workers=2))
     assert np.array_equal(ref, two)
+
+
+def test_with_threads_sets_the_kinds_option():
+    spec = encoder_spec("default", batch_size=9)
+    one = spec.with_threads(1)
+    assert dict(one.options) == {"batch_size": 9, "threads": 1} and one.load().threads == 1
+    assert dict(encoder_spec("e5-small").with_threads(3).options) == {"num_threads": 3}
+    assert EncoderSpec("const-test").with_threads(4) == EncoderSpec("const-test")

@@ -59,14 +59,21 @@ def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -
 
 def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_size: int, *,
                  address: str | None = None, in_flight: int | None = None, max_retries: int = 3,
-                 ) -> Iterator[dict]:
-    """Run :func:`embed_shard` for each ``(lines, path)`` of ``jobs`` as Ray tasks, at most
-    ``in_flight`` at once (default: twice the cluster's CPUs; memory stays at that many
-    shards of text), yielding each task's counts in the order of ``jobs``."""
+                 cpus_per_task: int = 1, threads_per_task: int | None = None) -> Iterator[dict]:
+    """Run :func:`embed_shard` for each ``(lines, path)`` of ``jobs`` as Ray tasks of
+    ``cpus_per_task`` CPUs each, at most ``in_flight`` at once (default: the cluster's CPUs /
+    cpus_per_task + 2; the driver holds that many shards of text), yielding each task's
+    counts in the order of ``jobs``.
+
+    ``threads_per_task``: the threads the encoder is told to use (None: its default, one per
+    core of the node, as in a local run). The DAN's float32 rows depend on how a batch is
+    sliced between threads (at the last bit: BLAS kernels differ with the number of rows),
+    so only the default gives the local run's bytes; it oversubscribes a node that runs
+    several tasks at once."""
     ray = init(address)
-    task = ray.remote(num_cpus=1, max_retries=max_retries)(embed_shard)
-    limit = in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-    spec_ref = ray.put(spec)
+    task = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries)(embed_shard)
+    limit = in_flight or int(ray.cluster_resources().get("CPU", 1)) // cpus_per_task + 2
+    spec_ref = ray.put(spec if threads_per_task is None else spec.with_threads(threads_per_task))
     pending: deque = deque()
     for lines, path in jobs:
         pending.append(task.remote(spec_ref, lines, lang, batch_size, path))

@@ -60,6 +60,16 @@ class EncoderSpec:
             pass
         return enc
 
+    def with_threads(self, n: int) -> EncoderSpec:
+        """The same encoder told to use ``n`` threads (a task given ``n`` CPUs of a shared
+        node); unchanged for a kind without such an option."""
+        name = _THREAD_OPTION.get(self.kind)
+        if name is None:
+            return self
+        opts = dict(self.options)
+        opts[name] = n
+        return EncoderSpec(self.kind, self.path, tuple(sorted(opts.items())))
+
     def load_cached(self) -> Encoder:
         enc = _LOADED.get(self)
         if enc is None:
@@ -68,12 +78,16 @@ class EncoderSpec:
 
 
 _REGISTRY: dict[str, Callable[..., Encoder]] = {}
+_THREAD_OPTION: dict[str, str] = {}
 _LOADED: dict[EncoderSpec, Encoder] = {}  # per process, for load_cached
 
 
-def register_encoder(kind: str, loader: Callable[..., Encoder]) -> None:
-    """Register ``loader(path, **options) -> Encoder`` under ``kind`` (a plugin may add kinds)."""
+def register_encoder(kind: str, loader: Callable[..., Encoder], threads_option: str | None = None) -> None:
+    """Register ``loader(path, **options) -> Encoder`` under ``kind`` (a plugin may add kinds);
+    ``threads_option`` names the option that sets how many threads it encodes with."""
     _REGISTRY[kind] = loader
+    if threads_option:
+        _THREAD_OPTION[kind] = threads_option
 
 
 def _load_dan(path, **options):
@@ -88,8 +102,8 @@ def _load_e5(path, **options):
     return E5Encoder(**options)
 
 
-register_encoder("dan", _load_dan)
-register_encoder("e5-small", _load_e5)
+register_encoder("dan", _load_dan, threads_option="threads")
+register_encoder("e5-small", _load_e5, threads_option="num_threads")
 
 
 def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> EncoderSpec:
