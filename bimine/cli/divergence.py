@@ -9,14 +9,9 @@ from bimine.cli.main import check_lang_option, cli
 
 
 def _io(f):
-    options = [
-        click.argument("input", required=False, type=str),
-        click.option("--src", type=str, default=None, help="Source side, one sentence per line (with --tgt)."),
-        click.option("--tgt", type=str, default=None, help="Target side, line-aligned with --src."),
-        click.option("--columns", default="1,2", show_default=True,
-                     help="With a TSV INPUT: the 1-based source and target columns (every column is kept)."),
-        click.option("--src-lang", required=True, callback=check_lang_option, help="Language of the source side."),
-        click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of the target side."),
+    from bimine.cli.filter import pair_input_options
+
+    options = pair_input_options() + [
         click.option("-o", "--output", required=True, type=click.Path(),
                      help="Scored TSV: header, the input columns, 'divergence' and 'score' (higher = more "
                      "equivalent)."),

@@ -26,8 +26,10 @@ def _workers_option(ctx, param, value) -> int:
     return n
 
 
-def _common(f):
-    options = [
+def pair_input_options() -> list:
+    """The input of the pair-scoring commands (score, filter, divergence, select): a TSV or
+    two line-aligned files, and the two languages."""
+    return [
         click.argument("input", required=False, type=str),
         click.option("--src", type=str, default=None, help="Source side, one sentence per line (with --tgt)."),
         click.option("--tgt", type=str, default=None, help="Target side, line-aligned with --src."),
@@ -35,6 +37,11 @@ def _common(f):
                      help="With a TSV INPUT: the 1-based source and target columns (every column is kept)."),
         click.option("--src-lang", required=True, callback=check_lang_option, help="Language of the source side."),
         click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of the target side."),
+    ]
+
+
+def _common(f):
+    options = pair_input_options() + [
         click.option("-o", "--output", required=True, type=click.Path(), help="Scored TSV (header, input columns, "
                      "one column per score, the combined 'score')."),
         click.option("-c", "--config", "config", type=click.Path(exists=True, dir_okay=False), default=None,
