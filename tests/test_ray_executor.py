@@ -134,3 +134,21 @@ def test_embed_command_joins_the_cluster(cluster, corpus, local_store, tmp_path)
     bad = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "-o",
                           str(tmp_path / "x.npy"), "--executor", "ray"], capture_output=True, text=True)
     assert bad.returncode != 0 and "--executor ray writes a store: add --store" in bad.stderr
+
+
+@pytest.mark.parametrize("factory", ["Flat", "IVF16,PQ16x4fs"])
+def test_ray_sharded_knn_equals_the_local_one(cluster, factory):
+    from bimine.distributed.ray_executor import sharded_knn as ray_knn
+    from bimine.index.faiss_index import IndexConfig, KeyIndex, array_shards, sample_rows, sharded_knn
+
+    rng = np.random.default_rng(5)
+    keys = rng.standard_normal((3000, 32)).astype(np.float32)
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+    queries = keys[rng.permutation(3000)[:400]] + 0.05 * rng.standard_normal((400, 32)).astype(np.float32)
+    trained = KeyIndex(32, 3000, IndexConfig(factory=factory, nprobe=4))
+    trained.train(sample_rows(array_shards(keys), 3000, 1000, 0))
+    key_shards = [keys[:1000], keys[1000:1100], keys[1100:]]
+    q_shards = [queries[:150], queries[150:]]
+    s1, i1 = sharded_knn(trained, key_shards, q_shards, 4)
+    s2, i2 = ray_knn(trained, key_shards, q_shards, 4)
+    assert np.array_equal(s1, s2) and np.array_equal(i1, i2)

@@ -65,3 +65,18 @@ def test_sharded_search_equals_one_index_with_the_same_quantiser(factory, nprobe
         assert set(a[above]) == set(b[above])
         assert np.array_equal(a[~above] >= 0, b[~above] >= 0)
     assert (i1 == i2).mean() > 0.9
+
+
+@pytest.mark.parametrize("factory", ["Flat", "IVF16,PQ8"])
+def test_sharded_knn_equals_one_index(factory):
+    from bimine.index.faiss_index import sharded_knn
+
+    d, n, k = 32, 2000, 4
+    keys, queries = _unit(n, d, 3), _unit(300, d, 4)
+    trained = KeyIndex(d, n, IndexConfig(factory=factory, nprobe=4))
+    trained.train(sample_rows(array_shards(keys), n, 1000, 0))
+    whole = trained.copy()
+    whole.add(keys)
+    s1, i1 = merge_topk([(*whole.search(queries, k), 0)], k)  # one index, ties ordered by id
+    s2, i2 = sharded_knn(trained, [keys[:500], keys[500:1700], keys[1700:]], [queries[:120], queries[120:]], k)
+    assert np.array_equal(s1, s2) and np.array_equal(i1, i2)

@@ -54,7 +54,17 @@ def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -
     report = EmbedReport(path)
     parts = list(embed_lines(encoder, lines, lang, batch_size=batch_size, report=report))
     write_shard(Path(path), np.concatenate(parts).astype(np.float16))
-    return {"lines": report.lines, "empty": report.empty, "truncated": report.truncated}
+    return {"lines": report.lines, "empty": report.empty, "truncated": report.truncated, "node": _node_id()}
+
+
+def _node_id() -> str | None:
+    """The Ray node running this task (None outside Ray)."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+    except ImportError:
+        return None
 
 
 def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_size: int, *,
@@ -81,3 +91,43 @@ def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_s
             yield ray.get(pending.popleft())
     while pending:
         yield ray.get(pending.popleft())
+
+
+def _fill_key_shard(data, cfg, factory: str, n_total: int, keys: np.ndarray) -> np.ndarray:
+    from bimine.index.faiss_index import KeyIndex
+
+    idx = KeyIndex.from_bytes(data, cfg, factory, n_total)
+    idx.add(keys)
+    return idx.to_bytes()
+
+
+def _search_query_shard(queries: np.ndarray, k: int, offsets: list[int], cfg, factory: str, n_total: int,
+                        shard_refs: list) -> tuple[np.ndarray, np.ndarray]:
+    import ray
+
+    from bimine.index.faiss_index import KeyIndex, merge_topk
+
+    parts = []
+    for ref, off in zip(shard_refs, offsets):  # one key shard's index in memory at a time
+        idx = KeyIndex.from_bytes(ray.get(ref), cfg, factory, n_total)
+        parts.append((*idx.search(queries, k), off))
+        del idx
+    return merge_topk(parts, k)
+
+
+def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray], k: int, *,
+                address: str | None = None, max_retries: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bimine.index.faiss_index.sharded_knn` on Ray: a task fills each key shard's
+    index (a copy of the ``trained`` empty one: one quantiser for all shards), a task
+    searches each query shard against every key shard and merges the lists exactly; the
+    result is the same arrays as the local function's."""
+    ray = init(address)
+    fill = ray.remote(num_cpus=1, max_retries=max_retries)(_fill_key_shard)
+    search = ray.remote(num_cpus=1, max_retries=max_retries)(_search_query_shard)
+    base = ray.put(trained.to_bytes())
+    refs = [fill.remote(base, trained.cfg, trained.factory, trained.n_total, a) for a in key_shards]
+    offsets = [int(x) for x in np.cumsum([0] + [len(a) for a in key_shards])[:-1]]
+    k = min(k, int(sum(len(a) for a in key_shards)))
+    out = ray.get([search.remote(q, k, offsets, trained.cfg, trained.factory, trained.n_total, refs)
+                   for q in queries])
+    return np.concatenate([s for s, _ in out]), np.concatenate([i for _, i in out])

@@ -134,6 +134,23 @@ class KeyIndex:
         new.index = faiss.clone_index(self.index)
         return new
 
+    def to_bytes(self) -> np.ndarray:
+        """The index (trained, with what was added) as FAISS's own serialisation, a uint8 array
+        that can travel to another process; :meth:`from_bytes` reads it back."""
+        import faiss
+
+        return faiss.serialize_index(self.index)
+
+    @classmethod
+    def from_bytes(cls, data: np.ndarray, cfg: IndexConfig, factory: str, n_total: int) -> KeyIndex:
+        import faiss
+
+        new = cls.__new__(cls)
+        new.cfg, new.factory, new.n_total = cfg, factory, n_total
+        new.index = faiss.deserialize_index(np.asarray(data, dtype=np.uint8))
+        new.d = new.index.d
+        return new
+
     @property
     def refines(self) -> bool:
         """Whether the index re-scores its candidates with finer codes ("...,Refine(X)", "RFlat")."""
@@ -266,3 +283,26 @@ def merge_topk(parts: Iterable[tuple[np.ndarray, np.ndarray, int]], k: int) -> t
     key_i = np.where(missing, np.iinfo(np.int64).max, ids)
     order = np.lexsort((key_i, key_s), axis=1)[:, :k]
     return np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1)
+
+
+def sharded_knn(trained: KeyIndex, key_shards: list[np.ndarray], queries: list[np.ndarray], k: int,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """kNN as it runs across machines (stopes' layout), here in one process: every key shard
+    gets its own copy of the ``trained`` (empty) index, every query shard is searched against
+    every key shard, and the per-shard lists are merged exactly (:func:`merge_topk`). The
+    reference for :func:`bimine.distributed.ray_executor.sharded_knn`; equals one index over
+    all keys searched with the same quantiser, up to the order of tied scores, for indexes
+    without a ``Refine`` stage (a sharded Refine re-ranks more candidates than one index)."""
+    offsets = np.cumsum([0] + [len(a) for a in key_shards])[:-1]
+    parts_by_shard = []
+    for a in key_shards:
+        idx = trained.copy()
+        idx.add(a)
+        parts_by_shard.append(idx)
+    k = min(k, int(sum(len(a) for a in key_shards)))
+    sims, ids = [], []
+    for q in queries:
+        s, i = merge_topk(((*idx.search(q, k), int(off)) for idx, off in zip(parts_by_shard, offsets)), k)
+        sims.append(s)
+        ids.append(i)
+    return np.concatenate(sims), np.concatenate(ids)
