@@ -303,7 +303,7 @@ def test_load_refuses_other_files(tmp_path):
     from bimine.divergence.model import DivergenceModel
     from bimine.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="no divergence model"):
+    with pytest.raises(ConfigError, match="divergence model .*: no such file"):
         DivergenceModel.load(tmp_path / "nothing.safetensors")
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(b"not a model")
@@ -408,7 +408,7 @@ def test_divergence_malformed_input_names_the_line(tmp_path, cli_models):
     assert not (tmp_path / "o.tsv").exists()
     r = _cli("divergence", "--src", bad, "--tgt", bad, "--src-lang", "en", "--tgt-lang", "de", "-d",
              tmp_path / "missing.safetensors", "-o", tmp_path / "o.tsv")
-    assert r.exit_code != 0 and "no divergence model" in r.output
+    assert r.exit_code != 0 and "missing.safetensors: no such file (train one with" in r.output
 
 
 def test_vdpwi_model_refuses_another_encoder(cli_models):

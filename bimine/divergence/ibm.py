@@ -416,16 +416,13 @@ class WordAligner:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordAligner:
-        from safetensors import safe_open
+        from bimine.encoders.calibration import read_safetensors
 
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"{path}: no word-alignment model there")
-        with safe_open(str(path), framework="numpy") as f:
-            raw = (f.metadata() or {}).get("bimine_word_aligner")
-            if raw is None:
-                raise ConfigError(f"{path}: not a bimine word-alignment model (no 'bimine_word_aligner' metadata)")
-            arrays = {k: f.get_tensor(k) for k in f.keys()}
+        metadata, arrays = read_safetensors(path, "numpy", "word-alignment model", "bimine train-divergence --aligner")
+        raw = metadata.get("bimine_word_aligner")
+        if raw is None:
+            raise ConfigError(f"{path}: not a bimine word-alignment model (no 'bimine_word_aligner' metadata)")
         meta = json.loads(raw)
         if meta.get("format") != FORMAT:
             raise ConfigError(f"{path}: word-alignment model format {meta.get('format')}, this bimine reads {FORMAT}")

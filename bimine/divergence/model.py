@@ -58,17 +58,11 @@ class DivergenceModel:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DivergenceModel:
-        from safetensors import safe_open
+        from bimine.encoders.calibration import read_safetensors
 
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"{path}: no divergence model there (train one with 'bimine train-divergence')")
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                raw = (f.metadata() or {}).get("bimine_divergence")
-                weights = {k: f.get_tensor(k) for k in f.keys()}
-        except Exception as e:  # safetensors raises its own error types on a file that is not one
-            raise ConfigError(f"{path}: not a safetensors file ({e})") from None
+        metadata, weights = read_safetensors(path, "numpy", "divergence model", "bimine train-divergence")
+        raw = metadata.get("bimine_divergence")
         if raw is None:
             raise ConfigError(f"{path}: not a bimine divergence model (no 'bimine_divergence' metadata)")
         meta = json.loads(raw)
