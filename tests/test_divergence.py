@@ -450,3 +450,13 @@ def test_vdpwi_without_torch_is_a_clear_error(cli_models, monkeypatch):
     with pytest.raises(ConfigError, match="runs on PyTorch, which is not installed"):
         m.check_runtime()
     DivergenceModel.load(cli_models / "mm.safetensors").check_runtime()  # NumPy only: fine
+
+
+def test_train_divergence_refuses_sides_of_different_lengths(tmp_path):
+    (tmp_path / "a.en").write_text("the house\nthe book\n")
+    (tmp_path / "a.de").write_text("das haus\n")
+    r = _cli("train-divergence", "--src", tmp_path / "a.en", "--tgt", tmp_path / "a.de", "--src-lang", "en",
+             "--tgt-lang", "de", "--kind", "mm", "-o", tmp_path / "m.safetensors")
+    assert r.exit_code != 0
+    assert "a.de has 1 lines but" in r.output and "a.en has 2" in r.output
+    assert not (tmp_path / "m.safetensors").exists()

@@ -116,18 +116,16 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
     from bimine.divergence.synthetic import corpus_examples
     from bimine.errors import ConfigError
     from bimine.outputs import check_output_file
-    from bimine.text.io import read_lines
+    from bimine.text.io import read_parallel
 
     if len(srcs) != len(tgts):
         raise ConfigError(f"{len(srcs)} --src files but {len(tgts)} --tgt files: give them in pairs")
     check_output_file(output, inputs=[*srcs, *tgts])
     src, tgt = [], []
     for a, b in zip(srcs, tgts):
-        sa, sb = list(read_lines(a)), list(read_lines(b))
-        if len(sa) != len(sb):
-            raise ConfigError(f"{a} has {len(sa):,} lines but {b} has {len(sb):,}: the sides must be line-aligned")
-        src += sa
-        tgt += sb
+        for x, y in read_parallel(a, b):  # refuses sides of different lengths
+            src.append(x)
+            tgt.append(y)
     if aligner and os.path.exists(aligner):
         al = WordAligner.load(aligner)
         click.echo(f"word aligner: {aligner}", err=True)

@@ -197,6 +197,18 @@ class IBMModel:
             d[f"{prefix}.a_vals"] = self.a_vals.astype(np.float32)
         return d
 
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str, src_vocab: Vocab, tgt_vocab: Vocab,
+                    length_cap: int, model: int | None = None, history: list[float] | None = None) -> IBMModel:
+        """The model :meth:`arrays` wrote under ``prefix``; ``model`` None: 2 when it has an
+        alignment table, else 1."""
+        a_vals = arrays.get(f"{prefix}.a_vals")
+        if model is None:
+            model = 2 if f"{prefix}.a_keys" in arrays else 1
+        return cls(src_vocab, tgt_vocab, arrays[f"{prefix}.t_keys"], arrays[f"{prefix}.t_vals"].astype(np.float64),
+                   arrays.get(f"{prefix}.a_keys"), None if a_vals is None else a_vals.astype(np.float64),
+                   model, length_cap, list(history or []))
+
 
 def train_ibm(
     src: list[list[str]],
@@ -427,13 +439,9 @@ class WordAligner:
         if meta.get("format") != FORMAT:
             raise ConfigError(f"{path}: word-alignment model format {meta.get('format')}, this bimine reads {FORMAT}")
         sv, tv = Vocab(meta["src_vocab"][1:]), Vocab(meta["tgt_vocab"][1:])
-        models = {}
-        for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv))):
-            info = meta["models"][k]
-            models[k] = IBMModel(a, b, arrays[f"{k}.t_keys"], arrays[f"{k}.t_vals"].astype(np.float64),
-                                 arrays.get(f"{k}.a_keys"),
-                                 arrays[f"{k}.a_vals"].astype(np.float64) if f"{k}.a_vals" in arrays else None,
-                                 info["model"], info["length_cap"], info.get("history", []))
+        models = {k: IBMModel.from_arrays(arrays, k, a, b, meta["models"][k]["length_cap"], meta["models"][k]["model"],
+                                          meta["models"][k].get("history"))
+                  for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv)))}
         return cls(models["e2f"], models["f2e"], meta["src_lang"], meta["tgt_lang"], meta["dict_threshold"])
 
 

@@ -127,13 +127,8 @@ class DivergenceModel:
 
             c = self.config
             sv, tv = Vocab(c["src_vocab"][1:]), Vocab(c["tgt_vocab"][1:])
-            models = {}
-            for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv))):
-                w = self.weights
-                models[k] = IBMModel(a, b, w[f"{k}.t_keys"], w[f"{k}.t_vals"].astype(np.float64),
-                                     w.get(f"{k}.a_keys"), w[f"{k}.a_vals"].astype(np.float64)
-                                     if f"{k}.a_vals" in w else None, 2 if f"{k}.a_keys" in w else 1,
-                                     c["length_cap"])
+            models = {k: IBMModel.from_arrays(self.weights, k, a, b, c["length_cap"])
+                      for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv)))}
             self._aligner = WordAligner(models["e2f"], models["f2e"], dict_threshold=c["dict_threshold"])
             self._clf = LinearClassifier.from_arrays(self.weights, "clf")
 
@@ -154,9 +149,7 @@ class DivergenceModel:
         return self._net, self._vectors
 
     def _score_vdpwi(self, src, tgt, src_lang, tgt_lang, encoder, batch) -> np.ndarray:
-        import torch
-
-        from bimine.divergence.vdpwi import pad_batch, sentence_words
+        from bimine.divergence.vdpwi import sentence_words
 
         if encoder is None:
             raise ConfigError("the vdpwi divergence model needs the sentence encoder it was trained with")
@@ -165,19 +158,30 @@ class DivergenceModel:
         mw = int(self.config["vdpwi"]["max_words"])
         sw = [sentence_words(s, mw) for s in src]
         tw = [sentence_words(t, mw) for t in tgt]
-        out = np.zeros(len(src))
-        # similar lengths together: less padding
-        order = np.argsort([max(len(a), len(b)) for a, b in zip(sw, tw)], kind="stable")
-        with torch.inference_mode():
-            for k in range(0, len(order), batch):
-                idx = order[k:k + batch]
-                vs = vectors.lookup([sw[i] for i in idx], src_lang)
-                vt = vectors.lookup([tw[i] for i in idx], tgt_lang)
-                xs, ls = pad_batch(vs)
-                xt, lt = pad_batch(vt)
-                dev = next(net.parameters()).device
-                out[idx] = net(xs.to(dev), ls, xt.to(dev), lt)[:, 1].exp().double().cpu().numpy()
-        return out
+        return predict_pairs(net, [max(len(a), len(b)) for a, b in zip(sw, tw)],
+                             lambda idx: (vectors.lookup([sw[i] for i in idx], src_lang),
+                                          vectors.lookup([tw[i] for i in idx], tgt_lang)), batch)
+
+
+def predict_pairs(net, lengths: list[int], vectors_of, batch: int) -> np.ndarray:
+    """P(equivalent) (float64) of the pairs whose longer sides have ``lengths``, in batches of
+    similar lengths (less padding); ``vectors_of(idx)`` gives the source and target word
+    vectors of the pairs ``idx``."""
+    import torch
+
+    from bimine.divergence.vdpwi import pad_batch
+
+    dev = next(net.parameters()).device
+    out = np.zeros(len(lengths))
+    order = np.argsort(lengths, kind="stable")
+    with torch.inference_mode():
+        for k in range(0, len(order), batch):
+            idx = order[k:k + batch]
+            vs, vt = vectors_of(idx)
+            xs, ls = pad_batch(vs)
+            xt, lt = pad_batch(vt)
+            out[idx] = net(xs.to(dev), ls, xt.to(dev), lt)[:, 1].exp().double().cpu().numpy()
+    return out
 
 
 # ---------------------------------------------------------------------- training
@@ -229,15 +233,8 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config=None,
 
     def predict(idx):
         net.eval()
-        out = np.zeros(len(idx))
-        order = np.argsort([max(len(sw[i]), len(tw[i])) for i in idx], kind="stable")
-        with torch.inference_mode():
-            for k in range(0, len(idx), 128):
-                part = [idx[o] for o in order[k:k + 128]]
-                xs, ls = pad_batch([vs[i] for i in part])
-                xt, lt = pad_batch([vt[i] for i in part])
-                out[order[k:k + 128]] = net(xs.to(tdev), ls, xt.to(tdev), lt)[:, 1].exp().cpu().numpy()
-        return out
+        return predict_pairs(net, [max(len(sw[i]), len(tw[i])) for i in idx],
+                             lambda part: ([vs[idx[o]] for o in part], [vt[idx[o]] for o in part]), 128)
 
     best = (-2.0, None, -1)
     history = []
@@ -292,13 +289,7 @@ def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0
     x = pair_features([e.src for e in examples], [e.tgt for e in examples], stored)
     y = np.array([e.label for e in examples], np.float64)
     clf = LinearClassifier.fit(x, y, l2=l2)
-    weights = clf.arrays("clf")
-    for k, m in (("e2f", stored.e2f), ("f2e", stored.f2e)):
-        weights[f"{k}.t_keys"] = m.t_keys
-        weights[f"{k}.t_vals"] = m.t_vals.astype(np.float32)
-        if m.a_keys is not None:
-            weights[f"{k}.a_keys"] = m.a_keys
-            weights[f"{k}.a_vals"] = m.a_vals.astype(np.float32)
+    weights = {**clf.arrays("clf"), **stored.e2f.arrays("e2f"), **stored.f2e.arrays("f2e")}
     config = {"src_vocab": aligner.e2f.src_vocab.tokens, "tgt_vocab": aligner.e2f.tgt_vocab.tokens,
               "length_cap": aligner.e2f.length_cap, "dict_threshold": aligner.dict_threshold,
               "features": feature_names()}
