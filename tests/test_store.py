@@ -132,3 +132,17 @@ def test_ray_executor_without_ray_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"needs Ray: pip install 'bimine\[ray\]'"):
         require_ray()
+
+
+def test_bad_executor_or_an_encoder_without_spec_fails_before_any_work(tmp_path, tiny_model):
+    from bimine.errors import ConfigError
+
+    p = tmp_path / "in.txt"
+    p.write_text("a\nb\n")
+    enc = load_encoder(str(tiny_model))
+    with pytest.raises(ConfigError, match="unknown executor 'nope': local or ray"):
+        build_store(str(p), tmp_path / "st1", enc, "en", executor="nope", progress=False)
+    del enc.spec  # as if built in Python
+    with pytest.raises(ConfigError, match="needs an encoder loaded by name or folder"):
+        build_store(str(p), tmp_path / "st2", enc, "en", executor="ray", progress=False)
+    assert not (tmp_path / "st1").exists() and not (tmp_path / "st2").exists()

@@ -33,27 +33,22 @@ def require_ray():
     return ray
 
 
-def init(address: str | None = None, num_cpus: int | None = None):
+def init(address: str | None = None):
     """Join (or start) the Ray cluster; a no-op when this process is already connected."""
     ray = require_ray()
     if not ray.is_initialized():
-        kw = {"address": address, "ignore_reinit_error": True, "log_to_driver": True}
-        if address is None and num_cpus is not None:
-            kw["num_cpus"] = num_cpus
-        ray.init(**kw)
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=True)
     return ray
 
 
 def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -> dict:
     """Body of the Ray task: embed ``lines`` and write the float16 shard at ``path``; return the
     counts the driver's report adds up."""
-    from bimine.embed import EmbedReport, embed_lines
-    from bimine.store.store import write_shard
+    from bimine.embed import EmbedReport
+    from bimine.store.store import embed_to_shard
 
-    encoder = spec.load_cached()
     report = EmbedReport(path)
-    parts = list(embed_lines(encoder, lines, lang, batch_size=batch_size, report=report))
-    write_shard(Path(path), np.concatenate(parts).astype(np.float16))
+    embed_to_shard(spec.load_cached(), lines, lang, Path(path), batch_size=batch_size, report=report)
     return {"lines": report.lines, "empty": report.empty, "truncated": report.truncated, "node": _node_id()}
 
 

@@ -64,6 +64,15 @@ def write_shard(path: Path, emb: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
+def embed_to_shard(encoder: Encoder, lines: list[str], lang: str, path: Path, *, batch_size: int,
+                   report: EmbedReport, progress=None, workers: int = 1) -> None:
+    """Embed ``lines`` and write them as the float16 shard ``path`` (:func:`write_shard`); the
+    local executor and a Ray task both write shards with it, so the bytes are the same."""
+    parts = list(embed_lines(encoder, lines, lang, batch_size=batch_size, report=report, progress=progress,
+                             workers=workers))
+    write_shard(path, np.concatenate(parts).astype(np.float16))
+
+
 def _atomic_json(path: Path, obj: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
@@ -165,6 +174,11 @@ def build_store(
     """
     from bimine.progress import bar as progress_bar
 
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"unknown executor {executor!r}: local or ray")
+    spec = getattr(encoder, "spec", None)
+    if executor == "ray" and spec is None:
+        raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
     if input_path == "-":
         raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
     from bimine.outputs import check_output_dir
@@ -231,20 +245,14 @@ def build_store(
     if executor == "ray":
         from bimine.distributed.ray_executor import embed_shards
 
-        spec = getattr(encoder, "spec", None)
-        if spec is None:
-            raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
         for res in embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address):
             for k in ("lines", "empty", "truncated"):
                 setattr(report, k, getattr(report, k) + res[k])
             bar.update(res["lines"])
-    elif executor == "local":
-        for chunk, f in missing():
-            parts = list(embed_lines(encoder, chunk, lang, batch_size=batch_size, report=report, progress=bar,
-                                     workers=workers))
-            write_shard(f, np.concatenate(parts).astype(np.float16))
     else:
-        raise ConfigError(f"unknown executor {executor!r}: local or ray")
+        for chunk, f in missing():
+            embed_to_shard(encoder, chunk, lang, f, batch_size=batch_size, report=report, progress=bar,
+                           workers=workers)
     bar.close()
     # drop shards beyond the input's end (cannot happen for an unchanged input)
     for extra in sorted(out.glob("shard-*.npy"))[len(shards):]:
