@@ -100,14 +100,11 @@ def _search_query_shard(queries: np.ndarray, k: int, offsets: list[int], cfg, fa
                         shard_refs: list) -> tuple[np.ndarray, np.ndarray]:
     import ray
 
-    from bimine.index.faiss_index import KeyIndex, merge_topk
+    from bimine.index.faiss_index import KeyIndex, search_shards
 
-    parts = []
-    for ref, off in zip(shard_refs, offsets):  # one key shard's index in memory at a time
-        idx = KeyIndex.from_bytes(ray.get(ref), cfg, factory, n_total)
-        parts.append((*idx.search(queries, k), off))
-        del idx
-    return merge_topk(parts, k)
+    # the key shards' indexes loaded one after another, not all at once
+    indexes = (KeyIndex.from_bytes(ray.get(ref), cfg, factory, n_total) for ref in shard_refs)
+    return search_shards(indexes, offsets, queries, k)
 
 
 def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray], k: int, *,
@@ -116,12 +113,14 @@ def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray]
     index (a copy of the ``trained`` empty one: one quantiser for all shards), a task
     searches each query shard against every key shard and merges the lists exactly; the
     result is the same arrays as the local function's."""
+    from bimine.index.faiss_index import shard_offsets
+
     ray = init(address)
     fill = ray.remote(num_cpus=1, max_retries=max_retries)(_fill_key_shard)
     search = ray.remote(num_cpus=1, max_retries=max_retries)(_search_query_shard)
     base = ray.put(trained.to_bytes())
     refs = [fill.remote(base, trained.cfg, trained.factory, trained.n_total, a) for a in key_shards]
-    offsets = [int(x) for x in np.cumsum([0] + [len(a) for a in key_shards])[:-1]]
+    offsets = shard_offsets(key_shards)
     k = min(k, int(sum(len(a) for a in key_shards)))
     out = ray.get([search.remote(q, k, offsets, trained.cfg, trained.factory, trained.n_total, refs)
                    for q in queries])

@@ -285,24 +285,32 @@ def merge_topk(parts: Iterable[tuple[np.ndarray, np.ndarray, int]], k: int) -> t
     return np.take_along_axis(sims, order, 1), np.take_along_axis(ids, order, 1)
 
 
+def shard_offsets(shards: list[np.ndarray]) -> list[int]:
+    """The global id of each key shard's first key."""
+    return [int(x) for x in np.cumsum([0] + [len(a) for a in shards])[:-1]]
+
+
+def search_shards(indexes: Iterable[KeyIndex], offsets: list[int], queries: np.ndarray, k: int,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``queries`` against each key shard's index in turn (an iterable: a Ray task loads one at
+    a time), the lists merged exactly with :func:`merge_topk`."""
+    return merge_topk(((*idx.search(queries, k), off) for idx, off in zip(indexes, offsets)), k)
+
+
 def sharded_knn(trained: KeyIndex, key_shards: list[np.ndarray], queries: list[np.ndarray], k: int,
                 ) -> tuple[np.ndarray, np.ndarray]:
     """kNN as it runs across machines (stopes' layout), here in one process: every key shard
     gets its own copy of the ``trained`` (empty) index, every query shard is searched against
-    every key shard, and the per-shard lists are merged exactly (:func:`merge_topk`). The
+    every key shard, and the per-shard lists are merged exactly (:func:`search_shards`). The
     reference for :func:`bimine.distributed.ray_executor.sharded_knn`; equals one index over
     all keys searched with the same quantiser, up to the order of tied scores, for indexes
     without a ``Refine`` stage (a sharded Refine re-ranks more candidates than one index)."""
-    offsets = np.cumsum([0] + [len(a) for a in key_shards])[:-1]
-    parts_by_shard = []
+    indexes = []
     for a in key_shards:
         idx = trained.copy()
         idx.add(a)
-        parts_by_shard.append(idx)
+        indexes.append(idx)
+    offsets = shard_offsets(key_shards)
     k = min(k, int(sum(len(a) for a in key_shards)))
-    sims, ids = [], []
-    for q in queries:
-        s, i = merge_topk(((*idx.search(q, k), int(off)) for idx, off in zip(parts_by_shard, offsets)), k)
-        sims.append(s)
-        ids.append(i)
-    return np.concatenate(sims), np.concatenate(ids)
+    out = [search_shards(indexes, offsets, q, k) for q in queries]
+    return np.concatenate([s for s, _ in out]), np.concatenate([i for _, i in out])
