@@ -206,3 +206,13 @@ def test_selection_top_fraction_and_budget(tmp_path):
     np.testing.assert_allclose([float(x["score"]) for x in read_tsv(out)], [0.0, 0.5, 1.25, 0.5, 1.0])
     with pytest.raises(ConfigError, match="not both"):
         Selection(top_fraction=0.5, token_budget=10)
+
+
+@pytest.mark.parametrize("item", [{"score": "cosine", "threshold": "trained"}, {"rule": "length_ratio",
+                                                                                   "threshold": "trained"}])
+def test_trained_threshold_only_for_scores_that_store_one(item):
+    from bimine.errors import ConfigError
+    from bimine.filtering.config import PipelineSpec, build_filters
+
+    with pytest.raises(ConfigError, match="threshold must be a number or null, got 'trained'"):
+        build_filters(PipelineSpec(filters=[item]), src_lang="en", tgt_lang="fr", encoder=object())

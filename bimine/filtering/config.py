@@ -121,7 +121,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
         if bad:
             raise ConfigError(f"{here}: unknown option(s) {sorted(bad)} for {kind}; options: {', '.join(sorted(options))}")
         thr = item.get("threshold", "unset")
-        if kind in ("classifier", "divergence") and thr == "trained":
+        if thr == "trained" and getattr(cls, "stores_threshold", False):
             pass
         elif thr is not None and thr != "unset" and (isinstance(thr, bool) or not isinstance(thr, (int, float))):
             raise ConfigError(f"{here}: threshold must be a number or null, got {thr!r}")

@@ -10,6 +10,7 @@ once, and a block can never get another block's embeddings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -202,6 +203,18 @@ class MarginScore(PairFilter):
         return self.finalize()
 
 
+def trained_threshold(value, stored: float):
+    """``value`` as a pipeline gives it, with ``'trained'`` replaced by the threshold ``stored``
+    with the model; any other string is an error."""
+    if value == "trained":
+        return stored
+    if isinstance(value, str):
+        from bimine.errors import ConfigError
+
+        raise ConfigError(f"threshold must be a number, null or 'trained', got {value!r}")
+    return value
+
+
 @dataclass
 class ClassifierScore(PairFilter):
     """Score: a trained pair classifier (:mod:`bimine.filtering.classifiers`, from ``bimine
@@ -218,6 +231,7 @@ class ClassifierScore(PairFilter):
     output: str = "default"
     name: str = ""
     threshold: float | str | None = None
+    stores_threshold: ClassVar[bool] = True  # 'threshold: trained' takes the one stored with the model
     clean_high: bool = True
     reason: str = ""
     kind: str = "score"
@@ -238,10 +252,7 @@ class ClassifierScore(PairFilter):
             raise ConfigError("output: probability is for fc classifiers (the others give a probability already)")
         if not self.name:
             self.name = self.clf.kind
-        if self.threshold == "trained":
-            self.threshold = self.clf.threshold
-        elif isinstance(self.threshold, str):
-            raise ConfigError(f"threshold must be a number, null or 'trained', got {self.threshold!r}")
+        self.threshold = trained_threshold(self.threshold, self.clf.threshold)
         if not self.reason:
             self.reason = f"{self.name} classifier score below the threshold"
 
@@ -266,6 +277,7 @@ class DivergenceScore(PairFilter):
     tgt_lang: str = "en"
     name: str = "divergence"
     threshold: float | str | None = None
+    stores_threshold: ClassVar[bool] = True  # 'threshold: trained' takes the one stored with the model
     clean_high: bool = True
     reason: str = "divergence model: the two sides differ in meaning"
     kind: str = "score"
@@ -282,12 +294,7 @@ class DivergenceScore(PairFilter):
             raise ConfigError("the divergence model reads word vectors from its encoder (remove --no-model)")
         self.model.check_encoder(self.encoder)
         self.model.reversed_languages(self.src_lang, self.tgt_lang)  # refuses another language pair now
-        if self.threshold == "trained":
-            self.threshold = self.model.threshold
-        elif isinstance(self.threshold, str):
-            from bimine.errors import ConfigError
-
-            raise ConfigError(f"threshold must be a number, null or 'trained', got {self.threshold!r}")
+        self.threshold = trained_threshold(self.threshold, self.model.threshold)
 
     def score(self, src, tgt):
         return self.model.score(list(src), list(tgt), src_lang=self.src_lang, tgt_lang=self.tgt_lang,
