@@ -410,6 +410,8 @@ class WordAligner:
     def save(self, path: str | os.PathLike) -> None:
         from safetensors.numpy import save_file
 
+        from bimine.outputs import atomic_path
+
         meta = {
             "format": FORMAT,
             "src_lang": self.src_lang,
@@ -421,10 +423,8 @@ class WordAligner:
                        for k, m in (("e2f", self.e2f), ("f2e", self.f2e))},
         }
         arrays = {**self.e2f.arrays("e2f"), **self.f2e.arrays("f2e")}
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        save_file(arrays, str(tmp), metadata={"bimine_word_aligner": json.dumps(meta, ensure_ascii=False)})
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            save_file(arrays, tmp, metadata={"bimine_word_aligner": json.dumps(meta, ensure_ascii=False)})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordAligner:

@@ -49,12 +49,12 @@ class DivergenceModel:
     def save(self, path: str | os.PathLike) -> None:
         from safetensors.numpy import save_file
 
+        from bimine.outputs import atomic_path
+
         meta = {"format": FORMAT, "kind": self.kind, "config": self.config, **self.meta}
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        save_file({k: np.ascontiguousarray(v) for k, v in self.weights.items()}, str(tmp),
-                  metadata={"bimine_divergence": json.dumps(meta, ensure_ascii=False)})
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            save_file({k: np.ascontiguousarray(v) for k, v in self.weights.items()}, tmp,
+                      metadata={"bimine_divergence": json.dumps(meta, ensure_ascii=False)})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DivergenceModel:
