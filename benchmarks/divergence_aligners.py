@@ -36,9 +36,9 @@ from collections import Counter
 
 import numpy as np
 
-from benchmarks.divergence_dev import CORPORA, DEFAULT_DATA, OUT, class_prf, cv_predictions
+from benchmarks.divergence_dev import DEFAULT_DATA, OUT, class_prf, corpus_files, cv_predictions
 from benchmarks.filter_dev import roc_auc
-from benchmarks.filter_divergence import read_refresd
+from benchmarks.filter_divergence import read_refresd, refresd_path
 
 ALIGN_PAIRS = 200_000
 
@@ -112,21 +112,18 @@ def main() -> None:
     ap.add_argument("--retrain", action="store_true", help="Train (and time) the IBM aligner even when it is cached "
                     "(the cache is left as it is).")
     args = ap.parse_args()
-    path = os.path.join(args.data, "dev", "refresd", "REFreSD", "REFreSD_sentence_labels")
+    path = refresd_path(args.data)
     if not os.path.exists(path):
         print(f"divergence_aligners: skipped, {path} not found (../shared/data, or BIMINE_SHARED_DATA)")
         return
     from bimine.divergence.features import SYMS, feature_tokens, features_from_links, pair_features
     from bimine.divergence.ibm import WordAligner, symmetrize, train_aligner
     from bimine.divergence.synthetic import corpus_examples
-    from bimine.text.io import read_lines
+    from bimine.text.io import read_parallel
 
     os.makedirs(OUT, exist_ok=True)
-    src, tgt = [], []
-    for c in CORPORA:
-        base = os.path.join(args.data, "train", c + ".en-fr")
-        src += list(read_lines(base + ".en.gz"))
-        tgt += list(read_lines(base + ".fr.gz"))
+    pairs = [p for en, fr in corpus_files(args.data) for p in read_parallel(en, fr)]  # as train-divergence reads
+    src, tgt = [x for x, _ in pairs], [y for _, y in pairs]
     rows = read_refresd(path)
     en, fr = [r[2] for r in rows], [r[3] for r in rows]
     y_eq = np.array([r[0] == "equivalent" for r in rows])

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from benchmarks.filter_dev import REPO, roc_auc
-from benchmarks.filter_divergence import best_macro_threshold, read_refresd
+from benchmarks.filter_divergence import best_macro_threshold, read_refresd, refresd_path
 
 DEFAULT_DATA = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
 OUT = os.path.join(REPO, ".bench", "divergence")
@@ -53,11 +53,15 @@ PAPER = {"OpenSubtitles": {"non-parallel": 66, "semantic dissimilarity": 77, "se
          "Common Crawl": {"non-parallel": 67, "semantic dissimilarity": 80, "sentence embeddings": 64}}
 
 
+def corpus_files(data: str) -> list[tuple[str, str]]:
+    """The (English, French) files of the training corpora, in order."""
+    return [tuple(os.path.join(data, "train", f"{c}.en-fr.{lang}.gz") for lang in ("en", "fr")) for c in CORPORA]
+
+
 def train_args(data: str) -> list[str]:
     args = []
-    for c in CORPORA:
-        base = os.path.join(data, "train", c + ".en-fr")
-        args += ["--src", base + ".en.gz", "--tgt", base + ".fr.gz"]
+    for en, fr in corpus_files(data):
+        args += ["--src", en, "--tgt", fr]
     return args + ["--src-lang", "en", "--tgt-lang", "fr", "--min-words", "5", "--positives", "5000",
                    "--aligner", os.path.join(OUT, "aligner.en-fr.safetensors")]
 
@@ -103,7 +107,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--json", default=os.path.join(REPO, ".bench", "divergence_dev.json"))
     args = ap.parse_args()
-    path = os.path.join(args.data, "dev", "refresd", "REFreSD", "REFreSD_sentence_labels")
+    path = refresd_path(args.data)
     if not os.path.exists(path):
         print(f"divergence_dev: skipped, {path} not found (../shared/data, or BIMINE_SHARED_DATA)")
         return

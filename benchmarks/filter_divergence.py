@@ -40,6 +40,11 @@ DEFAULT_DATA = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "sh
 OUT = os.path.join(REPO, ".bench", "filter_divergence")
 
 
+def refresd_path(data: str) -> str:
+    """REFreSD's sentence labels under the shared data folder ``data``."""
+    return os.path.join(data, "dev", "refresd", "REFreSD", "REFreSD_sentence_labels")
+
+
 def read_refresd(path: str) -> list[tuple[str, str, str, str]]:
     """``(binary label, 3-way label, English, French)`` rows of REFreSD_sentence_labels."""
     rows = []
@@ -108,7 +113,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=os.path.join(REPO, ".bench", "filter_divergence.json"))
     args = ap.parse_args()
-    path = os.path.join(args.data, "dev", "refresd", "REFreSD", "REFreSD_sentence_labels")
+    path = refresd_path(args.data)
     if not os.path.exists(path):
         print(f"filter_divergence: skipped, {path} not found (the shared data folder ../shared/data, "
               "or BIMINE_SHARED_DATA)")
