@@ -32,20 +32,14 @@ def _io(f):
     return f
 
 
-def _spec(div_model: str, threshold=None):
+def _go(filtering: bool, div_model, **kw) -> None:
+    """Run the filter pipeline with the divergence model as its one score."""
+    from bimine.cli.filter import _run
     from bimine.filtering.config import PipelineSpec
 
-    item = {"score": "divergence", "path": div_model}
-    if threshold is not None:
-        item["threshold"] = threshold
-    return PipelineSpec(filters=[item])
-
-
-def _go(filtering: bool, div_model, **kw) -> None:
-    from bimine.cli.filter import _run
-
-    _run(filtering, config=None, rules="none", no_model=False, classifiers=(), workers=1,
-         spec=kw.pop("spec", None) or _spec(div_model), pipeline_name=f"divergence model {div_model}", **kw)
+    spec = PipelineSpec(filters=[{"score": "divergence", "path": div_model}])
+    _run(filtering, config=None, rules="none", no_model=False, classifiers=(), workers=1, spec=spec,
+         pipeline_name=f"divergence model {div_model}", **kw)
 
 
 @cli.command()

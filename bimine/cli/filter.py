@@ -101,12 +101,10 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
         for other, option in ((output, "-o/--output"), (kept, "--kept")):
             if other and Path(report).resolve() == Path(other).resolve():
                 raise ConfigError(f"--report {report}: is also the {option} file; choose another name")
-    if spec is not None:
-        pass
-    elif config:
+    if spec is None and config:
         with open(config, encoding="utf-8") as f:
             spec = parse_pipeline(yaml.safe_load(f), where=config)
-    else:
+    elif spec is None:
         spec = default_spec(rules, model=not no_model)
     for key, value in (("threshold", threshold), ("top_fraction", top_fraction), ("token_budget", token_budget)):
         if value is not None:
