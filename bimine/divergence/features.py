@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bimine.divergence.ibm import WordAligner, is_word, tokenize
+from bimine.divergence.ibm import WordAligner, words
 
 SYMS = ("intersection", "union", "grow-diag-final-and")
 SIDE_FEATURES = ("unaligned", "unaligned_ratio", "fert1", "fert2", "fert3", "longest_unaligned", "longest_aligned")
@@ -59,7 +59,7 @@ def _coverage(ws: list[str], other: set[str], trans: dict[str, set[str]]) -> flo
 
 def feature_tokens(s: str) -> list[str]:
     """The word tokens of ``s`` the features look at (punctuation dropped, at most 200)."""
-    return [t for t in tokenize(s) if is_word(t)][:200]
+    return words(s, 200)
 
 
 def pair_features(src: list[str], tgt: list[str], aligner: WordAligner) -> np.ndarray:

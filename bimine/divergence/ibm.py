@@ -49,6 +49,12 @@ def is_word(token: str) -> bool:
     return any(c.isalnum() for c in token)
 
 
+def words(s: str, limit: int | None = None) -> list[str]:
+    """The word tokens of ``s`` (punctuation dropped), the first ``limit`` of them: what
+    lengths, dictionary coverage, the M&M features and the VDPWI model count."""
+    return [t for t in tokenize(s) if is_word(t)][:limit]
+
+
 class Vocab:
     """Token <-> id; id 0 is NULL (source side) or unused (target side)."""
 

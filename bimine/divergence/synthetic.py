@@ -25,14 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bimine.divergence.ibm import WordAligner, is_word, tokenize
+from bimine.divergence.ibm import WordAligner, words
 
 HARD_KINDS = ("delete", "replace", "append")
-
-
-def words(s: str) -> list[str]:
-    """The word tokens of ``s`` (punctuation dropped), as counted for lengths and coverage."""
-    return [t for t in tokenize(s) if is_word(t)]
 
 
 @dataclass

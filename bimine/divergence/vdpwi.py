@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bimine.divergence.ibm import is_word, tokenize
+from bimine.divergence.ibm import words
 
 
 @dataclass
@@ -51,7 +51,7 @@ class VDPWIConfig:
 
 
 def sentence_words(s: str, max_words: int) -> list[str]:
-    return [t for t in tokenize(s) if is_word(t)][:max_words]
+    return words(s, max_words)
 
 
 class WordVectors:
