@@ -335,3 +335,13 @@ def test_language_options_needed_only_by_models_that_use_them(tmp_path):
     assert r.exit_code == 2 and "--src-lang is needed" in r.output
     r = run("embed", str(src), "-m", str(by_script), "-o", str(tmp_path / "w.npy"), "--lang", "xx-bogus")
     assert r.exit_code == 2 and "invalid language code" in r.output
+
+
+def test_embed_executor_options_are_checked_first(tmp_path):
+    p = tmp_path / "in.txt"
+    p.write_text("a line\n")
+    r = run("embed", p, "--lang", "en", "-o", tmp_path / "x.npy", "--executor", "ray")
+    assert r.exit_code == 2 and "--executor ray writes a store: add --store" in r.output
+    r = run("embed", p, "--lang", "en", "-o", tmp_path / "x.npy", "--ray-address", "auto")
+    assert r.exit_code == 2 and "--ray-address needs --executor ray" in r.output
+    assert not (tmp_path / "x.npy").exists()
