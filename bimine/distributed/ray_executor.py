@@ -70,15 +70,14 @@ def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_s
     cpus_per_task + 2; the driver holds that many shards of text), yielding each task's
     counts in the order of ``jobs``.
 
-    ``threads_per_task``: the threads the encoder is told to use (None: its default, one per
-    core of the node, as in a local run). The DAN's float32 rows depend on how a batch is
-    sliced between threads (at the last bit: BLAS kernels differ with the number of rows),
-    so only the default gives the local run's bytes; it oversubscribes a node that runs
-    several tasks at once."""
+    ``threads_per_task``: the threads the encoder is told to use (default ``cpus_per_task``,
+    so that a node running several tasks is not oversubscribed). The bytes do not depend on
+    it: the DAN cuts a batch in slices of a fixed size whatever its threads.
+    """
     ray = init(address)
     task = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries)(embed_shard)
     limit = in_flight or int(ray.cluster_resources().get("CPU", 1)) // cpus_per_task + 2
-    spec_ref = ray.put(spec if threads_per_task is None else spec.with_threads(threads_per_task))
+    spec_ref = ray.put(spec.with_threads(threads_per_task or cpus_per_task))
     pending: deque = deque()
     for lines, path in jobs:
         pending.append(task.remote(spec_ref, lines, lang, batch_size, path))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -68,7 +68,7 @@ class EncoderSpec:
             return self
         opts = dict(self.options)
         opts[name] = n
-        return EncoderSpec(self.kind, self.path, tuple(sorted(opts.items())))
+        return replace(self, options=tuple(sorted(opts.items())))  # a subclass stays itself
 
     def load_cached(self) -> Encoder:
         enc = _LOADED.get(self)

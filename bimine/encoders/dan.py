@@ -216,6 +216,9 @@ def _forward(h: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]], fused: 
     return _l2_normalize(h)
 
 
+SLICE_ROWS = 512  # rows encoded by one thread at a time (see DANEncoder.encode)
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -460,9 +463,11 @@ class DANEncoder:
             out[i:j] = _forward(table.pool(ids, offsets), layers, fused=True)
 
         threads = self._thread_count()
-        # slices: a few per thread (sentence lengths vary), none below 256 sentences
-        step = min(self.batch_size, max(256, -(-n // (2 * threads))))
-        slices = [(i, min(i + step, n)) for i in range(0, n, step)]
+        # slices of a fixed size, whatever the number of threads: a row's float32 value depends
+        # on the row count of the BLAS product it is part of (kernels differ by shape), so the
+        # slicing must not depend on the machine for every executor and core count to give the
+        # same bytes (tests/test_dan_determinism.py)
+        slices = [(i, min(i + SLICE_ROWS, n)) for i in range(0, n, SLICE_ROWS)]
         with _OPENBLAS.single_threaded():
             if threads == 1 or len(slices) == 1:
                 for i, j in slices:
