@@ -46,7 +46,7 @@ def test_approximate_against_exact(factory, nprobe, min_recall):
     cfg = IndexConfig(factory=factory, nprobe=nprobe, train_size=4000)
     idx = build_index(array_shards(keys, 3000), len(keys), keys.shape[1], cfg)  # added shard by shard
     assert idx.ntotal == len(keys)
-    sims, ids = knn_search(idx, array_shards(queries, 200)(), len(queries), 4, batch_size=128)
+    sims, ids = knn_search(idx, array_shards(queries, 200)(), len(queries), 4)
     es, ei = knn_exact(queries, keys, 4)
     r = recall_at(4, ids, ei)
     assert r >= min_recall, (factory, r)

@@ -16,10 +16,13 @@ def unit(rng, n, d=8):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def test_knn_exact_matches_brute_force():
+def test_knn_exact_matches_brute_force(monkeypatch):
+    import bimine.index.faiss_index as fi
+
+    monkeypatch.setattr(fi, "SEARCH_CHUNK", 7)  # several chunks and a partial one
     rng = np.random.default_rng(0)
     q, x = unit(rng, 50), unit(rng, 70)
-    s, i = knn_exact(q, x, 5, batch_size=7)
+    s, i = knn_exact(q, x, 5)
     full = q @ x.T
     want = np.argsort(-full, axis=1)[:, :5]
     np.testing.assert_array_equal(i, want)

@@ -152,3 +152,57 @@ def test_ray_sharded_knn_equals_the_local_one(cluster, factory):
     s1, i1 = sharded_knn(trained, key_shards, q_shards, 4)
     s2, i2 = ray_knn(trained, key_shards, q_shards, 4)
     assert np.array_equal(s1, s2) and np.array_equal(i1, i2)
+
+
+@pytest.fixture(scope="module")
+def parallel_files(tmp_path_factory):
+    """The shipped en-fr pairs as two files, the French side shuffled, a blank line on each side."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    rows = [ln.split("\t") for f in ("train.en-fr.tsv", "dev.en-fr.tsv")
+            for ln in (root / f).read_text(encoding="utf-8").splitlines()]
+    en, fr = [r[0] for r in rows], [r[1] for r in rows]
+    fr = [fr[i] for i in np.random.default_rng(0).permutation(len(fr))]
+    en.insert(400, "")
+    fr.insert(900, "")
+    d = tmp_path_factory.mktemp("pairs")
+    (d / "a.en").write_text("\n".join(en) + "\n", encoding="utf-8")
+    (d / "a.fr").write_text("\n".join(fr) + "\n", encoding="utf-8")
+    return d / "a.en", d / "a.fr"
+
+
+@pytest.mark.parametrize("factory", ["Flat", "IVF8,PQ16x4fs,Refine(SQfp16)"])
+def test_mined_pairs_of_ray_are_byte_identical_to_local(cluster, parallel_files, tmp_path, factory):
+    from bimine.index.faiss_index import IndexConfig
+    from bimine.mining.pipeline import MineConfig, mine_files
+
+    src, tgt = parallel_files
+    enc = load_encoder("default")
+    cfg = MineConfig(index=IndexConfig(factory=factory, nprobe=4))
+    out = {}
+    for ex in ("local", "ray"):
+        out[ex] = tmp_path / f"{ex}.tsv"
+        rep = mine_files(str(src), str(tgt), str(out[ex]), encoder=enc, src_lang="en", tgt_lang="fr", cfg=cfg,
+                         shard_size=300, progress=False, executor=ex, line_numbers=True)
+        assert rep.src_blank == 1 and rep.tgt_blank == 1
+    assert rep.written > 500  # real pairs were found, not an empty file compared with another
+    assert out["local"].read_bytes() == out["ray"].read_bytes()
+
+
+def test_mine_command_joins_the_cluster(cluster, parallel_files, tmp_path):
+    import subprocess
+    import sys
+
+    src, tgt = parallel_files
+    args = [sys.executable, "-m", "bimine", "mine", str(src), str(tgt), "--src-lang", "en", "--tgt-lang", "fr",
+            "--shard-size", "500", "--no-progress"]
+    r1 = subprocess.run([*args, "-o", str(tmp_path / "local.tsv")], capture_output=True, text=True)
+    assert r1.returncode == 0, r1.stderr
+    r2 = subprocess.run([*args, "-o", str(tmp_path / "ray.tsv"), "--executor", "ray",
+                         "--ray-address", cluster.get_runtime_context().gcs_address], capture_output=True, text=True)
+    assert r2.returncode == 0, r2.stderr
+    assert "ray kNN (both directions): 6 index and 6 search tasks" in r2.stderr  # 3 shards a side, 2 directions
+    assert "ray kNN" not in r1.stderr
+    assert (tmp_path / "local.tsv").read_bytes() == (tmp_path / "ray.tsv").read_bytes()
+    assert len((tmp_path / "ray.tsv").read_text(encoding="utf-8").splitlines()) > 500
+    bad = subprocess.run([*args, "-o", str(tmp_path / "x.tsv"), "--ray-address", "auto"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--ray-address needs --executor ray" in bad.stderr

@@ -80,3 +80,22 @@ def test_sharded_knn_equals_one_index(factory):
     s1, i1 = merge_topk([(*whole.search(queries, k), 0)], k)  # one index, ties ordered by id
     s2, i2 = sharded_knn(trained, [keys[:500], keys[500:1700], keys[1700:]], [queries[:120], queries[120:]], k)
     assert np.array_equal(s1, s2) and np.array_equal(i1, i2)
+
+
+@pytest.mark.parametrize("factory", ["Flat", "IVF16,PQ16x4fs,Refine(SQfp16)"])
+def test_mining_search_gives_the_same_bytes_with_any_number_of_threads(monkeypatch, factory):
+    """FAISS's scores depend at the last bit on its threads and BLAS shapes; the mining search
+    (one index per key shard, fixed query chunks on one thread each) must not."""
+    import bimine.index.faiss_index as fi
+
+    monkeypatch.setattr(fi, "SEARCH_CHUNK", 1500)  # chunks of 1500 and 500 rows
+    d = 64
+    keys, queries = _unit(6000, d, 3), _unit(4000, d, 4)  # big enough for BLAS to use 2 threads
+    cfg = IndexConfig(factory=factory, nprobe=4)
+    got = {}
+    for t in (1, 2, 3):
+        index = fi.build_sharded_index(fi.array_shards(keys, 2500), len(keys), d, cfg, threads=t)
+        assert len(index.parts) == 3
+        got[t] = fi.knn_search(index, fi.array_shards(queries, 2000)(), len(queries), 4, threads=t)
+    for t in (2, 3):
+        assert got[t][0].tobytes() == got[1][0].tobytes() and np.array_equal(got[t][1], got[1][1])

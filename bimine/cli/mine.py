@@ -6,7 +6,7 @@ import math
 
 import click
 
-from bimine.cli.embed import MODEL_HELP
+from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
 from bimine.cli.main import check_lang_option, cli, language_checks, resolve_lang
 from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import FORMATS
@@ -69,11 +69,16 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="Processes encoding batches in parallel; 0 = 1, the fastest measured: bimine's own "
                    "models already encode each batch with one thread per core, e5-small threads itself.")
+@click.option("--shard-size", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Lines per embedding shard, and so per key index shard and per kNN task.")
+@executor_options("embed the shards and run the kNN searches as tasks on a Ray cluster (needs bimine[ray]); "
+                  "the pairs are the same bytes as a local run's.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output: str, model: str, strategy: str, score: str,
          k: int, threshold: float, factory: str, nprobe: int, k_factor: int, work_dir: str | None, src_store: str | None,
          tgt_store: str | None, fmt: str, line_numbers: bool, confidence: bool, calibration: str | None, dedupe: bool, drop_copies: bool, min_chars: int,
-         encoding_errors: str, workers: int, no_progress: bool) -> None:
+         encoding_errors: str, workers: int, shard_size: int, executor: str, ray_address: str | None,
+         no_progress: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
 
     Steps: embed both sides, index the keys, kNN both ways, score, select, filter, write.
@@ -89,6 +94,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
                      min_chars=min_chars)
     from bimine.embed import resolve_workers
 
+    check_executor(executor, ray_address)
     encoder = load_encoder(model)
     cal = None
     if calibration is not None and not confidence:
@@ -103,6 +109,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
         report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                             cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                             line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
-                            workers=resolve_workers(workers), calibration=cal)
+                            workers=resolve_workers(workers), calibration=cal, shard_size=shard_size,
+                            executor=executor, ray_address=ray_address)
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} pairs written to {output}", err=True)

@@ -87,40 +87,90 @@ def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_s
         yield ray.get(pending.popleft())
 
 
-def _fill_key_shard(data, cfg, factory: str, n_total: int, keys: np.ndarray) -> np.ndarray:
-    from bimine.index.faiss_index import KeyIndex
+def _fill_key_part(data, cfg, factory: str, n_total: int, part) -> tuple[np.ndarray, int]:
+    """Task: a copy of the trained empty index filled with the key part's vectors (``part()``
+    reads them where the task runs), on one FAISS thread as in a local run; returns the
+    index's bytes and their size (the driver counts the size without fetching the bytes)."""
+    from bimine.index.faiss_index import KeyIndex, one_faiss_thread
 
     idx = KeyIndex.from_bytes(data, cfg, factory, n_total)
-    idx.add(keys)
-    return idx.to_bytes()
+    with one_faiss_thread():
+        idx.add(part())
+    out = idx.to_bytes()
+    return out, int(out.nbytes)
 
 
-def _search_query_shard(queries: np.ndarray, k: int, offsets: list[int], cfg, factory: str, n_total: int,
-                        shard_refs: list) -> tuple[np.ndarray, np.ndarray]:
+def _search_query_part(part, k: int, offsets: list[int], cfg, factory: str, n_total: int, shard_refs: list,
+                       threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Task: the query part's rows against every key shard's index, loaded one after another
+    (not all at once), the lists merged as they come: the same arrays as a local run
+    (:func:`~bimine.index.faiss_index.search_stable` chunks; the merge is a total order)."""
     import ray
 
-    from bimine.index.faiss_index import KeyIndex, search_shards
+    from bimine.index.faiss_index import KeyIndex, merge_topk, search_stable
 
-    # the key shards' indexes loaded one after another, not all at once
-    indexes = (KeyIndex.from_bytes(ray.get(ref), cfg, factory, n_total) for ref in shard_refs)
-    return search_shards(indexes, offsets, queries, k)
+    q = part()
+    sims = ids = None
+    for ref, off in zip(shard_refs, offsets):
+        idx = KeyIndex.from_bytes(ray.get(ref), cfg, factory, n_total)
+        s, i = search_stable(idx, q, k, threads=threads)
+        del idx
+        sims, ids = (s, np.where(i >= 0, i + off, -1)) if sims is None else merge_topk([(sims, ids, 0), (s, i, off)], k)
+    return sims, ids
+
+
+def knn_parts(trained, key_parts: list[tuple[int, object]], query_parts: list[tuple[int, object]], n_queries: int,
+              k: int, *, address: str | None = None, max_retries: int = 3, cpus_per_task: int = 1,
+              progress=None, stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """kNN of every query row among the keys on Ray, as stopes lays it out: a task fills each
+    key part's index (a copy of the ``trained`` empty one: one quantiser for all parts), a
+    task searches each query part against every key part and merges the lists exactly.
+
+    ``key_parts`` / ``query_parts``: ``(first row, reader)`` where ``reader()`` returns the
+    part's float32 rows where the task runs (a store shard read from the shared file system,
+    or an in-memory array that travels with the task). Equal to
+    :func:`bimine.index.faiss_index.build_sharded_index` + ``knn_search`` on the same parts.
+    ``stats`` (a dict) gets the tasks run and the bytes they moved: ``index_bytes`` (the key
+    shards' indexes, each read by every search task: ``index_reads`` times in all) and
+    ``list_bytes`` (the neighbour lists sent back to the driver)."""
+    ray = init(address)
+    fill = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries, num_returns=2)(_fill_key_part)
+    search = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries)(_search_query_part)
+    base = ray.put(trained.to_bytes())
+    args = (trained.cfg, trained.factory, trained.n_total)
+    if not key_parts:  # no keys: the empty index answers "no neighbour"
+        refs, sizes, offsets = [base], [], [0]
+    else:
+        refs, sizes = zip(*[fill.remote(base, *args, part) for _, part in key_parts])
+        refs, offsets = list(refs), [start for start, _ in key_parts]
+    k = min(k, max(1, trained.n_total))
+    sims = np.empty((n_queries, k), dtype=np.float32)
+    ids = np.empty((n_queries, k), dtype=np.int64)
+    tasks = {search.remote(part, k, offsets, *args, refs, cpus_per_task): start for start, part in query_parts}
+    while tasks:
+        done, _ = ray.wait(list(tasks), num_returns=1)
+        start = tasks.pop(done[0])
+        s, i = ray.get(done[0])
+        sims[start : start + len(s)] = s
+        ids[start : start + len(s)] = i
+        if progress is not None:
+            progress.update(len(s))
+    if stats is not None:
+        index_bytes = int(sum(ray.get(list(sizes))))
+        for key, v in (("fill_tasks", len(sizes)), ("search_tasks", len(query_parts)), ("index_bytes", index_bytes),
+                       ("index_reads", len(sizes) * len(query_parts)),
+                       ("index_bytes_read", index_bytes * len(query_parts)),
+                       ("list_bytes", int(sims.nbytes + ids.nbytes))):
+            stats[key] = stats.get(key, 0) + v
+    return sims, ids
 
 
 def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray], k: int, *,
                 address: str | None = None, max_retries: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bimine.index.faiss_index.sharded_knn` on Ray: a task fills each key shard's
-    index (a copy of the ``trained`` empty one: one quantiser for all shards), a task
-    searches each query shard against every key shard and merges the lists exactly; the
-    result is the same arrays as the local function's."""
+    """:func:`bimine.index.faiss_index.sharded_knn` on Ray (in-memory shards): the same arrays."""
     from bimine.index.faiss_index import shard_offsets
+    from bimine.store.store import ArrayRows
 
-    ray = init(address)
-    fill = ray.remote(num_cpus=1, max_retries=max_retries)(_fill_key_shard)
-    search = ray.remote(num_cpus=1, max_retries=max_retries)(_search_query_shard)
-    base = ray.put(trained.to_bytes())
-    refs = [fill.remote(base, trained.cfg, trained.factory, trained.n_total, a) for a in key_shards]
-    offsets = shard_offsets(key_shards)
-    k = min(k, int(sum(len(a) for a in key_shards)))
-    out = ray.get([search.remote(q, k, offsets, trained.cfg, trained.factory, trained.n_total, refs)
-                   for q in queries])
-    return np.concatenate([s for s, _ in out]), np.concatenate([i for _, i in out])
+    return knn_parts(trained, list(zip(shard_offsets(key_shards), map(ArrayRows, key_shards))),
+                     list(zip(shard_offsets(queries), map(ArrayRows, queries))), sum(len(q) for q in queries), k,
+                     address=address, max_retries=max_retries)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,7 +122,10 @@ class KeyIndex:
         if nlist and len(sample) < nlist:
             raise ConfigError(f"index {self.factory} needs at least {nlist} training vectors, got {len(sample)}; "
                               "use fewer IVF lists or 'Flat'")
-        self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
+        # one thread: k-means' assignments come from BLAS products whose last bits depend on
+        # the threads, and a flipped assignment moves a centroid (the same training on any machine)
+        with one_faiss_thread():
+            self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
 
     def add(self, x: np.ndarray) -> None:
         self.index.add(np.ascontiguousarray(x, dtype=np.float32))
@@ -197,27 +202,65 @@ def sample_rows(shards: Callable[[], Iterable[tuple[int, np.ndarray]]], n_total:
     return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
 
+def train_index(shards, n_total: int, d: int, cfg: IndexConfig, progress=None) -> KeyIndex:
+    """An empty index, trained on a sample of ``shards()`` if its factory needs training."""
+    idx = KeyIndex(d, n_total, cfg)
+    if idx.needs_training:
+        sample = sample_rows(shards, n_total, idx.train_sample_size(), cfg.seed)
+        log.info(f"training {idx.factory} on {len(sample)} sampled vectors")
+        if progress is not None:
+            progress.set_postfix_str(f"training {idx.factory} on {len(sample)} vectors")
+        idx.train(sample)
+    return idx
+
+
 def build_index(shards: Callable[[], Iterable[tuple[int, np.ndarray]]], n_total: int, d: int,
                 cfg: IndexConfig = IndexConfig(), progress=None, trained: KeyIndex | None = None) -> KeyIndex:
-    """Train (on a sample) and fill an index from ``shards()``, an iterable of (start, rows).
+    """Train (on a sample) and fill one index from ``shards()``, an iterable of (start, rows).
 
     With ``trained`` (an empty trained index of the same factory), fill a copy of it instead
     of training again: the two directions of a mining run share one training."""
-    if trained is not None:
-        idx = trained.copy()
-    else:
-        idx = KeyIndex(d, n_total, cfg)
-        if idx.needs_training:
-            sample = sample_rows(shards, n_total, idx.train_sample_size(), cfg.seed)
-            log.info(f"training {idx.factory} on {len(sample)} sampled vectors")
-            if progress is not None:
-                progress.set_postfix_str(f"training {idx.factory} on {len(sample)} vectors")
-            idx.train(sample)
+    idx = trained.copy() if trained is not None else train_index(shards, n_total, d, cfg, progress)
     for _, a in shards():
         idx.add(a)
         if progress is not None:
             progress.update(len(a))
     return idx
+
+
+def build_sharded_index(shards: Callable[[], Iterable[tuple[int, np.ndarray]]], n_total: int, d: int,
+                        cfg: IndexConfig = IndexConfig(), progress=None, trained: KeyIndex | None = None,
+                        threads: int | None = None) -> ShardedIndex:
+    """As :func:`build_index`, but each shard of ``shards()`` in its own copy of the one trained
+    index, filled on one FAISS thread (``threads`` shards at once): the layout and arithmetic
+    of the Ray executor, where a task fills each shard, so mining gives the same bytes
+    whichever executor and however many cores run it (see :func:`search_stable`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = trained if trained is not None else train_index(shards, n_total, d, cfg, progress)
+    parts: list[KeyIndex] = []
+    offsets: list[int] = []
+    threads = threads or _cores()
+
+    def fill(a: np.ndarray) -> KeyIndex:
+        idx = base.copy()
+        with one_faiss_thread():
+            idx.add(a)
+        if progress is not None:
+            progress.update(len(a))
+        return idx
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="bimine-index") as pool:
+        pending: list = []
+        for start, a in shards():
+            offsets.append(start)
+            pending.append(pool.submit(fill, a))
+            if len(pending) >= threads:  # at most `threads` shards of vectors in memory
+                parts.append(pending.pop(0).result())
+        parts += [f.result() for f in pending]
+    if not parts:  # no keys: an empty index answers "no neighbour"
+        parts, offsets = [base.copy()], [0]
+    return ShardedIndex(parts, offsets)
 
 
 def train_shared(sides: list[tuple[Callable[[], Iterable[tuple[int, np.ndarray]]], int]], d: int,
@@ -239,20 +282,96 @@ def train_shared(sides: list[tuple[Callable[[], Iterable[tuple[int, np.ndarray]]
     return idx
 
 
-def knn_search(index: KeyIndex, queries: Iterable[tuple[int, np.ndarray]], n_queries: int, k: int,
-               batch_size: int = 65536, progress=None) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` (scores, ids) for every query row, reading queries shard by shard."""
+SEARCH_CHUNK = 8192  # query rows searched by one thread at a time (see knn_search)
+
+
+@contextmanager
+def one_faiss_thread():
+    """FAISS (and its BLAS) on one thread in the calling thread, as before afterwards."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+class ShardedIndex:
+    """Key shards, each in its own index (copies of one trained index), searched together:
+    a query's top-k is the exact merge of every shard's top-k (:func:`merge_topk`)."""
+
+    def __init__(self, parts: list[KeyIndex], offsets: list[int]) -> None:
+        self.parts, self.offsets = parts, offsets
+
+    @property
+    def ntotal(self) -> int:
+        return sum(p.ntotal for p in self.parts)
+
+    @property
+    def factory(self) -> str:
+        return self.parts[0].factory if self.parts else "Flat"
+
+    @property
+    def nprobe(self) -> int:
+        return self.parts[0].nprobe if self.parts else 0
+
+    def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return search_shards(self.parts, self.offsets, q, k)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def search_stable(index: KeyIndex | ShardedIndex, q: np.ndarray, k: int, *, threads: int | None = None,
+                  progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` of the rows of ``q`` in chunks of :data:`SEARCH_CHUNK` rows, each chunk searched
+    on one thread (``threads`` chunks at once; default one per core).
+
+    FAISS's scores depend at the last bit on the shape of its BLAS products and on how they
+    are split between threads (measured: 3,074 of 20,000 queries got other float32 scores with
+    1 and 2 threads), so a search run on another machine, another core count or in a Ray task
+    would rank near-ties differently. Fixed chunks on one thread each give the same bytes
+    everywhere (the same CPU kind assumed), as fast as FAISS's own threads (measured equal on
+    2 cores)."""
+    threads = threads or _cores()
+    chunks = [(i, min(i + SEARCH_CHUNK, len(q))) for i in range(0, len(q), SEARCH_CHUNK)]
+
+    def one(c: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        with one_faiss_thread():
+            out = index.search(q[c[0] : c[1]], k)
+        if progress is not None:
+            progress.update(c[1] - c[0])
+        return out
+
+    if threads == 1 or len(chunks) <= 1:
+        res = [one(c) for c in chunks]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(threads, len(chunks)), thread_name_prefix="bimine-knn") as pool:
+            res = list(pool.map(one, chunks))
+    if not res:
+        return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
+    return np.concatenate([r[0] for r in res]), np.concatenate([r[1] for r in res])
+
+
+def knn_search(index: KeyIndex | ShardedIndex, queries: Iterable[tuple[int, np.ndarray]], n_queries: int, k: int,
+               progress=None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` (scores, ids) for every query row, reading queries shard by shard, each
+    shard searched with :func:`search_stable` (the same bytes for any number of threads)."""
     k = min(k, index.ntotal)
     sims = np.empty((n_queries, k), dtype=np.float32)
     ids = np.empty((n_queries, k), dtype=np.int64)
     for start, a in queries:
-        for i in range(0, len(a), batch_size):
-            q = a[i : i + batch_size]
-            s, j = index.search(q, k)
-            sims[start + i : start + i + len(q)] = s
-            ids[start + i : start + i + len(q)] = j
-            if progress is not None:
-                progress.update(len(q))
+        s, j = search_stable(index, a, k, threads=threads, progress=progress)
+        sims[start : start + len(a)] = s
+        ids[start : start + len(a)] = j
     return sims, ids
 
 
@@ -301,16 +420,17 @@ def sharded_knn(trained: KeyIndex, key_shards: list[np.ndarray], queries: list[n
                 ) -> tuple[np.ndarray, np.ndarray]:
     """kNN as it runs across machines (stopes' layout), here in one process: every key shard
     gets its own copy of the ``trained`` (empty) index, every query shard is searched against
-    every key shard, and the per-shard lists are merged exactly (:func:`search_shards`). The
-    reference for :func:`bimine.distributed.ray_executor.sharded_knn`; equals one index over
-    all keys searched with the same quantiser, up to the order of tied scores, for indexes
-    without a ``Refine`` stage (a sharded Refine re-ranks more candidates than one index)."""
-    indexes = []
-    for a in key_shards:
-        idx = trained.copy()
-        idx.add(a)
-        indexes.append(idx)
-    offsets = shard_offsets(key_shards)
-    k = min(k, int(sum(len(a) for a in key_shards)))
-    out = [search_shards(indexes, offsets, q, k) for q in queries]
-    return np.concatenate([s for s, _ in out]), np.concatenate([i for _, i in out])
+    every key shard, and the per-shard lists are merged exactly. The same arrays as
+    :func:`bimine.distributed.ray_executor.sharded_knn`; equals one index over all keys
+    searched with the same quantiser, up to the order of tied scores, for indexes without a
+    ``Refine`` stage (a sharded Refine re-ranks more candidates than one index)."""
+    index = build_sharded_index(array_shards_list(key_shards), sum(len(a) for a in key_shards),
+                                trained.d, trained.cfg, trained=trained)
+    return knn_search(index, array_shards_list(queries)(), sum(len(q) for q in queries), k)
+
+
+def array_shards_list(arrays: list[np.ndarray]) -> Callable[[], Iterator[tuple[int, np.ndarray]]]:
+    """Given arrays as consecutive shards, in the form ``build_index``/``knn_search`` take."""
+    def gen() -> Iterator[tuple[int, np.ndarray]]:
+        yield from zip(shard_offsets(arrays), arrays)
+    return gen

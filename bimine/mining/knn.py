@@ -5,17 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def knn_exact(
-    queries: np.ndarray, keys: np.ndarray, k: int, *, batch_size: int = 16384
-) -> tuple[np.ndarray, np.ndarray]:
+def knn_exact(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` by inner product: ``(scores, indices)``, each ``(len(queries), k)``.
 
-    A "Flat" (exact inner product) :class:`KeyIndex`; queries are searched in batches so the score buffer stays
-    at ``batch_size * k`` entries. ``k`` is clipped to ``len(keys)``.
+    A "Flat" (exact inner product) :class:`KeyIndex`, searched in fixed chunks of queries
+    (:func:`~bimine.index.faiss_index.search_stable`). ``k`` is clipped to ``len(keys)``.
     """
     from bimine.index.faiss_index import IndexConfig, KeyIndex, knn_search
 
     k = min(k, len(keys))
     index = KeyIndex(keys.shape[1], len(keys), IndexConfig(factory="Flat"))
     index.add(keys)
-    return knn_search(index, iter([(0, queries)]), len(queries), k, batch_size=batch_size)
+    return knn_search(index, iter([(0, queries)]), len(queries), k)

@@ -18,6 +18,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,18 +29,19 @@ from bimine.errors import ConfigError, InputError
 from bimine.index.faiss_index import (
     IndexConfig,
     KeyIndex,
-    build_index,
+    build_sharded_index,
     effective_nprobe,
     knn_search,
     nlist_of,
     resolve_factory,
+    train_index,
     train_shared,
 )
 from bimine.langs import normalize_lang
 from bimine.mining.margin import SCORES, score_candidates
 from bimine.mining.select import STRATEGIES, select_pairs
 from bimine.outputs import check_output_dir, check_output_file
-from bimine.store.store import EmbeddingStore, build_store
+from bimine.store.store import ArrayRows, EmbeddingStore, build_store
 from bimine.text.io import read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,19 @@ class Side:
     shards: Callable[[], Iterator[tuple[int, np.ndarray]]]
     valid: np.ndarray  # sorted row indices that are not blank
     fingerprint: str = ""  # identifies the embeddings (cache keys); "" = not cacheable
+    sources: list = field(default_factory=list)  # (first row, rows, reader) per shard: see valid_parts
+
+    def valid_parts(self) -> list[tuple[int, Callable[[], np.ndarray]]]:
+        """``(start in valid-row order, reader)`` per shard with valid rows, where ``reader()``
+        returns what :meth:`valid_shards` yields for that shard; readers are picklable, for
+        Ray tasks that read their shard where they run."""
+        out, pos = [], 0
+        for start, n, read in self.sources:
+            sel = self.valid[(self.valid >= start) & (self.valid < start + n)] - start
+            if len(sel):
+                out.append((pos, partial(read, sel if len(sel) < n else None)))
+                pos += len(sel)
+        return out
 
     def valid_shards(self) -> Iterator[tuple[int, np.ndarray]]:
         """Yield (start in valid-row order, valid rows of the shard)."""
@@ -104,7 +119,10 @@ class Side:
 def side_from_store(store: EmbeddingStore) -> Side:
     blank = store.blank_lines()
     valid = np.setdiff1d(np.arange(store.rows, dtype=np.int64), blank, assume_unique=True)
-    return Side(store.rows, store.dim, store.iter_shards, valid, store_fingerprint(store))
+    files = store.shard_files()
+    starts = np.cumsum([0] + [f.rows for f in files])[:-1].tolist()
+    return Side(store.rows, store.dim, store.iter_shards, valid, store_fingerprint(store),
+                [(s, f.rows, f) for s, f in zip(starts, files)])
 
 
 def side_from_array(x: np.ndarray, valid: np.ndarray | None = None) -> Side:
@@ -115,7 +133,7 @@ def side_from_array(x: np.ndarray, valid: np.ndarray | None = None) -> Side:
     h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
     h.update(str(x.shape).encode())
     h.update(valid.tobytes())
-    return Side(len(x), x.shape[1], gen, valid, "array:" + h.hexdigest())
+    return Side(len(x), x.shape[1], gen, valid, "array:" + h.hexdigest(), [(0, len(x), ArrayRows(x))])
 
 
 def store_fingerprint(store: EmbeddingStore) -> str:
@@ -142,6 +160,7 @@ class MineReport:
     index: str = ""
     k: int = 0
     reused: list = field(default_factory=list)  # steps whose results came from the work dir
+    ray: dict = field(default_factory=dict)  # kNN tasks on Ray and the bytes they moved (ray_executor.knn_parts)
     seconds: dict = field(default_factory=dict)
     peak_rss_mb: float = 0.0
 
@@ -158,14 +177,27 @@ class MineReport:
         ]
         if self.reused:
             lines.insert(1, f"reused from the work dir: {', '.join(self.reused)}")
+        if self.ray:
+            r = self.ray
+            lines.insert(-1, f"ray kNN (both directions): {r['fill_tasks']} index and {r['search_tasks']} search tasks; "
+                             f"key indexes {_size(r['index_bytes'])}, read {r['index_reads']} times "
+                             f"({_size(r['index_bytes_read'])}); neighbour lists {_size(r['list_bytes'])}")
         return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    """Bytes for people: 950 B, 34.6 kB, 1.1 MB, 2.3 GB."""
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{n} B"
 
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-KNN_FORMAT = "bimine-knn/2"
+KNN_FORMAT = "bimine-knn/3"  # 3: one index per key shard, fixed-size query chunks on one thread
 
 
 def knn_cache_meta(name: str, q: Side, keys: Side, cfg: MineConfig) -> dict | None:
@@ -202,8 +234,14 @@ def _load_knn(f: Path, meta: dict, k: int, n_queries: int) -> tuple[np.ndarray, 
 
 
 def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
-                  need_backward: bool = True, report: MineReport | None = None):
+                  need_backward: bool = True, report: MineReport | None = None, executor: str = "local",
+                  ray_address: str | None = None):
     """kNN of valid x rows among valid y rows and back; ids are positions in valid-row order.
+
+    Each key shard has its own index (copies of one training) and the lists are merged
+    exactly, in this process (``executor="local"``) or by Ray tasks (``"ray"``: a task fills
+    each key shard, a task searches each query shard), with the same arithmetic: both give
+    the same bytes.
 
     With ``cache`` (a work dir), each direction's lists are kept in a file keyed by
     :func:`knn_cache_meta` and reused only when that matches exactly.
@@ -233,13 +271,26 @@ def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, 
                 report.reused.append(f"kNN {name} ({files[name].name})")
             continue
         t = time.time()
-        with bar(total=len(keys.valid), unit=" vec", desc=f"index {name}", enabled=progress) as b:
-            index = build_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=b,
-                                trained=shared)
-        t_index = time.time() - t
-        t = time.time()
-        with bar(total=len(q.valid), unit=" q", desc=f"kNN {name}", enabled=progress) as b:
-            sims, ids = knn_search(index, q.valid_shards(), len(q.valid), cfg.k, progress=b)
+        if executor == "ray":
+            from bimine.distributed import ray_executor
+
+            base = shared if shared is not None else train_index(keys.valid_shards, len(keys.valid), keys.dim,
+                                                                  cfg.index)
+            t_index = time.time() - t
+            t = time.time()
+            with bar(total=len(q.valid), unit=" q", desc=f"index+kNN {name} (ray)", enabled=progress) as b:
+                sims, ids = ray_executor.knn_parts(base, keys.valid_parts(), q.valid_parts(), len(q.valid), cfg.k,
+                                                   address=ray_address, progress=b,
+                                                   stats=report.ray if report is not None else None)
+            index = base
+        else:
+            with bar(total=len(keys.valid), unit=" vec", desc=f"index {name}", enabled=progress) as b:
+                index = build_sharded_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=b,
+                                            trained=shared)
+            t_index = time.time() - t
+            t = time.time()
+            with bar(total=len(q.valid), unit=" q", desc=f"kNN {name}", enabled=progress) as b:
+                sims, ids = knn_search(index, q.valid_shards(), len(q.valid), cfg.k, progress=b)
         if report is not None:
             report.index = index.factory + (f" (nprobe {index.nprobe})" if index.nprobe else "")
             report.seconds[f"index {name}"] = t_index
@@ -265,7 +316,8 @@ def _digest(obj) -> str:
 
 
 def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
-               report: MineReport | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               report: MineReport | None = None, executor: str = "local",
+               ray_address: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scores and row indices (into the full sides) of the selected pairs, best first, >= threshold."""
     if len(x.valid) == 0 or len(y.valid) == 0:
         return np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -278,7 +330,7 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
         report.k = k
     need_bwd = not (cfg.strategy == "forward" and cfg.score in ("eq10", "absolute"))
     sxy, ixy, syx, iyx = knn_both_ways(x, y, cfg, progress=progress, cache=cache, need_backward=need_bwd,
-                                       report=report)
+                                       report=report, executor=executor, ray_address=ray_address)
     t = time.time()
     fwd, bwd = score_candidates(cfg.score, k, sxy, ixy, syx, iyx)
     s, i, j = select_pairs(fwd, ixy, bwd, iyx, cfg.strategy)
@@ -407,7 +459,8 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
                cfg: MineConfig = MineConfig(), src_store: str | None = None, tgt_store: str | None = None,
                work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
                errors: str = "strict", progress: bool = True, workers: int = 1,
-               shard_size: int = 1_000_000, calibration=None) -> MineReport:
+               shard_size: int = 1_000_000, calibration=None, executor: str = "local",
+               ray_address: str | None = None) -> MineReport:
     """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report.
 
     Everything that can be checked is checked before any embedding or search: the inputs
@@ -417,12 +470,20 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
     was computed from (input checksums, model, language, index settings), so a rerun reuses
     exactly what still applies and a work dir reused for other inputs recomputes.
     ``calibration`` (a :class:`bimine.encoders.calibration.Calibration` of ``encoder``) adds
-    each pair's calibrated confidence as the last column.
+    each pair's calibrated confidence as the last column. ``executor="ray"`` embeds the
+    shards and runs the kNN searches as Ray tasks (cluster at ``ray_address``): the same
+    output bytes as the local executor.
     """
     from bimine.store.store import file_checksum
 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"unknown executor {executor!r}: choose local or ray")
+    if executor == "ray":
+        from bimine.distributed.ray_executor import require_ray
+
+        require_ray()
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -471,7 +532,8 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
             t = time.time()
             stores[name], _ = build_store(path, folder, encoder, lang, errors=errors, progress=progress,
                                           workers=workers, shard_size=shard_size, input_sha256=sums[path],
-                                          total_lines=scans[path].lines)
+                                          total_lines=scans[path].lines, executor=executor,
+                                          ray_address=ray_address)
             if complete:
                 report.reused.append(f"{name} embeddings ({folder.name})")
             else:
@@ -483,7 +545,8 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
             if len(side.valid) == 0:
                 what = "is empty" if side.n_rows == 0 else f"has only blank lines ({side.n_rows})"
                 log.warning(f"{path} {what}: nothing to mine, no pairs will be written")
-        s, i, j = mine_sides(x, y, cfg, progress=progress, cache=work if work_dir else None, report=report)
+        s, i, j = mine_sides(x, y, cfg, progress=progress, cache=work if work_dir else None, report=report,
+                             executor=executor, ray_address=ray_address)
         t = time.time()
         src_text = fetch_lines(src, i, errors=errors)
         tgt_text = fetch_lines(tgt, j, errors=errors)

@@ -79,6 +79,32 @@ def _atomic_json(path: Path, obj: dict) -> None:
     os.replace(tmp, path)
 
 
+@dataclass(frozen=True)
+class ShardFile:
+    """One shard of a store: ``ShardFile(...)()`` reads it as float32 (``rows``: only those rows,
+    0-based in the shard), after checking its shape against the manifest's."""
+
+    file: str
+    rows: int
+    dim: int
+
+    def __call__(self, rows: np.ndarray | None = None) -> np.ndarray:
+        a = np.load(self.file, mmap_mode="r")
+        if a.shape != (self.rows, self.dim):
+            raise InputError(f"{self.file}: shape {a.shape}, manifest says ({self.rows}, {self.dim})")
+        return np.asarray(a if rows is None else a[rows], dtype=np.float32)
+
+
+class ArrayRows:
+    """An in-memory stand-in for :class:`ShardFile`: ``ArrayRows(a)(rows)`` is ``a[rows]``."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __call__(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(self.a if rows is None else self.a[rows], dtype=np.float32)
+
+
 @dataclass
 class EmbeddingStore:
     """A complete store, opened for reading."""
@@ -122,15 +148,16 @@ class EmbeddingStore:
                 "embed the input again with this model, or mine with --model matching the store"
             )
 
+    def shard_files(self) -> list[ShardFile]:
+        """One picklable reader per shard, in row order (a Ray task reads its shard itself)."""
+        return [ShardFile(str(self.path / s["file"]), int(s["rows"]), self.dim) for s in self.manifest["shards"]]
+
     def iter_shards(self) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(first_row, float32 array)`` shard by shard (one shard in memory)."""
         start = 0
-        for s in self.manifest["shards"]:
-            a = np.load(self.path / s["file"], mmap_mode="r")
-            if a.shape != (s["rows"], self.dim):
-                raise InputError(f"{self.path / s['file']}: shape {a.shape}, manifest says ({s['rows']}, {self.dim})")
-            yield start, np.asarray(a, dtype=np.float32)
-            start += s["rows"]
+        for f in self.shard_files():
+            yield start, f()
+            start += f.rows
 
     def blank_lines(self) -> np.ndarray:
         """0-based indices of the input lines that are empty or whitespace only."""
