@@ -154,6 +154,24 @@ def test_ray_sharded_knn_equals_the_local_one(cluster, factory):
     assert np.array_equal(s1, s2) and np.array_equal(i1, i2)
 
 
+def test_ray_knn_with_one_key_shard_orders_tied_duplicates_as_locally(cluster):
+    """Duplicate lines give tied scores; FAISS returns ties in its own order (larger ids first
+    for Flat), the local search orders them by id: a Ray search over a single key shard must
+    too, or a corpus with repeated lines mines other pairs on Ray."""
+    from bimine.distributed.ray_executor import sharded_knn as ray_knn
+    from bimine.index.faiss_index import IndexConfig, KeyIndex, sharded_knn
+
+    rng = np.random.default_rng(6)
+    base = rng.standard_normal((200, 32)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    keys = np.concatenate([base, base[::-1], base])  # every key three times
+    trained = KeyIndex(32, len(keys), IndexConfig(factory="Flat"))
+    s1, i1 = sharded_knn(trained, [keys], [base[:50]], 4)
+    s2, i2 = ray_knn(trained, [keys], [base[:50]], 4)
+    assert (i1[:, :3] == np.sort(i1[:, :3], axis=1)).all()  # the three tied copies, by id
+    assert np.array_equal(s1, s2) and np.array_equal(i1, i2)
+
+
 @pytest.fixture(scope="module")
 def parallel_files(tmp_path_factory):
     """The shipped en-fr pairs as two files, the French side shuffled, a blank line on each side."""

@@ -110,17 +110,17 @@ def _search_query_part(part, k: int, offsets: list[int], cfg, factory: str, n_to
     from bimine.index.faiss_index import KeyIndex, merge_topk, search_stable
 
     q = part()
-    sims = ids = None
+    merged: list = []  # the lists so far, ids global (offset 0); ordered as merge_topk orders them
     for ref, off in zip(shard_refs, offsets):
         idx = KeyIndex.from_bytes(ray.get(ref), cfg, factory, n_total)
         s, i = search_stable(idx, q, k, threads=threads)
         del idx
-        sims, ids = (s, np.where(i >= 0, i + off, -1)) if sims is None else merge_topk([(sims, ids, 0), (s, i, off)], k)
-    return sims, ids
+        merged = [(*merge_topk([*merged, (s, i, off)], k), 0)]
+    return merged[0][:2]
 
 
-def knn_parts(trained, key_parts: list[tuple[int, object]], query_parts: list[tuple[int, object]], n_queries: int,
-              k: int, *, address: str | None = None, max_retries: int = 3, cpus_per_task: int = 1,
+def knn_parts(trained, key_parts: list[tuple[int, object]], query_parts: list[tuple[int, object]], n_keys: int,
+              n_queries: int, k: int, *, address: str | None = None, max_retries: int = 3, cpus_per_task: int = 1,
               progress=None, stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """kNN of every query row among the keys on Ray, as stopes lays it out: a task fills each
     key part's index (a copy of the ``trained`` empty one: one quantiser for all parts), a
@@ -143,7 +143,7 @@ def knn_parts(trained, key_parts: list[tuple[int, object]], query_parts: list[tu
     else:
         refs, sizes = zip(*[fill.remote(base, *args, part) for _, part in key_parts])
         refs, offsets = list(refs), [start for start, _ in key_parts]
-    k = min(k, max(1, trained.n_total))
+    k = min(k, max(1, n_keys))  # as knn_search clips k to the keys indexed
     sims = np.empty((n_queries, k), dtype=np.float32)
     ids = np.empty((n_queries, k), dtype=np.int64)
     tasks = {search.remote(part, k, offsets, *args, refs, cpus_per_task): start for start, part in query_parts}
@@ -172,5 +172,5 @@ def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray]
     from bimine.store.store import ArrayRows
 
     return knn_parts(trained, list(zip(shard_offsets(key_shards), map(ArrayRows, key_shards))),
-                     list(zip(shard_offsets(queries), map(ArrayRows, queries))), sum(len(q) for q in queries), k,
-                     address=address, max_retries=max_retries)
+                     list(zip(shard_offsets(queries), map(ArrayRows, queries))), sum(len(a) for a in key_shards),
+                     sum(len(q) for q in queries), k, address=address, max_retries=max_retries)

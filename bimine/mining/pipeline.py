@@ -279,8 +279,8 @@ def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, 
             t_index = time.time() - t
             t = time.time()
             with bar(total=len(q.valid), unit=" q", desc=f"index+kNN {name} (ray)", enabled=progress) as b:
-                sims, ids = ray_executor.knn_parts(base, keys.valid_parts(), q.valid_parts(), len(q.valid), cfg.k,
-                                                   address=ray_address, progress=b,
+                sims, ids = ray_executor.knn_parts(base, keys.valid_parts(), q.valid_parts(), len(keys.valid),
+                                                   len(q.valid), cfg.k, address=ray_address, progress=b,
                                                    stats=report.ray if report is not None else None)
             index = base
         else:
