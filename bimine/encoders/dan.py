@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.cores import usable_cores
 from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
@@ -217,13 +218,6 @@ def _forward(h: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]], fused: 
 
 
 SLICE_ROWS = 512  # rows encoded by one thread at a time (see DANEncoder.encode)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class _OpenBLAS:
@@ -432,7 +426,7 @@ class DANEncoder:
         import multiprocessing
 
         # a pool worker (daemonic: ``bimine embed --workers N``) shares the cores with its siblings
-        return 1 if multiprocessing.current_process().daemon else _cores()
+        return 1 if multiprocessing.current_process().daemon else usable_cores()
 
     def _pool(self, threads: int):
         from concurrent.futures import ThreadPoolExecutor

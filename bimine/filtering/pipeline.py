@@ -31,6 +31,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.filtering.base import PairFilter
 
@@ -324,11 +325,7 @@ def auto_workers(cap: int = 4) -> int:
     """``--workers auto``: the cores this process may use, at most ``cap``. On 2 cores, 2
     workers took the default rules of 1M pairs from 23.0 to 16.1 s (docs/benchmarks.md,
     "Filtering: speed")."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, cap))
+    return max(1, min(usable_cores(), cap))
 
 
 def check_filters(filters: list[PairFilter]) -> None:

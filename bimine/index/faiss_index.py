@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bimine.cores import usable_cores
 from bimine.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ def build_sharded_index(shards: Callable[[], Iterable[tuple[int, np.ndarray]]], 
     base = trained if trained is not None else train_index(shards, n_total, d, cfg, progress)
     parts: list[KeyIndex] = []
     offsets: list[int] = []
-    threads = threads or _cores()
+    threads = threads or usable_cores()
 
     def fill(a: np.ndarray) -> KeyIndex:
         idx = base.copy()
@@ -311,21 +311,14 @@ class ShardedIndex:
 
     @property
     def factory(self) -> str:
-        return self.parts[0].factory if self.parts else "Flat"
+        return self.parts[0].factory  # every part is a copy of one index (at least one part)
 
     @property
     def nprobe(self) -> int:
-        return self.parts[0].nprobe if self.parts else 0
+        return self.parts[0].nprobe
 
     def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return search_shards(self.parts, self.offsets, q, k)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def search_stable(index: KeyIndex | ShardedIndex, q: np.ndarray, k: int, *, threads: int | None = None,
@@ -339,7 +332,7 @@ def search_stable(index: KeyIndex | ShardedIndex, q: np.ndarray, k: int, *, thre
     would rank near-ties differently. Fixed chunks on one thread each give the same bytes
     everywhere (the same CPU kind assumed), as fast as FAISS's own threads (measured equal on
     2 cores)."""
-    threads = threads or _cores()
+    threads = threads or usable_cores()
     chunks = [(i, min(i + SEARCH_CHUNK, len(q))) for i in range(0, len(q), SEARCH_CHUNK)]
 
     def one(c: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -89,10 +89,9 @@ class Side:
 
     n_rows: int
     dim: int
-    shards: Callable[[], Iterator[tuple[int, np.ndarray]]]
+    sources: list  # (first row, rows, reader) per shard, reader(rows) -> float32: see valid_parts
     valid: np.ndarray  # sorted row indices that are not blank
     fingerprint: str = ""  # identifies the embeddings (cache keys); "" = not cacheable
-    sources: list = field(default_factory=list)  # (first row, rows, reader) per shard: see valid_parts
 
     def valid_parts(self) -> list[tuple[int, Callable[[], np.ndarray]]]:
         """``(start in valid-row order, reader)`` per shard with valid rows, where ``reader()``
@@ -107,13 +106,9 @@ class Side:
         return out
 
     def valid_shards(self) -> Iterator[tuple[int, np.ndarray]]:
-        """Yield (start in valid-row order, valid rows of the shard)."""
-        pos = 0
-        for start, a in self.shards():
-            sel = self.valid[(self.valid >= start) & (self.valid < start + len(a))] - start
-            if len(sel):
-                yield pos, a[sel] if len(sel) < len(a) else a
-                pos += len(sel)
+        """Yield (start in valid-row order, valid rows of the shard), one shard in memory."""
+        for pos, read in self.valid_parts():
+            yield pos, read()
 
 
 def side_from_store(store: EmbeddingStore) -> Side:
@@ -121,19 +116,16 @@ def side_from_store(store: EmbeddingStore) -> Side:
     valid = np.setdiff1d(np.arange(store.rows, dtype=np.int64), blank, assume_unique=True)
     files = store.shard_files()
     starts = np.cumsum([0] + [f.rows for f in files])[:-1].tolist()
-    return Side(store.rows, store.dim, store.iter_shards, valid, store_fingerprint(store),
-                [(s, f.rows, f) for s, f in zip(starts, files)])
+    return Side(store.rows, store.dim, [(s, f.rows, f) for s, f in zip(starts, files)], valid,
+                store_fingerprint(store))
 
 
 def side_from_array(x: np.ndarray, valid: np.ndarray | None = None) -> Side:
-    def gen():
-        yield 0, x
-
     valid = np.arange(len(x), dtype=np.int64) if valid is None else np.asarray(valid, dtype=np.int64)
     h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
     h.update(str(x.shape).encode())
     h.update(valid.tobytes())
-    return Side(len(x), x.shape[1], gen, valid, "array:" + h.hexdigest(), [(0, len(x), ArrayRows(x))])
+    return Side(len(x), x.shape[1], [(0, len(x), ArrayRows(x))], valid, "array:" + h.hexdigest())
 
 
 def store_fingerprint(store: EmbeddingStore) -> str:
