@@ -172,6 +172,30 @@ def test_ray_knn_with_one_key_shard_orders_tied_duplicates_as_locally(cluster):
     assert np.array_equal(s1, s2) and np.array_equal(i1, i2)
 
 
+def test_ray_search_in_pieces_of_a_query_shard_gives_the_local_bytes(cluster):
+    """Search tasks finer than a query shard (whole search chunks of it, as the mine command
+    cuts them to balance the CPUs) give the arrays of the local search over whole shards."""
+    from bimine.distributed.ray_executor import knn_parts
+    from bimine.index.faiss_index import SEARCH_CHUNK, IndexConfig, KeyIndex, knn_search
+    from bimine.mining.pipeline import side_from_array
+    from bimine.store.store import ArrayRows
+
+    rng = np.random.default_rng(7)
+    keys = rng.standard_normal((1500, 16)).astype(np.float32)
+    queries = rng.standard_normal((2 * SEARCH_CHUNK + 3000, 16)).astype(np.float32)
+    side = side_from_array(queries, np.setdiff1d(np.arange(len(queries)), [5, SEARCH_CHUNK + 9]))
+    trained = KeyIndex(16, len(keys), IndexConfig(factory="Flat"))
+    local = trained.copy()
+    local.add(keys)
+    s1, i1 = knn_search(local, side.valid_shards(), len(side.valid), 4)
+    pieces = side.valid_parts(SEARCH_CHUNK)
+    assert len(pieces) == 3
+    stats: dict = {}
+    s2, i2 = knn_parts(trained, [(0, ArrayRows(keys))], pieces, len(keys), len(side.valid), 4, stats=stats)
+    assert stats["search_tasks"] == 3
+    assert np.array_equal(s1, s2) and np.array_equal(i1, i2)
+
+
 @pytest.fixture(scope="module")
 def parallel_files(tmp_path_factory):
     """The shipped en-fr pairs as two files, the French side shuffled, a blank line on each side."""

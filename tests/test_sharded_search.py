@@ -99,3 +99,26 @@ def test_mining_search_gives_the_same_bytes_with_any_number_of_threads(monkeypat
         got[t] = fi.knn_search(index, fi.array_shards(queries, 2000)(), len(queries), 4, threads=t)
     for t in (2, 3):
         assert got[t][0].tobytes() == got[1][0].tobytes() and np.array_equal(got[t][1], got[1][1])
+
+
+def test_valid_parts_in_pieces_cover_the_valid_rows_in_order():
+    """Pieces of the shards' valid rows (search tasks finer than a shard): every valid row once,
+    in order, no piece across a shard boundary, each piece at most ``piece_rows``."""
+    from bimine.mining.pipeline import Side
+    from bimine.store.store import ArrayRows
+
+    x = np.arange(50, dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
+    valid = np.setdiff1d(np.arange(50), [0, 7, 8, 31, 49])
+    side = Side(50, 3, [(0, 20, ArrayRows(x[:20])), (20, 30, ArrayRows(x[20:]))], valid)
+    whole = np.concatenate([a for _, a in side.valid_shards()])
+    for piece_rows in (1, 4, 7, 25, 100):
+        parts = side.valid_parts(piece_rows)
+        got = [(pos, read()) for pos, read in parts]
+        assert all(len(a) <= piece_rows for _, a in got)
+        assert [pos for pos, _ in got] == np.cumsum([0] + [len(a) for _, a in got])[:-1].tolist()
+        assert np.array_equal(np.concatenate([a for _, a in got]), whole)
+        assert np.array_equal(whole[:, 0], valid.astype(np.float32))
+        # no piece holds rows of both shards
+        assert all((a[:, 0] < 20).all() or (a[:, 0] >= 20).all() for _, a in got)
+    with pytest.raises(ValueError):
+        side.valid_parts(0)

@@ -93,16 +93,26 @@ class Side:
     valid: np.ndarray  # sorted row indices that are not blank
     fingerprint: str = ""  # identifies the embeddings (cache keys); "" = not cacheable
 
-    def valid_parts(self) -> list[tuple[int, Callable[[], np.ndarray]]]:
+    def valid_parts(self, piece_rows: int | None = None) -> list[tuple[int, Callable[[], np.ndarray]]]:
         """``(start in valid-row order, reader)`` per shard with valid rows, where ``reader()``
         returns what :meth:`valid_shards` yields for that shard; readers are picklable, for
-        Ray tasks that read their shard where they run."""
+        Ray tasks that read their shard where they run.
+
+        ``piece_rows`` cuts each shard's valid rows further into pieces of that many rows (the
+        last piece of a shard shorter): with a multiple of the search chunk
+        (:data:`~bimine.index.faiss_index.SEARCH_CHUNK`) the pieces' chunks are the shard's,
+        so searching the pieces gives the bytes of searching the shard."""
+        if piece_rows is not None and piece_rows < 1:
+            raise ValueError(f"piece_rows must be >= 1, got {piece_rows}")
         out, pos = [], 0
         for start, n, read in self.sources:
             sel = self.valid[(self.valid >= start) & (self.valid < start + n)] - start
-            if len(sel):
-                out.append((pos, partial(read, sel if len(sel) < n else None)))
-                pos += len(sel)
+            step = piece_rows or max(1, len(sel))
+            for a in range(0, len(sel), step):
+                rows = sel[a : a + step]
+                whole = a == 0 and len(rows) == n
+                out.append((pos, partial(read, None if whole else rows)))
+                pos += len(rows)
         return out
 
     def valid_shards(self) -> Iterator[tuple[int, np.ndarray]]:
@@ -270,8 +280,9 @@ def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, 
                                                                   cfg.index)
             t_index = time.time() - t
             t = time.time()
+            pieces = q.valid_parts(ray_executor.search_piece_rows(len(q.valid), ray_address))
             with bar(total=len(q.valid), unit=" q", desc=f"index+kNN {name} (ray)", enabled=progress) as b:
-                sims, ids = ray_executor.knn_parts(base, keys.valid_parts(), q.valid_parts(), len(keys.valid),
+                sims, ids = ray_executor.knn_parts(base, keys.valid_parts(), pieces, len(keys.valid),
                                                    len(q.valid), cfg.k, address=ray_address, progress=b,
                                                    stats=report.ray if report is not None else None)
             index = base
