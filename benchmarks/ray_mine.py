@@ -96,7 +96,7 @@ def run(executor: str, fa: str, fb: str, out: str, shard_size: int) -> dict:
            "steps": re.search(r"time: (.*); peak", err).group(1),
            "index": re.search(r"index: ([^;]*);", err).group(1),
            "pairs": int(re.search(r"(\d+) pairs written", err).group(1)), "sha256": digest}
-    m = re.search(r"ray kNN: (.*)", err)
+    m = re.search(r"ray kNN \(both directions\): (.*)", err)
     if m:
         res["ray_knn"] = m.group(1)
     return res
