@@ -81,7 +81,9 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
          no_progress: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
 
-    Steps: embed both sides, index the keys, kNN both ways, score, select, filter, write.
+    SRC and TGT are files (plain, .gz, .xz, .bz2, .zst) or quoted glob patterns ('news/*.en.gz',
+    '**' for subfolders): a side's files are mined as one corpus, and --line-numbers then writes
+    FILE:LINE. Steps: embed both sides, index the keys, kNN both ways, score, select, filter, write.
     Output (tsv): score<TAB>source sentence<TAB>target sentence, best first, texts exactly as in the inputs.
     """
     from bimine.encoders import load_encoder
@@ -103,10 +105,13 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
         from bimine.encoders.calibration import Calibration
 
         cal = Calibration.for_encoder(encoder, calibration)
-    checks = [(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]
+    from bimine.mining.pipeline import expand_inputs
+
+    src_files, tgt_files = expand_inputs(src), expand_inputs(tgt)
+    checks = [(src_files[0], src_lang, "--src-lang", None), (tgt_files[0], tgt_lang, "--tgt-lang", None)]
     src_lang, tgt_lang = resolve_lang(encoder, src_lang, "--src-lang"), resolve_lang(encoder, tgt_lang, "--tgt-lang")
     with language_checks([c for c in checks if c[1] is not None]):
-        report = mine_files(src, tgt, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
+        report = mine_files(src_files, tgt_files, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
                             cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                             line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
                             workers=resolve_workers(workers), calibration=cal, shard_size=shard_size,

@@ -7,6 +7,7 @@ results) and a rerun skips what is already done, as in stopes' global mining.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import logging
@@ -142,6 +143,91 @@ def store_fingerprint(store: EmbeddingStore) -> str:
     """sha256 of the store's manifest: it names the input's checksum, the model, language,
     column and every shard, so equal fingerprints mean equal embeddings."""
     return "store:" + hashlib.sha256(json.dumps(store.manifest, sort_keys=True).encode()).hexdigest()
+
+
+def side_from_stores(stores: list[EmbeddingStore]) -> Side:
+    """One side made of several stores (one per input file), rows numbered through them in
+    order; a single store gives :func:`side_from_store`'s side (same fingerprint)."""
+    if len(stores) == 1:
+        return side_from_store(stores[0])
+    sources, valid, start = [], [], 0
+    h = hashlib.sha256()
+    for st in stores:
+        one = side_from_store(st)
+        sources += [(start + a, n, read) for a, n, read in one.sources]
+        valid.append(one.valid + start)
+        start += one.n_rows
+        h.update(one.fingerprint.encode() + b"\0")
+    return Side(start, stores[0].dim, sources, np.concatenate(valid), "stores:" + h.hexdigest())
+
+
+def expand_inputs(arg: str | os.PathLike | list) -> list[str]:
+    """One side's input files: a path, a glob pattern (``data/en/*.txt.gz``, ``**`` for
+    subfolders; its matching files in sorted order), or a list of either. A pattern that
+    matches no file, or a file listed twice, is an error."""
+    items = [arg] if isinstance(arg, (str, os.PathLike)) else list(arg)
+    out: list[str] = []
+    for a in map(os.fspath, items):
+        if a != "-" and not os.path.exists(a) and any(c in a for c in "*?["):
+            files = [g for g in sorted(glob.glob(a, recursive=True)) if os.path.isfile(g)]
+            if not files:
+                raise InputError(f"{a}: no file matches this pattern")
+            out += files
+        else:
+            out.append(a)
+    seen: set[str] = set()
+    for f in out:
+        key = os.path.realpath(f) if f != "-" else f
+        if key in seen:
+            raise InputError(f"{f}: listed twice for one side (each line would be mined twice)")
+        seen.add(key)
+    if not out:
+        raise InputError("no input file given")
+    return out
+
+
+@dataclass
+class InputSide:
+    """The files of one side and their stores: rows are numbered through the files in order."""
+
+    files: list[str]
+    stores: list[EmbeddingStore]
+
+    @property
+    def starts(self) -> np.ndarray:
+        return np.cumsum([0] + [st.rows for st in self.stores])
+
+    def _split(self, rows: np.ndarray):
+        """``(file index, store, first row, local rows, positions in rows)`` per file holding some of ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.starts
+        which = np.searchsorted(starts, rows, side="right") - 1
+        for f in np.unique(which).tolist():
+            pos = np.flatnonzero(which == f)
+            yield f, self.stores[f], int(starts[f]), rows[pos] - starts[f], pos
+
+    def texts(self, rows: np.ndarray, errors: str) -> dict[int, str]:
+        """The lines of the (global) ``rows``, one streaming pass over each file holding some."""
+        out: dict[int, str] = {}
+        for f, _, first, local, _ in self._split(rows):
+            out.update({first + r: t for r, t in fetch_lines(self.files[f], local, errors=errors).items()})
+        return out
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The embeddings of the (global) ``rows``, in their order."""
+        out = np.empty((len(rows), self.stores[0].dim), dtype=np.float32)
+        for _, st, _, local, pos in self._split(rows):
+            out[pos] = st.take(local)
+        return out
+
+    def locate(self, rows: np.ndarray) -> tuple[list[str] | None, np.ndarray]:
+        """The file of each row (None when the side is one file) and its 1-based line in that file."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(self.files) == 1:
+            return None, rows + 1
+        starts = self.starts
+        which = np.searchsorted(starts, rows, side="right") - 1
+        return [self.files[w] for w in which.tolist()], rows - starts[which] + 1
 
 
 @dataclass
@@ -382,11 +468,18 @@ def fetch_lines(path: str, rows: np.ndarray, *, column: int | None = None, error
 
 
 def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_text, line_numbers: bool,
-                confidence=None) -> None:
+                confidence=None, src_where=None, tgt_where=None) -> None:
     """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line][, confidence]),
-    JSONL or Parquet (``confidence``: one calibrated confidence per pair, or None)."""
+    JSONL or Parquet (``confidence``: one calibrated confidence per pair, or None).
+
+    ``src_where`` / ``tgt_where``: :meth:`InputSide.locate` of each pair's row (default: one
+    file, line = row + 1). A side of several files names each line's file: ``FILE:LINE`` in
+    the TSV line columns, a ``src_file`` / ``tgt_file`` field in JSONL and Parquet."""
     from bimine.outputs import atomic_path
 
+    src_files, src_lines = src_where or (None, np.asarray(src_rows, np.int64) + 1)
+    tgt_files, tgt_lines = tgt_where or (None, np.asarray(tgt_rows, np.int64) + 1)
+    src_lines, tgt_lines = np.asarray(src_lines).tolist(), np.asarray(tgt_lines).tolist()
     with atomic_path(path) as tmp:
         if fmt == "parquet":
             try:
@@ -395,25 +488,35 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
             except ImportError:
                 raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
             cols = {"score": np.asarray(scores, np.float32), "src": [src_text[a] for a in src_rows],
-                    "tgt": [tgt_text[b] for b in tgt_rows], "src_line": np.asarray(src_rows) + 1,
-                    "tgt_line": np.asarray(tgt_rows) + 1}
+                    "tgt": [tgt_text[b] for b in tgt_rows], "src_line": np.asarray(src_lines, np.int64),
+                    "tgt_line": np.asarray(tgt_lines, np.int64)}
+            if src_files is not None:
+                cols["src_file"] = src_files
+            if tgt_files is not None:
+                cols["tgt_file"] = tgt_files
             if confidence is not None:
                 cols["confidence"] = np.asarray(confidence, np.float32)
             pq.write_table(pa.table(cols), tmp)
         else:
             with open(tmp, "w", encoding="utf-8", newline="\n") as f:
                 conf = confidence if confidence is not None else [None] * len(scores)
-                for sc, a, b, c in zip(scores, src_rows, tgt_rows, conf):
+                for n, (sc, a, b, c) in enumerate(zip(scores, src_rows, tgt_rows, conf)):
                     if fmt == "jsonl":
                         rec = {"score": round(float(sc), 6), "src": src_text[a], "tgt": tgt_text[b],
-                               "src_line": a + 1, "tgt_line": b + 1}
+                               "src_line": src_lines[n], "tgt_line": tgt_lines[n]}
+                        if src_files is not None:
+                            rec["src_file"] = src_files[n]
+                        if tgt_files is not None:
+                            rec["tgt_file"] = tgt_files[n]
                         if c is not None:
                             rec["confidence"] = round(float(c), 6)
                         f.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     else:
                         row = f"{sc:.6f}\t{src_text[a]}\t{tgt_text[b]}"
                         if line_numbers:
-                            row += f"\t{a + 1}\t{b + 1}"
+                            sl = src_lines[n] if src_files is None else f"{src_files[n]}:{src_lines[n]}"
+                            tl = tgt_lines[n] if tgt_files is None else f"{tgt_files[n]}:{tgt_lines[n]}"
+                            row += f"\t{sl}\t{tl}"
                         if c is not None:
                             row += f"\t{c:.6f}"
                         f.write(row + "\n")
@@ -458,13 +561,59 @@ def _check_index(cfg: IndexConfig, src_lines: int, tgt_lines: int, dim: int) -> 
                               "or 'Flat'")
 
 
-def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: str, tgt_lang: str,
+def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang: str, sums: dict, scans: dict, *,
+                errors: str, progress: bool, workers: int, shard_size: int, executor: str,
+                ray_address: str | None) -> tuple[list[EmbeddingStore], int]:
+    """A store per file of one side, in ``work`` under a name derived from what it depends on
+    (files of equal bytes share one); returns the stores in file order and how many were
+    complete already. On Ray several files are embedded at once (their shards' tasks
+    interleave), the shards of text held by the driver bounded as for one file."""
+    folders = [work / f"{name}-{_side_fingerprint(sums[p], encoder, lang, shard_size)}.store" for p in files]
+    todo = dict(zip(folders, files))  # one build per distinct folder
+    reused = sum((f / "manifest.json").exists() for f in folders)
+    at_once = cpus = 1
+    if executor == "ray" and len(todo) > 1:
+        from bimine.distributed.ray_executor import init
+
+        cpus = max(1, int(init(ray_address).cluster_resources().get("CPU", 1)))
+        at_once = min(len(todo), cpus)
+
+    def one(item: tuple[Path, str]) -> EmbeddingStore:
+        folder, path = item
+        st, _ = build_store(path, folder, encoder, lang, errors=errors, progress=progress and at_once == 1,
+                            workers=workers, shard_size=shard_size, input_sha256=sums[path],
+                            total_lines=scans[path].lines, executor=executor, ray_address=ray_address,
+                            in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
+        return st
+
+    if at_once == 1:
+        built = dict(zip(todo, map(one, todo.items())))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from bimine.progress import bar
+
+        built = {}
+        total = sum(scans[p].lines for p in todo.values())
+        with bar(total=total, unit=" lines", desc=f"embed {name} ({len(todo)} files, ray)", enabled=progress) as b, \
+                ThreadPoolExecutor(at_once, thread_name_prefix="bimine-embed") as pool:
+            for folder, st in zip(todo, pool.map(one, todo.items())):
+                built[folder] = st
+                b.update(st.rows)
+    return [built[f] for f in folders], reused
+
+
+def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encoder: Encoder, src_lang: str, tgt_lang: str,
                cfg: MineConfig = MineConfig(), src_store: str | None = None, tgt_store: str | None = None,
                work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
                errors: str = "strict", progress: bool = True, workers: int = 1,
                shard_size: int = 1_000_000, calibration=None, executor: str = "local",
                ray_address: str | None = None) -> MineReport:
     """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report.
+
+    A side is a file, a glob pattern or a list of them (:func:`expand_inputs`): its files are
+    embedded into one store each and mined as one corpus; the line columns then name the file
+    (``FILE:LINE``).
 
     Everything that can be checked is checked before any embedding or search: the inputs
     (readable, UTF-8, no NUL; for TSV output no tab inside a line, which would break the
@@ -493,25 +642,33 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
         except ImportError:
             raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
     normalize_lang(src_lang), normalize_lang(tgt_lang)  # a bad code fails before any work
-    for p in (src, tgt):
+    files = {"src": expand_inputs(src), "tgt": expand_inputs(tgt)}
+    every = list(dict.fromkeys(files["src"] + files["tgt"]))
+    for p in every:
         if p == "-":
             raise InputError("mining reads each input twice (embedding, then texts of the pairs): give files, not stdin")
-    check_output_file(output, inputs=(src, tgt, src_store, tgt_store, work_dir))
+    for name, store in (("src", src_store), ("tgt", tgt_store)):
+        if store and len(files[name]) > 1:
+            raise ConfigError(f"--{name}-store holds the embeddings of one file, but {name.upper()} names "
+                              f"{len(files[name])} files; drop --{name}-store (use --work-dir to keep the embeddings)")
+    check_output_file(output, inputs=(*every, src_store, tgt_store, work_dir))
     if work_dir:
-        check_output_dir(work_dir, inputs=(src, tgt), option="--work-dir")
+        check_output_dir(work_dir, inputs=every, option="--work-dir")
     scans = {}
-    for p in dict.fromkeys((src, tgt)):
+    for p in every:
         scans[p] = scan_text(p, errors=errors, find_tab=fmt == "tsv")
         if scans[p].first_tab_line is not None:
             raise InputError(
                 f"{p}:{scans[p].first_tab_line}: contains a tab, which would break the score<TAB>src<TAB>tgt "
                 "columns of the TSV output; use --format jsonl (keeps tabs), or remove the tabs "
                 "(for a TSV corpus, first cut out the column to mine)")
-    _check_index(cfg.index, scans[src].lines, scans[tgt].lines, encoder.dim)
-    sums = {p: file_checksum(p) for p in dict.fromkeys((src, tgt))}
+    _check_index(cfg.index, *(sum(scans[p].lines for p in files[n]) for n in ("src", "tgt")), encoder.dim)
+    sums = {p: file_checksum(p) for p in every}
     given = {
-        "src": _open_given_store(src_store, src, sums[src], encoder, src_lang, "--src-store") if src_store else None,
-        "tgt": _open_given_store(tgt_store, tgt, sums[tgt], encoder, tgt_lang, "--tgt-store") if tgt_store else None,
+        "src": _open_given_store(src_store, files["src"][0], sums[files["src"][0]], encoder, src_lang, "--src-store")
+        if src_store else None,
+        "tgt": _open_given_store(tgt_store, files["tgt"][0], sums[files["tgt"][0]], encoder, tgt_lang, "--tgt-store")
+        if tgt_store else None,
     }
     report = MineReport()
     tmpdir = None
@@ -525,23 +682,22 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
         work = Path(tmpdir.name)
     sweep_stale_temporaries(Path(output).resolve().parent, f"{Path(output).name}.tmp-*")
     try:
-        stores = {}
-        for name, path, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+        sides = {}
+        for name, lang in (("src", src_lang), ("tgt", tgt_lang)):
             if given[name] is not None:
-                stores[name] = given[name]
+                sides[name] = InputSide(files[name], [given[name]])
                 continue
-            folder = work / f"{name}-{_side_fingerprint(sums[path], encoder, lang, shard_size)}.store"
-            complete = (folder / "manifest.json").exists()
             t = time.time()
-            stores[name], _ = build_store(path, folder, encoder, lang, errors=errors, progress=progress,
-                                          workers=workers, shard_size=shard_size, input_sha256=sums[path],
-                                          total_lines=scans[path].lines, executor=executor,
-                                          ray_address=ray_address)
-            if complete:
-                report.reused.append(f"{name} embeddings ({folder.name})")
+            stores, reused = _embed_side(files[name], name, work, encoder, lang, sums, scans, errors=errors,
+                                         progress=progress, workers=workers, shard_size=shard_size,
+                                         executor=executor, ray_address=ray_address)
+            sides[name] = InputSide(files[name], stores)
+            if reused == len(stores):
+                report.reused.append(f"{name} embeddings ({', '.join(st.path.name for st in stores)})"
+                                     if len(stores) <= 3 else f"{name} embeddings ({len(stores)} stores)")
             else:
                 report.seconds[f"embed {name}"] = time.time() - t
-        x, y = side_from_store(stores["src"]), side_from_store(stores["tgt"])
+        x, y = side_from_stores(sides["src"].stores), side_from_stores(sides["tgt"].stores)
         report.src_sentences, report.tgt_sentences = x.n_rows, y.n_rows
         report.src_blank, report.tgt_blank = x.n_rows - len(x.valid), y.n_rows - len(y.valid)
         for path, side in ((src, x), (tgt, y)):
@@ -551,8 +707,8 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
         s, i, j = mine_sides(x, y, cfg, progress=progress, cache=work if work_dir else None, report=report,
                              executor=executor, ray_address=ray_address)
         t = time.time()
-        src_text = fetch_lines(src, i, errors=errors)
-        tgt_text = fetch_lines(tgt, j, errors=errors)
+        src_text = sides["src"].texts(i, errors)
+        tgt_text = sides["tgt"].texts(j, errors)
         keep = np.ones(len(s), dtype=bool)
         if cfg.min_chars:
             short = np.array([len(src_text[a].strip()) < cfg.min_chars or len(tgt_text[b].strip()) < cfg.min_chars
@@ -577,8 +733,9 @@ def mine_files(src: str, tgt: str, output: str, *, encoder: Encoder, src_lang: s
         s, i, j = s[keep], i[keep], j[keep]
         conf = None
         if calibration is not None:
-            conf = calibration.confidence(stores["src"].take(i), stores["tgt"].take(j)).tolist()
-        write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf)
+            conf = calibration.confidence(sides["src"].take(i), sides["tgt"].take(j)).tolist()
+        write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf,
+                    src_where=sides["src"].locate(i), tgt_where=sides["tgt"].locate(j))
         report.written = len(s)
         report.seconds["write"] = time.time() - t
     finally:

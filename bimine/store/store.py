@@ -189,7 +189,7 @@ def build_store(
     input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *, shard_size: int = 1_000_000,
     column: int | None = None, errors: str = "strict", batch_size: int = 8192, progress: bool = True,
     workers: int = 1, input_sha256: str | None = None, total_lines: int | None = None,
-    executor: str = "local", ray_address: str | None = None,
+    executor: str = "local", ray_address: str | None = None, in_flight: int | None = None,
 ) -> tuple[EmbeddingStore, EmbedReport]:
     """Embed ``input_path`` into a store at ``out_dir``, reusing finished shards of an earlier run.
 
@@ -197,7 +197,8 @@ def build_store(
     (the checksum of the file's bytes; its line count, for the progress bar).
     Raises :class:`InputError` if ``out_dir`` holds a store of another input, model or shard size.
     ``executor="ray"`` embeds the missing shards as Ray tasks (:mod:`bimine.distributed.ray_executor`;
-    ``ray_address`` picks the cluster): the same store, byte for byte.
+    ``ray_address`` picks the cluster; ``in_flight`` bounds the shards of text sent at once):
+    the same store, byte for byte.
     """
     from bimine.progress import bar as progress_bar
 
@@ -272,7 +273,8 @@ def build_store(
     if executor == "ray":
         from bimine.distributed.ray_executor import embed_shards
 
-        for res in embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address):
+        for res in embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address,
+                                in_flight=in_flight):
             for k in ("lines", "empty", "truncated"):
                 setattr(report, k, getattr(report, k) + res[k])
             bar.update(res["lines"])
