@@ -29,7 +29,9 @@ def _io(f):
     ]
     for opt in reversed(options):
         f = opt(f)
-    return f
+    from bimine.cli.filter import ray_options
+
+    return ray_options(f)
 
 
 def _go(filtering: bool, div_model, **kw) -> None:

@@ -67,20 +67,35 @@ def _common(f):
     ]
     for opt in reversed(options):
         f = opt(f)
-    return f
+    return ray_options(f)
+
+
+def ray_options(f):
+    """--executor / --ray-address of the pair-scoring commands."""
+    from bimine.cli.embed import executor_options
+
+    return executor_options("score the blocks as tasks on a Ray cluster (needs bimine[ray]; --workers is then "
+                            "the cluster's CPUs); the same output as a local run.")(f)
 
 
 def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
          classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
-         token_budget=None, normalize=False, spec=None, pipeline_name=None) -> None:
+         token_budget=None, normalize=False, spec=None, pipeline_name=None, executor="local",
+         ray_address=None) -> None:
     import yaml
 
+    from bimine.cli.embed import check_executor
     from bimine.filtering.config import build_filters, default_spec, parse_pipeline
     from bimine.filtering.pipeline import read_pair_blocks, run_pipeline
     from bimine.outputs import check_output_file
     from bimine.progress import bar
     from bimine.text.io import scan_text
 
+    check_executor(executor, ray_address)
+    if executor == "ray":
+        from bimine.distributed.ray_executor import require_ray
+
+        require_ray()
     cols = pair_input(input, src, tgt, columns)
     inputs = [input] if input is not None else [src, tgt]
     check_output_file(output, inputs=inputs)
@@ -144,7 +159,8 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     try:
         result = run_pipeline(blocks, filters, output, columns=cols if input is not None else None,
                               filtering=filtering, selection=selection, kept_output=kept, workers=workers,
-                              progress=progress, report_path=report, report_info=info)
+                              progress=progress, report_path=report, report_info=info, executor=executor,
+                              ray_address=ray_address)
     finally:
         progress.close()
     result.notes.extend(notes)

@@ -186,3 +186,87 @@ def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray]
     return knn_parts(trained, list(zip(shard_offsets(key_shards), map(ArrayRows, key_shards))),
                      list(zip(shard_offsets(queries), map(ArrayRows, queries))), sum(len(a) for a in key_shards),
                      sum(len(q) for q in queries), k, address=address, max_retries=max_retries)
+
+
+class _EncoderBySpec:
+    """Stands in for a filter's encoder on its way to a Ray worker: the worker loads the
+    encoder from the spec (once per process, with the task's CPUs as threads) instead of
+    receiving its weights with every pipeline."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+
+
+_WORKER_PIPELINES: dict[str, list] = {}  # per Ray worker process: the filters of the pipeline now scoring
+
+
+def _filters_for_ray(filters: list) -> list:
+    """Shallow copies of ``filters`` whose ``encoder`` (when it has a spec) travels as its spec."""
+    import copy
+
+    out = []
+    for f in filters:
+        enc = getattr(f, "encoder", None)
+        spec = getattr(enc, "spec", None)
+        if spec is not None:
+            f = copy.copy(f)
+            f.encoder = _EncoderBySpec(spec)
+        out.append(f)
+    return out
+
+
+def _score_block(token: str, holder: list, threads: int, idx: list[int], prep: list[int], src: list[str],
+                 tgt: list[str]) -> tuple[dict, dict]:
+    """Task: the stateless filters' scores and the stateful filters' prepared parts of one
+    block (what a local worker process computes); the filters are fetched and set up once per
+    worker process and pipeline (``token``)."""
+    filters = _WORKER_PIPELINES.get(token)
+    if filters is None:
+        import ray
+
+        filters = ray.get(holder[0])
+        for f in filters:
+            if isinstance(getattr(f, "encoder", None), _EncoderBySpec):
+                f.encoder = f.encoder.spec.with_threads(threads).load_cached()
+        _WORKER_PIPELINES.clear()
+        _WORKER_PIPELINES[token] = filters
+    return ({i: filters[i].score(src, tgt) for i in idx}, {i: filters[i].prepare(src, tgt) for i in prep})
+
+
+class _Result:
+    def __init__(self, ref) -> None:
+        self.ref = ref
+
+    def result(self):
+        import ray
+
+        return ray.get(self.ref)
+
+
+class BlockPool:
+    """The filter pipeline's worker pool on Ray: ``submit(idx, prep, src, tgt)`` scores a block
+    in a task (one CPU each) and returns an object whose ``result()`` is what a local worker
+    returns. ``workers`` is the cluster's CPUs (the pipeline keeps twice that many blocks in
+    flight). The filters go to the object store once; an encoder with a spec travels as its
+    spec. A filter that cannot be sent (an object Python cannot pickle) is a clear error."""
+
+    def __init__(self, filters: list, address: str | None = None, max_retries: int = 3) -> None:
+        import uuid
+
+        ray = init(address)
+        try:
+            self._ref = ray.put(_filters_for_ray(filters))
+        except Exception as e:  # cloudpickle's errors vary (TypeError, PicklingError, ...)
+            raise ConfigError(f"--executor ray: the pipeline's filters cannot be sent to Ray workers ({e}); "
+                              "use the local executor") from None
+        self._token = uuid.uuid4().hex
+        self._task = ray.remote(num_cpus=1, max_retries=max_retries)(_score_block)
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.tasks = 0
+
+    def submit(self, idx: list[int], prep: list[int], src: list[str], tgt: list[str]) -> _Result:
+        self.tasks += 1
+        return _Result(self._task.remote(self._token, [self._ref], 1, idx, prep, src, tgt))
+
+    def shutdown(self) -> None:
+        pass

@@ -19,6 +19,7 @@ in its worker processes with the stateless filters; :meth:`PairFilter.score_prep
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -38,6 +39,9 @@ class PairFilter:
     # a corpus-level score (e.g. a margin against the corpus's own neighbours): the pipeline
     # calls collect(src, tgt) on every block in order, then finalize() -> one score per pair
     needs_corpus: bool = False
+    # scored in the main process when the workers are forked (torch in a forked worker can
+    # hang), in order like a stateful filter; a Ray worker is a fresh process and scores it
+    fork_unsafe: ClassVar[bool] = False
 
     def collect(self, src: list[str], tgt: list[str]) -> None:
         raise NotImplementedError

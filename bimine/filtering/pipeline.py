@@ -391,6 +391,8 @@ def run_pipeline(
     report_path: str | None = None,
     report_title: str | None = None,
     report_info: dict[str, str] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> FilterReport:
     """Score every pair of ``blocks`` with ``filters`` and write the scored TSV to ``output``
     (and the kept rows, input columns only, to ``kept_output``), atomically.
@@ -404,6 +406,11 @@ def run_pipeline(
     histograms of every score, the first dropped pairs of each reason), titled
     ``report_title``, with the lines of ``report_info`` (input, languages, ...) under the title;
     it is written, like the outputs, only when the whole run succeeds.
+
+    ``executor="ray"``: the blocks' stateless scores and prepared parts are computed by Ray
+    tasks (:class:`bimine.distributed.ray_executor.BlockPool`, cluster at ``ray_address``;
+    ``workers`` is then the cluster's CPUs) instead of forked processes; the rest runs here, in
+    order, as locally, so the output is the same.
     """
     import tempfile
 
@@ -413,15 +420,23 @@ def run_pipeline(
     sel = selection or Selection()
     report = FilterReport()
     corpus = [i for i, f in enumerate(filters) if f.needs_corpus]
-    stateless = [i for i, f in enumerate(filters) if not f.stateful and not f.needs_corpus]
-    stateful = [i for i, f in enumerate(filters) if f.stateful and not f.needs_corpus]
+    here = [f.stateful or (f.fork_unsafe and executor != "ray") for f in filters]  # scored in order, here
+    stateless = [i for i, f in enumerate(filters) if not here[i] and not f.needs_corpus]
+    stateful = [i for i, f in enumerate(filters) if here[i] and not f.needs_corpus]
     folder = os.path.dirname(os.path.abspath(output))
     tmp = f"{output}.tmp-{os.getpid()}"
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
     tmp_report = f"{report_path}.tmp-{os.getpid()}" if report_path else None
-    spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
     prepared = [i for i in stateful + corpus if _prepares(filters[i])]
-    pool = None
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"unknown executor {executor!r}: choose local or ray")
+    pool = ray_pool = None
+    if executor == "ray" and (stateless or prepared):
+        from bimine.distributed.ray_executor import BlockPool
+
+        ray_pool = BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
+        workers = ray_pool.workers
+    spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
     try:
         rows_path = os.path.join(spool.name, "rows.tsv")
         score_path = os.path.join(spool.name, "scores.f64")
@@ -463,18 +478,22 @@ def run_pipeline(
             clock = time.perf_counter()
             blocks = iter(blocks)
             first_block = next(blocks, None)
-            if first_block is not None and workers > 1 and (stateless or prepared):
+            if ray_pool is not None:
+                ahead = [] if first_block is None else [first_block]
+            elif first_block is not None and workers > 1 and (stateless or prepared):
                 # workers only for more than one block: a small input is scored here
                 second = next(blocks, None)
                 ahead = [first_block] if second is None else [first_block, second]
             else:
                 ahead = [] if first_block is None else [first_block]
                 workers = 1
-            if len(ahead) == 1:
+            if len(ahead) == 1 and ray_pool is None:
                 workers = 1
             for block in chain(ahead, blocks):
                 report.seconds["read"] += time.perf_counter() - clock
-                if pool is None and workers > 1:
+                if pool is None and ray_pool is not None:
+                    pool = ray_pool
+                elif pool is None and workers > 1:
                     # warm up here (compiled kernels, tables) before forking: the workers inherit it
                     for i in stateless + prepared:
                         filters[i].prepare(block.src[:2], block.tgt[:2]) if i in prepared else \
@@ -486,8 +505,9 @@ def run_pipeline(
                 if pool is None:
                     finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless}, {})
                 else:
-                    pending.append((block, pool.submit(_score_stateless, (stateless, prepared, block.src,
-                                                                           block.tgt))))
+                    pending.append((block, ray_pool.submit(stateless, prepared, block.src, block.tgt)
+                                    if pool is ray_pool else
+                                    pool.submit(_score_stateless, (stateless, prepared, block.src, block.tgt))))
                     while len(pending) > 2 * workers:
                         b, fut = pending.pop(0)
                         finish(b, *fut.result())
@@ -495,6 +515,8 @@ def run_pipeline(
             for b, fut in pending:
                 finish(b, *fut.result())
         report.seconds["score+spool"] = time.perf_counter() - t_start - report.seconds["read"]
+        if ray_pool is not None:
+            report.notes.append(f"scored on Ray: {ray_pool.tasks:,} block tasks on {ray_pool.workers} CPUs")
         clock = time.perf_counter()
         n = report.pairs
         # the score table stays on disk (mapped), a column at a time in memory
@@ -611,7 +633,7 @@ def run_pipeline(
                 os.remove(t)
         raise
     finally:
-        if pool is not None:
+        if pool is not None and pool is not ray_pool:
             pool.shutdown(cancel_futures=True)
         _WORKER_FILTERS = []
         spool.cleanup()

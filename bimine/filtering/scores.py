@@ -235,7 +235,7 @@ class ClassifierScore(PairFilter):
     clean_high: bool = True
     reason: str = ""
     kind: str = "score"
-    stateful: bool = True  # not stateful, but scored in this process, see above
+    fork_unsafe: ClassVar[bool] = True  # scored in this process with a local executor, see above
 
     def __post_init__(self) -> None:
         from bimine.errors import ConfigError
@@ -281,7 +281,7 @@ class DivergenceScore(PairFilter):
     clean_high: bool = True
     reason: str = "divergence model: the two sides differ in meaning"
     kind: str = "score"
-    stateful: bool = True  # not stateful, but scored in this process, see above
+    fork_unsafe: ClassVar[bool] = True  # scored in this process with a local executor, see above
 
     def __post_init__(self) -> None:
         from bimine.divergence.model import DivergenceModel, default_path
