@@ -26,6 +26,25 @@ def _one_thread():
         pass
 
 
+def shipped_pairs() -> list[str]:
+    """The shipped en-fr pairs (examples/train and dev), as TSV lines ``en<TAB>fr``."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    return [ln for f in ("train.en-fr.tsv", "dev.en-fr.tsv") for ln in (root / f).read_text(encoding="utf-8").splitlines()]
+
+
+def unaligned_sides(seed: int) -> tuple[list[str], list[str]]:
+    """The shipped pairs as two sides to mine: French shuffled (``seed``), a blank line
+    inserted on each side (English line 401, French line 901)."""
+    import numpy as np
+
+    rows = [ln.split("\t") for ln in shipped_pairs()]
+    en, fr = [r[0] for r in rows], [r[1] for r in rows]
+    fr = [fr[i] for i in np.random.default_rng(seed).permutation(len(fr))]
+    en.insert(400, "")
+    fr.insert(900, "")
+    return en, fr
+
+
 def make_tiny_model(path: Path, dim: int = 16, buckets: int = 4096, seed: int = 0, by_script: bool = False) -> Path:
     """A random DAN model folder (no torch needed), for tests of the embedding plumbing."""
     import json

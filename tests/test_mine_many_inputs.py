@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+from conftest import unaligned_sides
 
 from bimine.encoders import load_encoder
 from bimine.errors import ConfigError, InputError
@@ -20,13 +20,7 @@ PART = 600  # lines per part file: a multiple of the shard size, so the shards a
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """The shipped en-fr pairs, French shuffled, a blank line on each side; English also cut in 3 files."""
-    root = Path(__file__).resolve().parents[1] / "examples"
-    rows = [ln.split("\t") for f in ("train.en-fr.tsv", "dev.en-fr.tsv")
-            for ln in (root / f).read_text(encoding="utf-8").splitlines()]
-    en, fr = [r[0] for r in rows], [r[1] for r in rows]
-    fr = [fr[i] for i in np.random.default_rng(1).permutation(len(fr))]
-    en.insert(400, "")
-    fr.insert(900, "")
+    en, fr = unaligned_sides(1)
     d = tmp_path_factory.mktemp("many")
     (d / "all.en").write_text("\n".join(en) + "\n", encoding="utf-8")
     (d / "all.fr").write_text("\n".join(fr) + "\n", encoding="utf-8")

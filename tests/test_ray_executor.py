@@ -14,6 +14,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from conftest import shipped_pairs, unaligned_sides  # noqa: E402
+
 from bimine.encoders import load_encoder  # noqa: E402
 from bimine.store import build_store  # noqa: E402
 
@@ -199,13 +201,7 @@ def test_ray_search_in_pieces_of_a_query_shard_gives_the_local_bytes(cluster):
 @pytest.fixture(scope="module")
 def parallel_files(tmp_path_factory):
     """The shipped en-fr pairs as two files, the French side shuffled, a blank line on each side."""
-    root = Path(__file__).resolve().parents[1] / "examples"
-    rows = [ln.split("\t") for f in ("train.en-fr.tsv", "dev.en-fr.tsv")
-            for ln in (root / f).read_text(encoding="utf-8").splitlines()]
-    en, fr = [r[0] for r in rows], [r[1] for r in rows]
-    fr = [fr[i] for i in np.random.default_rng(0).permutation(len(fr))]
-    en.insert(400, "")
-    fr.insert(900, "")
+    en, fr = unaligned_sides(0)
     d = tmp_path_factory.mktemp("pairs")
     (d / "a.en").write_text("\n".join(en) + "\n", encoding="utf-8")
     (d / "a.fr").write_text("\n".join(fr) + "\n", encoding="utf-8")
@@ -273,8 +269,7 @@ def test_ray_mines_a_side_of_several_files_as_the_local_executor(cluster, parall
 @pytest.fixture(scope="module")
 def noisy_tsv(tmp_path_factory):
     """The shipped en-fr pairs as a TSV with noise: repeated pairs, an empty side, a copy, a misaligned pair."""
-    root = Path(__file__).resolve().parents[1] / "examples"
-    rows = [ln for f in ("train.en-fr.tsv", "dev.en-fr.tsv") for ln in (root / f).read_text(encoding="utf-8").splitlines()]
+    rows = shipped_pairs()
     rows[5] = rows[4]
     rows[50] = "\t".join([rows[50].split("\t")[0], ""])
     rows[70] = "\t".join([rows[70].split("\t")[0]] * 2)
