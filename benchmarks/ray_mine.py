@@ -5,7 +5,10 @@ Usage: python -m benchmarks.ray_mine --n 2000000 [--shard-size 1000000] [--data 
 
 Sentences: the same sides as ``benchmarks.mining_scale`` (A: English and French lines of the
 training pairs then Bible matrix files a-k; B: German and Spanish, then files l-z; first N
-distinct lines of each). Each executor runs ``bimine mine A B`` in a fresh process without a
+distinct lines of each). The training data has 2.45M distinct lines in all, so a side of
+more lines than its own files hold continues with the other side's files: at N = 2M the
+sides share lines (printed and recorded; the search does the same work per query, but the
+shared lines are mined as exact copies). Each executor runs ``bimine mine A B`` in a fresh process without a
 work dir (the Ray run starts its own local cluster, as a user without one gets), timed from
 outside: whole-process wall time, start-up included. Every 0.5 s the benchmark sums the
 resident memory of the command's process tree (driver, Ray's services and workers) and notes
@@ -118,11 +121,18 @@ def main() -> None:
               "train/bible-sword/matrix/[a-k]*.txt.gz"]
     side_b = ["train/*/*.en-de.de.gz", "train/*/*.en-es.es.gz", "train/bible-sword/pairs/*.de.gz",
               "train/bible-sword/pairs/*.es.gz", "train/bible-sword/matrix/[l-z]*.txt.gz"]
-    for path, pats in ((fa, side_a), (fb, side_b)):
+    # the training data holds 2.45M distinct lines in all: a side larger than its own part
+    # continues with the other side's files, so the sides then share lines (counted below)
+    for path, pats in ((fa, side_a + side_b), (fb, side_b + side_a)):
         if not os.path.exists(path):
             with open(path + ".tmp", "w", encoding="utf-8") as f:
                 f.write("\n".join(collect(args.data, pats, args.n)) + "\n")
             os.replace(path + ".tmp", path)
+    with open(fa, encoding="utf-8") as f:
+        shared = set(f.read().splitlines())
+    with open(fb, encoding="utf-8") as f:
+        shared = len(shared.intersection(f.read().splitlines()))
+    print(f"{args.n:,} distinct lines a side; {shared:,} lines are on both sides", flush=True)
     res_file = os.path.join(args.out, "results.json")
     results = json.load(open(res_file)) if os.path.exists(res_file) else []
     code = commit()
@@ -131,7 +141,7 @@ def main() -> None:
         if any(all(r.get(k) == v for k, v in key.items()) for r in results):
             print(f"{ex}: measured already at {code}", flush=True)
             continue
-        r = {**key, "date": time.strftime("%Y-%m-%d %H:%M"),
+        r = {**key, "date": time.strftime("%Y-%m-%d %H:%M"), "lines_on_both_sides": shared,
              **run(ex, fa, fb, os.path.join(args.out, f"pairs.{args.n}.{ex}.tsv"), args.shard_size)}
         results.append(r)
         with open(res_file + ".tmp", "w") as f:
