@@ -308,3 +308,18 @@ def test_scoring_commands_on_ray_write_the_local_output(cluster, noisy_tsv, tmp_
     if command == ["filter"]:
         reasons = {r[-1] for r in rows["ray"][1:] if r[-2] == "0"}  # keep = 0: dropped, with its reason
         assert {"a side is empty", "the same pair came earlier", "the sides are the same text (untranslated copy)"} <= reasons
+
+
+def test_a_cluster_that_cannot_be_joined_is_a_clear_error(corpus, tmp_path):
+    """A Ray client address with nothing behind it: an error naming the address, no traceback,
+    no store written (Ray's client gives up after its connection timeout)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "x.store"
+    r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "--store", "-o",
+                        str(out), "--executor", "ray", "--ray-address", "ray://127.0.0.1:1", "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "cannot join or start the Ray cluster at ray://127.0.0.1:1" in r.stderr and "Traceback" not in r.stderr
+    assert not (out / "manifest.json").exists()

@@ -37,7 +37,12 @@ def init(address: str | None = None):
     """Join (or start) the Ray cluster; a no-op when this process is already connected."""
     ray = require_ray()
     if not ray.is_initialized():
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=True)
+        try:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=True)
+        except (ConnectionError, ValueError, RuntimeError) as e:  # no cluster there, or a malformed address
+            where = f"at {address}" if address else "(RAY_ADDRESS or a new local one)"
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigError(f"cannot join or start the Ray cluster {where}: {first}") from None
     return ray
 
 
