@@ -46,6 +46,11 @@ def init(address: str | None = None):
     return ray
 
 
+def cluster_cpus(address: str | None = None) -> int:
+    """The CPUs of the cluster (joined or started), at least 1."""
+    return max(1, int(init(address).cluster_resources().get("CPU", 1)))
+
+
 def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -> dict:
     """Body of the Ray task: embed ``lines`` and write the float16 shard at ``path``; return the
     counts the driver's report adds up."""
@@ -81,7 +86,7 @@ def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_s
     """
     ray = init(address)
     task = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries)(embed_shard)
-    limit = in_flight or int(ray.cluster_resources().get("CPU", 1)) // cpus_per_task + 2
+    limit = in_flight or cluster_cpus(address) // cpus_per_task + 2
     spec_ref = ray.put(spec.with_threads(threads_per_task or cpus_per_task))
     pending: deque = deque()
     for lines, path in jobs:
@@ -98,9 +103,7 @@ def search_piece_rows(n_queries: int, address: str | None = None, rounds: int = 
     rounded up to whole search chunks so that a piece's chunks are its shard's (same bytes)."""
     from bimine.index.faiss_index import SEARCH_CHUNK
 
-    ray = init(address)
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    rows = -(-max(1, n_queries) // (rounds * cpus))
+    rows = -(-max(1, n_queries) // (rounds * cluster_cpus(address)))
     return -(-rows // SEARCH_CHUNK) * SEARCH_CHUNK
 
 
@@ -220,11 +223,9 @@ def _filters_for_ray(filters: list) -> list:
     return out
 
 
-def _score_block(token: str, holder: list, threads: int, idx: list[int], prep: list[int], src: list[str],
-                 tgt: list[str]) -> tuple[dict, dict]:
-    """Task: the stateless filters' scores and the stateful filters' prepared parts of one
-    block (what a local worker process computes); the filters are fetched and set up once per
-    worker process and pipeline (``token``)."""
+def _score_block(token: str, holder: list, threads: int, fn, args) -> object:
+    """Task: ``fn(args, filters)`` with this worker's copy of the pipeline's filters, fetched and
+    set up once per worker process and pipeline (``token``)."""
     filters = _WORKER_PIPELINES.get(token)
     if filters is None:
         import ray
@@ -235,7 +236,7 @@ def _score_block(token: str, holder: list, threads: int, idx: list[int], prep: l
                 f.encoder = f.encoder.spec.with_threads(threads).load_cached()
         _WORKER_PIPELINES.clear()
         _WORKER_PIPELINES[token] = filters
-    return ({i: filters[i].score(src, tgt) for i in idx}, {i: filters[i].prepare(src, tgt) for i in prep})
+    return fn(args, filters)
 
 
 class _Result:
@@ -249,11 +250,12 @@ class _Result:
 
 
 class BlockPool:
-    """The filter pipeline's worker pool on Ray: ``submit(idx, prep, src, tgt)`` scores a block
-    in a task (one CPU each) and returns an object whose ``result()`` is what a local worker
-    returns. ``workers`` is the cluster's CPUs (the pipeline keeps twice that many blocks in
-    flight). The filters go to the object store once; an encoder with a spec travels as its
-    spec. A filter that cannot be sent (an object Python cannot pickle) is a clear error."""
+    """The filter pipeline's worker pool on Ray, used as its ``ProcessPoolExecutor`` is:
+    ``submit(fn, args)`` runs ``fn(args, filters)`` in a task (one CPU each) with the worker's
+    copy of the filters and returns an object whose ``result()`` is what ``fn`` returned.
+    ``workers`` is the cluster's CPUs (the pipeline keeps twice that many blocks in flight).
+    The filters go to the object store once; an encoder with a spec travels as its spec. A
+    filter that cannot be sent (an object Python cannot pickle) is a clear error."""
 
     def __init__(self, filters: list, address: str | None = None, max_retries: int = 3) -> None:
         import uuid
@@ -266,12 +268,12 @@ class BlockPool:
                               "use the local executor") from None
         self._token = uuid.uuid4().hex
         self._task = ray.remote(num_cpus=1, max_retries=max_retries)(_score_block)
-        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.workers = cluster_cpus(address)
         self.tasks = 0
 
-    def submit(self, idx: list[int], prep: list[int], src: list[str], tgt: list[str]) -> _Result:
+    def submit(self, fn, args) -> _Result:
         self.tasks += 1
-        return _Result(self._task.remote(self._token, [self._ref], 1, idx, prep, src, tgt))
+        return _Result(self._task.remote(self._token, [self._ref], 1, fn, args))
 
-    def shutdown(self) -> None:
-        pass
+    def shutdown(self, cancel_futures: bool = False) -> None:
+        """Nothing to stop: the tasks belong to the cluster (as ``ProcessPoolExecutor.shutdown``)."""

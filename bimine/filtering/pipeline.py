@@ -311,10 +311,13 @@ class FilterReport:
 _WORKER_FILTERS: list[PairFilter] = []
 
 
-def _score_stateless(args: tuple[list[int], list[int], list[str], list[str]]) -> tuple[dict, dict]:
-    """In a worker: the stateless filters' scores and the stateful filters' prepared parts."""
+def _score_stateless(args: tuple[list[int], list[int], list[str], list[str]],
+                     filters: list[PairFilter] | None = None) -> tuple[dict, dict]:
+    """In a worker: the stateless filters' scores and the stateful filters' prepared parts
+    (``filters``: the worker's copy; default the ones a forked worker inherited)."""
     idx, prep, src, tgt = args
-    return {i: _WORKER_FILTERS[i].score(src, tgt) for i in idx}, {i: _WORKER_FILTERS[i].prepare(src, tgt) for i in prep}
+    fs = _WORKER_FILTERS if filters is None else filters
+    return {i: fs[i].score(src, tgt) for i in idx}, {i: fs[i].prepare(src, tgt) for i in prep}
 
 
 def _prepares(f: PairFilter) -> bool:
@@ -430,12 +433,13 @@ def run_pipeline(
     prepared = [i for i in stateful + corpus if _prepares(filters[i])]
     if executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {executor!r}: choose local or ray")
-    pool = ray_pool = None
+    pool = None  # a ProcessPoolExecutor of forked workers, or its Ray stand-in
     if executor == "ray" and (stateless or prepared):
         from bimine.distributed.ray_executor import BlockPool
 
-        ray_pool = BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
-        workers = ray_pool.workers
+        pool = BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
+        workers = pool.workers
+    on_ray = pool is not None
     spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
     try:
         rows_path = os.path.join(spool.name, "rows.tsv")
@@ -478,7 +482,7 @@ def run_pipeline(
             clock = time.perf_counter()
             blocks = iter(blocks)
             first_block = next(blocks, None)
-            if ray_pool is not None:
+            if on_ray:
                 ahead = [] if first_block is None else [first_block]
             elif first_block is not None and workers > 1 and (stateless or prepared):
                 # workers only for more than one block: a small input is scored here
@@ -487,13 +491,11 @@ def run_pipeline(
             else:
                 ahead = [] if first_block is None else [first_block]
                 workers = 1
-            if len(ahead) == 1 and ray_pool is None:
+            if len(ahead) == 1 and not on_ray:
                 workers = 1
             for block in chain(ahead, blocks):
                 report.seconds["read"] += time.perf_counter() - clock
-                if pool is None and ray_pool is not None:
-                    pool = ray_pool
-                elif pool is None and workers > 1:
+                if pool is None and workers > 1:
                     # warm up here (compiled kernels, tables) before forking: the workers inherit it
                     for i in stateless + prepared:
                         filters[i].prepare(block.src[:2], block.tgt[:2]) if i in prepared else \
@@ -505,9 +507,8 @@ def run_pipeline(
                 if pool is None:
                     finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless}, {})
                 else:
-                    pending.append((block, ray_pool.submit(stateless, prepared, block.src, block.tgt)
-                                    if pool is ray_pool else
-                                    pool.submit(_score_stateless, (stateless, prepared, block.src, block.tgt))))
+                    pending.append((block, pool.submit(_score_stateless, (stateless, prepared, block.src,
+                                                                           block.tgt))))
                     while len(pending) > 2 * workers:
                         b, fut = pending.pop(0)
                         finish(b, *fut.result())
@@ -515,8 +516,8 @@ def run_pipeline(
             for b, fut in pending:
                 finish(b, *fut.result())
         report.seconds["score+spool"] = time.perf_counter() - t_start - report.seconds["read"]
-        if ray_pool is not None:
-            report.notes.append(f"scored on Ray: {ray_pool.tasks:,} block tasks on {ray_pool.workers} CPUs")
+        if on_ray:
+            report.notes.append(f"scored on Ray: {pool.tasks:,} block tasks on {pool.workers} CPUs")
         clock = time.perf_counter()
         n = report.pairs
         # the score table stays on disk (mapped), a column at a time in memory
@@ -633,7 +634,7 @@ def run_pipeline(
                 os.remove(t)
         raise
     finally:
-        if pool is not None and pool is not ray_pool:
+        if pool is not None:
             pool.shutdown(cancel_futures=True)
         _WORKER_FILTERS = []
         spool.cleanup()

@@ -197,11 +197,15 @@ class InputSide:
     def starts(self) -> np.ndarray:
         return np.cumsum([0] + [st.rows for st in self.stores])
 
-    def _split(self, rows: np.ndarray):
-        """``(file index, store, first row, local rows, positions in rows)`` per file holding some of ``rows``."""
+    def _which(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows as int64, each row's file index, the files' first rows)``."""
         rows = np.asarray(rows, dtype=np.int64)
         starts = self.starts
-        which = np.searchsorted(starts, rows, side="right") - 1
+        return rows, np.searchsorted(starts, rows, side="right") - 1, starts
+
+    def _split(self, rows: np.ndarray):
+        """``(file index, store, first row, local rows, positions in rows)`` per file holding some of ``rows``."""
+        rows, which, starts = self._which(rows)
         for f in np.unique(which).tolist():
             pos = np.flatnonzero(which == f)
             yield f, self.stores[f], int(starts[f]), rows[pos] - starts[f], pos
@@ -222,11 +226,9 @@ class InputSide:
 
     def locate(self, rows: np.ndarray) -> tuple[list[str] | None, np.ndarray]:
         """The file of each row (None when the side is one file) and its 1-based line in that file."""
-        rows = np.asarray(rows, dtype=np.int64)
+        rows, which, starts = self._which(rows)
         if len(self.files) == 1:
             return None, rows + 1
-        starts = self.starts
-        which = np.searchsorted(starts, rows, side="right") - 1
         return [self.files[w] for w in which.tolist()], rows - starts[which] + 1
 
 
@@ -573,9 +575,9 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
     reused = sum((f / "manifest.json").exists() for f in folders)
     at_once = cpus = 1
     if executor == "ray" and len(todo) > 1:
-        from bimine.distributed.ray_executor import init
+        from bimine.distributed.ray_executor import cluster_cpus
 
-        cpus = max(1, int(init(ray_address).cluster_resources().get("CPU", 1)))
+        cpus = cluster_cpus(ray_address)
         at_once = min(len(todo), cpus)
 
     def one(item: tuple[Path, str]) -> EmbeddingStore:
