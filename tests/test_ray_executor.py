@@ -17,6 +17,7 @@ ray = pytest.importorskip("ray")
 from conftest import shipped_pairs, unaligned_sides  # noqa: E402
 
 from bimine.encoders import load_encoder  # noqa: E402
+from bimine.errors import ConfigError  # noqa: E402
 from bimine.store import build_store  # noqa: E402
 
 LINES = [f"Sentence number {i} says something about item {i % 37}." for i in range(2500)]
@@ -323,3 +324,50 @@ def test_a_cluster_that_cannot_be_joined_is_a_clear_error(corpus, tmp_path):
     assert r.returncode != 0
     assert "cannot join or start the Ray cluster at ray://127.0.0.1:1" in r.stderr and "Traceback" not in r.stderr
     assert not (out / "manifest.json").exists()
+
+
+def _a_closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # a port the OS just handed out and nobody listens on any more
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_head_address_with_nothing_listening_fails_fast(corpus, tmp_path, monkeypatch):
+    """A plain HOST:PORT (flag or RAY_ADDRESS) where no head runs: ray.init would retry for many
+    minutes; the command says so at once, naming the address, and writes nothing."""
+    import subprocess
+    import sys
+    import time
+
+    from bimine.distributed import ray_executor
+
+    port = _a_closed_port()
+    with pytest.raises(ConfigError, match=rf"cannot join the Ray cluster at 127\.0\.0\.1:{port}: nothing answers"):
+        ray_executor._check_reachable(f"127.0.0.1:{port}")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with pytest.raises(ConfigError, match=rf"at 127\.0\.0\.1:{port}"):
+        ray_executor._check_reachable(None)
+    monkeypatch.delenv("RAY_ADDRESS")
+    out = tmp_path / "x.store"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "--store", "-o",
+                        str(out), "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--no-progress"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and time.monotonic() - t0 < 60
+    assert f"cannot join the Ray cluster at 127.0.0.1:{port}: nothing answers" in r.stderr and "Traceback" not in r.stderr
+    assert not (out / "manifest.json").exists()
+
+
+def test_the_reachability_check_leaves_other_addresses_to_ray(monkeypatch):
+    """"auto", "local", a ray:// client address, none at all: no socket is opened for them."""
+    from bimine.distributed import ray_executor
+
+    def refuse(*a, **k):
+        raise AssertionError("no connection expected")
+
+    monkeypatch.setattr(ray_executor.socket, "create_connection", refuse)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    for address in ("auto", "local", "ray://10.0.0.1:10001", None, "not-an-address"):
+        ray_executor._check_reachable(address)

@@ -16,6 +16,8 @@ cluster started for this run).
 
 from __future__ import annotations
 
+import os
+import socket
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +39,7 @@ def init(address: str | None = None):
     """Join (or start) the Ray cluster; a no-op when this process is already connected."""
     ray = require_ray()
     if not ray.is_initialized():
+        _check_reachable(address)
         try:
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=True)
         except (ConnectionError, ValueError, RuntimeError) as e:  # no cluster there, or a malformed address
@@ -44,6 +47,22 @@ def init(address: str | None = None):
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ConfigError(f"cannot join or start the Ray cluster {where}: {first}") from None
     return ray
+
+
+def _check_reachable(address: str | None, timeout: float = 10.0) -> None:
+    """Fail fast when a plain ``HOST:PORT`` (``address`` or ``RAY_ADDRESS``) has nothing listening:
+    ``ray.init`` would otherwise retry the connection for many minutes before giving up."""
+    target = address if address is not None else os.environ.get("RAY_ADDRESS")
+    if not target or "://" in target or target in ("auto", "local"):
+        return
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # let ray.init report a malformed address in its own words
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ConfigError(f"cannot join the Ray cluster at {target}: nothing answers there ({e.strerror or e}); "
+                          "start its head with `ray start --head` or check the address") from None
 
 
 def cluster_cpus(address: str | None = None) -> int:
