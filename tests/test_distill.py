@@ -95,3 +95,51 @@ def test_teacher_of_another_dimension_is_an_error(shared_data, tmp_path):
     cfg = tiny_config(shared_data, steps=5, **{"distill.teacher": str(teacher)})
     with pytest.raises(ConfigError, match="16-dim vectors; model.output_dim is 32"):
         Trainer(cfg, tmp_path / "run").fit(progress=False)
+
+
+def test_english_pool_takes_the_most_shared_sentences():
+    from bimine.training.distill import english_pool
+
+    sides = [["a", "b", "c", "d"], ["a", "b", "e"], ["a", "f", "g", "h"]]
+    # counts: a 3, b 2, the rest 1
+    assert english_pool(sides, 2, seed=0) == ["a", "b"]
+    assert english_pool(sides, 100, seed=0) == ["a", "b", "c", "d", "e", "f", "g", "h"]
+    picks = [english_pool(sides, 4, seed=s) for s in range(20)]
+    for p in picks:
+        assert p[:2] == ["a", "b"] and len(set(p)) == 4 and set(p[2:]) <= set("cdefgh")
+        tied = [t for t in p[2:]]
+        assert tied == sorted(tied, key="cdefgh".index)  # ties keep their order of first appearance
+    assert picks[0] == english_pool(sides, 4, seed=0)  # a fixed choice for a seed
+    assert len({tuple(p) for p in picks}) > 1  # that depends on the seed
+
+
+def test_training_with_an_english_pool(shared_data, tmp_path, caplog):
+    """The pool's vectors are computed once (at most ``english_pool`` of them) and shared by the
+    language pairs; the log says how many pairs they cover."""
+    import logging
+
+    from test_train import tiny_config
+
+    from bimine.training.trainer import Trainer
+
+    teacher = make_tiny_model(tmp_path / "teacher", dim=32, buckets=4096, seed=5)
+    over = {"distill.teacher": str(teacher), "distill.weight": 20.0, "distill.english_pool": 300}
+    with caplog.at_level(logging.INFO, logger="bimine.training.trainer"):
+        Trainer(tiny_config(shared_data, steps=5, **over), tmp_path / "run").fit(progress=False)
+    files = list((tmp_path / "run" / "teacher-cache").rglob("part-*.npz"))
+    assert sum(len(np.load(f)["emb"]) for f in files) == 300
+    line = next(r.getMessage() for r in caplog.records if "English sentences cover" in r.getMessage())
+    covered, total = (int(x) for x in line.split("cover ")[1].split(" pairs")[0].split(" of "))
+    assert 300 <= covered < total
+
+
+def test_an_empty_english_pool_is_an_error(shared_data, tmp_path):
+    from test_train import tiny_config
+
+    from bimine.errors import ConfigError
+    from bimine.training.trainer import Trainer
+
+    teacher = make_tiny_model(tmp_path / "teacher", dim=32)
+    with pytest.raises(ConfigError, match="english_pool"):
+        cfg = tiny_config(shared_data, steps=5, **{"distill.teacher": str(teacher), "distill.english_pool": 0})
+        Trainer(cfg, tmp_path / "run").fit(progress=False)

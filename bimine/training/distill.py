@@ -29,12 +29,18 @@ log = logging.getLogger(__name__)
 class DistillConfig:
     """``teacher``: ``e5-small`` or a model folder (``null``: no distillation). ``weight``
     multiplies the distillation loss added to the ranking loss. ``pairs_per_language``: how
-    many pairs of each language pair (a fixed random sample) get a teacher vector. ``cache``:
-    folder of the teacher vectors (relative paths start at the run folder)."""
+    many pairs of each language pair (a fixed random sample) get a teacher vector.
+    ``english_pool``: instead, the teacher embeds this many English sentences, those found in
+    the most pairs over all language pairs (:func:`english_pool`), and every pair whose
+    English side is one of them gets its vector: software catalogs translate the same English
+    strings into a hundred languages, so a pool covers far more pairs per teacher call than
+    per-language samples do. ``cache``: folder of the teacher vectors (relative paths start at
+    the run folder)."""
 
     teacher: str | None = None
     weight: float = 1.0
     pairs_per_language: int = 2000
+    english_pool: int | None = None
     cache: str = "teacher-cache"
     batch_size: int = 256
 
@@ -102,3 +108,23 @@ def teacher_rows(n: int, k: int, seed: int, group: int) -> np.ndarray:
     if k >= n:
         return np.arange(n)
     return np.sort(np.random.default_rng([seed, 4242, group]).choice(n, size=k, replace=False))
+
+
+def english_pool(sides: list[list[str]], size: int, seed: int) -> list[str]:
+    """The ``size`` distinct texts that occur in the most rows over all ``sides`` (the English
+    sides of the language pairs), most frequent first; among texts tied at the cut, a fixed
+    random choice (``seed``), in order of first appearance."""
+    counts: dict[str, int] = {}
+    for texts in sides:
+        for t in texts:
+            counts[t] = counts.get(t, 0) + 1
+    if size >= len(counts):
+        return sorted(counts, key=lambda t: -counts[t])  # stable: ties in order of first appearance
+    freq = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+    cut = int(np.sort(freq)[::-1][size - 1])  # the count of the size-th most frequent text
+    above = [t for t, c in counts.items() if c > cut]
+    tied = [t for t, c in counts.items() if c == cut]
+    pick = np.sort(np.random.default_rng([seed, 4243]).choice(len(tied), size=size - len(above), replace=False))
+    chosen = set(above)
+    chosen.update(tied[i] for i in pick.tolist())
+    return sorted((t for t in counts if t in chosen), key=lambda t: -counts[t])

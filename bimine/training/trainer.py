@@ -27,7 +27,7 @@ from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
 from bimine.text.features import Featurizer
 from bimine.training.data import BatchSchedule, CorpusSpec, PairGroup, TemperatureSchedule, load_groups
-from bimine.training.distill import DistillConfig, TeacherCache, teacher_rows
+from bimine.training.distill import DistillConfig, TeacherCache, english_pool, teacher_rows
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss
 from bimine.training.model import TorchDAN
 from bimine.training.optim import RowAdam
@@ -178,8 +178,9 @@ def _check_values(cfg: TrainConfig) -> None:
     if not 0 <= loss.length_penalty < math.inf:
         raise ConfigError(f"loss.length_penalty: must be >= 0, got {loss.length_penalty}")
     dc = cfg.distill
-    if dc.teacher is not None and (dc.pairs_per_language < 1 or dc.batch_size < 1 or not dc.weight > 0):
-        raise ConfigError("distill: pairs_per_language and batch_size must be >= 1, weight > 0")
+    if dc.teacher is not None and (dc.pairs_per_language < 1 or dc.batch_size < 1 or not dc.weight > 0
+                                   or (dc.english_pool is not None and dc.english_pool < 1)):
+        raise ConfigError("distill: pairs_per_language, english_pool and batch_size must be >= 1, weight > 0")
     if loss.similarity not in ("cosine", "dot"):
         raise ConfigError(f"loss.similarity: must be cosine or dot, got {loss.similarity!r}")
 
@@ -540,6 +541,19 @@ class Trainer:
                               f"{self.cfg.model.output_dim} (they must be equal)")
         folder = dc.cache if os.path.isabs(dc.cache) else str(self.run / dc.cache)
         cache = TeacherCache(folder, enc)
+        english = [g for g in groups if "en" in (g.src_lang, g.tgt_lang)]
+        if dc.english_pool is not None:
+            sides = [(g.src if g.src_lang == "en" else g.tgt).texts for g in english]
+            pool = english_pool(sides, dc.english_pool, self.cfg.train.seed)
+            vectors = cache.embed(pool, progress=progress)  # one matrix shared by every language pair
+            at = {t: i for i, t in enumerate(pool)}
+            for grp, texts in zip(english, sides):
+                grp.teacher = vectors
+                grp.teacher_index = np.fromiter((at.get(t, -1) for t in texts), dtype=np.int64, count=len(texts))
+            covered = sum(int((g.teacher_index >= 0).sum()) for g in english)
+            log.info(f"teacher vectors of {len(pool)} English sentences cover {covered} of "
+                     f"{sum(len(g) for g in english)} pairs")
+            return
         for g, grp in enumerate(groups):
             if "en" not in (grp.src_lang, grp.tgt_lang):
                 continue
