@@ -107,7 +107,7 @@ def test_english_pool_takes_the_most_shared_sentences():
     picks = [english_pool(sides, 4, seed=s) for s in range(20)]
     for p in picks:
         assert p[:2] == ["a", "b"] and len(set(p)) == 4 and set(p[2:]) <= set("cdefgh")
-        tied = [t for t in p[2:]]
+        tied = p[2:]
         assert tied == sorted(tied, key="cdefgh".index)  # ties keep their order of first appearance
     assert picks[0] == english_pool(sides, 4, seed=0)  # a fixed choice for a seed
     assert len({tuple(p) for p in picks}) > 1  # that depends on the seed

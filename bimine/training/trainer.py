@@ -528,8 +528,9 @@ class Trainer:
             )
 
     def _teach(self, groups: list[PairGroup], progress: bool) -> None:
-        """Teacher vectors of the English side of a fixed sample of each language pair
-        (``grp.teacher``, with ``grp.teacher_index[row]`` its row there or -1)."""
+        """Teacher vectors of the English side of a fixed sample of each language pair, or of
+        the ``english_pool`` shared by all of them (``grp.teacher``, with
+        ``grp.teacher_index[row]`` its row there or -1)."""
         dc = self.cfg.distill
         if dc.teacher is None:
             return
@@ -541,25 +542,23 @@ class Trainer:
                               f"{self.cfg.model.output_dim} (they must be equal)")
         folder = dc.cache if os.path.isabs(dc.cache) else str(self.run / dc.cache)
         cache = TeacherCache(folder, enc)
-        english = [g for g in groups if "en" in (g.src_lang, g.tgt_lang)]
+        # (group number, group, its English texts) of the language pairs with English
+        english = [(g, grp, (grp.src if grp.src_lang == "en" else grp.tgt).texts)
+                   for g, grp in enumerate(groups) if "en" in (grp.src_lang, grp.tgt_lang)]
         if dc.english_pool is not None:
-            sides = [(g.src if g.src_lang == "en" else g.tgt).texts for g in english]
-            pool = english_pool(sides, dc.english_pool, self.cfg.train.seed)
+            pool = english_pool([texts for _, _, texts in english], dc.english_pool, self.cfg.train.seed)
             vectors = cache.embed(pool, progress=progress)  # one matrix shared by every language pair
             at = {t: i for i, t in enumerate(pool)}
-            for grp, texts in zip(english, sides):
+            for _, grp, texts in english:
                 grp.teacher = vectors
                 grp.teacher_index = np.fromiter((at.get(t, -1) for t in texts), dtype=np.int64, count=len(texts))
-            covered = sum(int((g.teacher_index >= 0).sum()) for g in english)
+            covered = sum(int((grp.teacher_index >= 0).sum()) for _, grp, _ in english)
             log.info(f"teacher vectors of {len(pool)} English sentences cover {covered} of "
-                     f"{sum(len(g) for g in english)} pairs")
+                     f"{sum(len(grp) for _, grp, _ in english)} pairs")
             return
-        for g, grp in enumerate(groups):
-            if "en" not in (grp.src_lang, grp.tgt_lang):
-                continue
+        for g, grp, texts in english:
             rows = teacher_rows(len(grp), dc.pairs_per_language, self.cfg.train.seed, g)
-            side = grp.src if grp.src_lang == "en" else grp.tgt
-            grp.teacher = cache.embed([side.texts[i] for i in rows], progress=progress)
+            grp.teacher = cache.embed([texts[i] for i in rows], progress=progress)
             grp.teacher_index = np.full(len(grp), -1, dtype=np.int64)
             grp.teacher_index[rows] = np.arange(len(rows))
         log.info(f"teacher vectors ready for {sum(g.teacher is not None for g in groups)} language pairs")
