@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -233,6 +235,28 @@ def test_npm_tarball_unpacks_to_its_package_folder(tmp_path):
     root = recipe.unpack("npm", str(tgz), str(tmp_path / "out"))
     assert os.path.isfile(os.path.join(root, "declaration", "eng.html"))
     assert recipe._package_license("npm", root) == ["MIT"]
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
+def test_deb_unpacks_from_a_relative_output_folder(tmp_path, monkeypatch):
+    # `bimine data build ../data/recipe` (the documented command) gave every .deb as a path relative to
+    # the working folder while dpkg-deb ran inside the unpack folder: every Debian unit failed
+    pkg = tmp_path / "pkg"
+    (pkg / "DEBIAN").mkdir(parents=True)
+    (pkg / "DEBIAN" / "control").write_text("Package: demo\nVersion: 1.0\nArchitecture: all\n"
+                                            "Maintainer: x <x@example.org>\nDescription: demo\n")
+    (pkg / "usr" / "share" / "demo").mkdir(parents=True)
+    (pkg / "usr" / "share" / "demo" / "fr.po").write_text("msgid \"\"\n")
+    (tmp_path / "out" / "downloads" / "deb").mkdir(parents=True)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(pkg),
+                    str(tmp_path / "out" / "downloads" / "deb" / "demo_1.0_all.deb")], check=True, capture_output=True)
+    monkeypatch.chdir(tmp_path)
+    calls, real_run = [], recipe._run
+    monkeypatch.setattr(recipe, "_run", lambda cmd, cwd: calls.append(cmd) or real_run(cmd, cwd))
+    assert recipe.download("deb", "demo", os.path.join("out", "downloads")) == str(
+        tmp_path / "out" / "downloads" / "deb" / "demo_1.0_all.deb") and calls == []  # found, absolute
+    root = recipe.unpack("deb", os.path.join("out", "downloads", "deb", "demo_1.0_all.deb"), os.path.join("out", "tmp", "u"))
+    assert os.path.isfile(os.path.join(root, "usr", "share", "demo", "fr.po"))
 
 
 def test_cached_wheel_of_another_version_is_not_reused(tmp_path, monkeypatch):

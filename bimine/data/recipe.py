@@ -229,7 +229,8 @@ def _safe(name: str) -> str:
 
 def download(kind: str, name: str, folder: str) -> str:
     """The downloaded package file of ``name`` in ``folder``, downloading it if absent."""
-    sub = os.path.join(folder, kind)
+    # absolute: the download tools run inside a temporary folder, where a relative OUT means another place
+    sub = os.path.join(os.path.abspath(folder), kind)
     os.makedirs(sub, exist_ok=True)
     if kind == "deb":
         pattern = f"{name}_*.deb"
@@ -273,6 +274,7 @@ def unpack(kind: str, path: str, folder: str) -> str:
     """Unpack a package file into ``folder`` (made); wheels stay files (read as zips)."""
     if kind == "pip":
         return path
+    path, folder = os.path.abspath(path), os.path.abspath(folder)  # dpkg-deb runs inside ``folder``
     os.makedirs(folder, exist_ok=True)
     if kind == "deb":
         _run(["dpkg-deb", "-x", path, folder], folder)
