@@ -188,6 +188,13 @@ def test_training_config_reads_a_recipe(fake, tmp_path):
     cfg = load_train_config({"data": {"recipes": [{"path": "data", "min_pairs": 2, "max_pairs": 10}],
                                       "sampling_temperature": 5.0}}, str(tmp_path))
     assert [(c.tgt_lang, c.max_pairs) for c in cfg.data.train] == [("de", 10), ("pt", 10)]
+    # held out: the first `holdout` pairs of the languages with 10x as many (here none has 10 x 2)
+    cfg = load_train_config({"data": {"recipes": [{"path": "data", "holdout": 2}]}}, str(tmp_path))
+    assert [c.skip_pairs for c in cfg.data.train] == [0, 0]
+    cfg = load_train_config({"data": {"recipes": [{"path": "data", "holdout": 1}]}}, str(tmp_path))
+    assert [(c.tgt_lang, c.skip_pairs) for c in cfg.data.train if c.skip_pairs] == []  # 2 pairs each < 10
+    with pytest.raises(ConfigError, match=r"holdout: must be >= 0"):
+        load_train_config({"data": {"recipes": [{"path": "data", "holdout": -1}]}}, str(tmp_path))
     cfg = load_train_config({"data": {"recipes": [{"path": "data", "languages": ["por"]}]}}, str(tmp_path))
     assert [c.tgt_lang for c in cfg.data.train] == ["pt"]
     with pytest.raises(ConfigError, match=r"data.recipes\[0\].*no manifest"):
@@ -303,3 +310,26 @@ def test_per_language_sources_skip_metapackages_and_english(monkeypatch):
     assert [(u.name, u.packages, u.shared) for u in units] == [
         ("gimp-help-de", ["gimp-help-en", "gimp-help-de"], 1), ("gimp-help-pt-br", ["gimp-help-en", "gimp-help-pt-br"], 1),
         ("gimp-help-zz-bogus", ["gimp-help-en", "gimp-help-zz-bogus"], 1)]  # counted as an unknown tag later
+
+
+def test_holdout_pairs_are_never_read_for_training(tmp_path):
+    # the first `holdout` pairs of a language with 10x as many stay out of training (for a rescorer)
+    from bimine.text.features import Featurizer, FeatureConfig
+    from bimine.training.data import CorpusSpec, load_groups
+
+    folder = tmp_path / "recipe"
+    (folder / "pairs").mkdir(parents=True)
+    rows = [(f"English sentence number {n}.", f"Phrase française numéro {n}.") for n in range(30)]
+    with gzip.open(folder / "pairs" / "en-fr.tsv.gz", "wt", encoding="utf-8") as f:
+        f.writelines(f"{a}\t{b}\n" for a, b in rows)
+    with gzip.open(folder / "pairs" / "en-de.tsv.gz", "wt", encoding="utf-8") as f:
+        f.writelines(f"{a}\t{b}\n" for a, b in rows[:20])
+    (folder / "manifest.json").write_text(json.dumps({"languages": {"fr": {"pairs": 30}, "de": {"pairs": 20}}}))
+    entries = recipe.recipe_corpora(str(folder), holdout=3)
+    assert {e["tgt_lang"]: e.get("skip_pairs", 0) for e in entries} == {"fr": 3, "de": 0}  # de: 20 < 10 x 3
+    groups = load_groups([CorpusSpec(**e) for e in entries], Featurizer(FeatureConfig(buckets=1024)), str(tmp_path),
+                         precompute=False)
+    got = {g.tgt_lang: g.src.texts for g in groups}
+    assert got["fr"] == [a for a, _ in rows[3:]] and got["de"] == [a for a, _ in rows[:20]]
+    with pytest.raises(ConfigError, match="holdout"):
+        recipe.recipe_corpora(str(folder), holdout=-1)

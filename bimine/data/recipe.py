@@ -739,9 +739,12 @@ def _build(out: str, names: list[str], keys: str | None, local: str | None, prog
 
 
 def recipe_corpora(folder: str, *, min_pairs: int = 1, max_pairs: int | None = None,
-                   languages: list[str] | None = None) -> list[dict]:
+                   languages: list[str] | None = None, holdout: int = 0) -> list[dict]:
     """Training corpus entries (``data.train`` items) for a built recipe folder: one per
-    language with at least ``min_pairs`` pairs."""
+    language with at least ``min_pairs`` pairs; with ``holdout``, the first ``holdout`` pairs
+    of each language with at least ``10 * holdout`` pairs are skipped (held out)."""
+    if holdout < 0:
+        raise ConfigError(f"holdout: must be 0 or more, got {holdout}")
     path = os.path.join(folder, "manifest.json")
     if not os.path.exists(path):
         raise ConfigError(f"{folder}: no manifest.json; build it with 'bimine data build {folder}'")
@@ -755,5 +758,7 @@ def recipe_corpora(folder: str, *, min_pairs: int = 1, max_pairs: int | None = N
              "src_lang": "en", "tgt_lang": lang}
         if max_pairs:
             e["max_pairs"] = max_pairs
+        if holdout and v["pairs"] >= 10 * holdout:
+            e["skip_pairs"] = holdout
         out.append(e)
     return out

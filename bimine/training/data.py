@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CorpusSpec:
-    """One parallel corpus: two aligned files (or a 2-column TSV when ``tgt`` is empty)."""
+    """One parallel corpus: two aligned files (or a 2-column TSV when ``tgt`` is empty).
+    ``skip_pairs``: the first pairs (lines) of the files are not read (held out from training)."""
 
     src: str
     src_lang: str
@@ -26,6 +27,7 @@ class CorpusSpec:
     tgt: str | None = None
     max_pairs: int | None = None
     name: str | None = None
+    skip_pairs: int = 0
 
 
 @dataclass
@@ -110,7 +112,9 @@ def load_groups(
         tgt = os.path.join(root, os.path.expandvars(spec.tgt)) if spec.tgt else None
         xs, ys, names = by_pair.setdefault((sl, tl), ([], [], []))
         empty = kept = 0
-        for x, y in read_parallel(src, tgt):
+        for n, (x, y) in enumerate(read_parallel(src, tgt)):
+            if n < spec.skip_pairs:
+                continue
             if not x.strip() or not y.strip():
                 empty += 1
                 continue
@@ -123,6 +127,8 @@ def load_groups(
             raise ConfigError(f"{src}: no usable pairs (all {empty} pairs have an empty side)")
         names.append(spec.name or os.path.basename(src))
         msg = f"{spec.name or src}: {kept} pairs ({sl}-{tl})"
+        if spec.skip_pairs:
+            msg += f" after the first {spec.skip_pairs}, held out"
         if empty:
             msg += f", skipped {empty} with an empty side"
         log.info(msg)

@@ -39,11 +39,15 @@ log = logging.getLogger(__name__)
 class RecipeSpec:
     """A folder built by ``bimine data build``: one training corpus per language with at
     least ``min_pairs`` pairs (only ``languages`` when given), each read up to ``max_pairs``
-    (the recipe writes every language's pairs in random order, so the first pairs are a sample)."""
+    (the recipe writes every language's pairs in random order, so the first pairs are a sample).
+    ``holdout``: the first ``holdout`` pairs of every language with at least 10x as many are
+    left out of training: pairs the encoder never saw, for what is trained on its output
+    (a rescorer of mined pairs: its cosines of pairs it trained on are higher than of new ones)."""
 
     path: str
     min_pairs: int = 1
     max_pairs: int | None = None
+    holdout: int = 0
     languages: list[str] = field(default_factory=list)
 
 
@@ -162,6 +166,9 @@ def _check_values(cfg: TrainConfig) -> None:
         **{f"model.hidden[{i}]": (x, 1) for i, x in enumerate(m.hidden)},
         **{f"data.{part}[{i}].max_pairs": (c.max_pairs, 1) for part in ("train", "dev")
            for i, c in enumerate(getattr(cfg.data, part)) if c.max_pairs is not None},
+        **{f"data.{part}[{i}].skip_pairs": (c.skip_pairs, 0) for part in ("train", "dev")
+           for i, c in enumerate(getattr(cfg.data, part))},
+        **{f"data.recipes[{i}].holdout": (r.holdout, 0) for i, r in enumerate(cfg.data.recipes)},
     }
     for key, (value, low) in at_least.items():
         if value < low:
@@ -230,7 +237,7 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
 
         folder = os.path.join(cfg.data.root, os.path.expandvars(r.path))
         try:
-            entries = recipe_corpora(folder, min_pairs=r.min_pairs, max_pairs=r.max_pairs,
+            entries = recipe_corpora(folder, min_pairs=r.min_pairs, max_pairs=r.max_pairs, holdout=r.holdout,
                                      languages=[normalize_lang(x) for x in r.languages] or None)
         except ConfigError as e:
             raise ConfigError(f"data.recipes[{i}]: {e}") from None
