@@ -314,7 +314,7 @@ def test_per_language_sources_skip_metapackages_and_english(monkeypatch):
 
 def test_holdout_pairs_are_never_read_for_training(tmp_path):
     # the first `holdout` pairs of a language with 10x as many stay out of training (for a rescorer)
-    from bimine.text.features import Featurizer, FeatureConfig
+    from bimine.text.features import FeatureConfig, Featurizer
     from bimine.training.data import CorpusSpec, load_groups
 
     folder = tmp_path / "recipe"

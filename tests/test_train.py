@@ -153,3 +153,12 @@ def test_features_per_batch_give_the_same_model(shared_data, tmp_path):
     wc = load_file(str(c / "model.safetensors"))
     for k in wa:
         np.testing.assert_allclose(wa[k].astype(np.float32), wc[k].astype(np.float32), atol=1e-5)
+
+
+def test_held_out_pairs_are_recorded_in_the_model(shared_data, tmp_path):
+    cfg = tiny_config(shared_data, steps=3, **{"data.train[0].skip_pairs": 100, "data.train[0].max_pairs": 300,
+                                               "data.train[0].name": "tato"})
+    out = Trainer(cfg, tmp_path / "run").fit(progress=False)
+    training = json.loads((out / "config.json").read_text())["training"]
+    assert training["held_out"] == {"tato": 100}
+    assert training["pairs"] <= 300  # read after the 100 held out (fewer when duplicates are removed)

@@ -763,6 +763,9 @@ class Trainer:
             "corpora": [s for g in groups for s in g.sources],
             "languages": _pairs_per_language(groups),
         }
+        held = {c.name or c.src: c.skip_pairs for c in cfg.data.train if c.skip_pairs}
+        if held:  # the first pairs of these corpora were never trained on (data.recipes[].holdout)
+            info["held_out"] = held
         rom = self.featurizer.romanizer
         export_model(model, cfg, self.run / "model", info, rom.table if rom is not None else None)
         return self.run / "model"

@@ -1,0 +1,382 @@
+"""Second-stage rescoring of mined candidates (paper 001 §6.2), as a feature classifier.
+
+001 re-scores the mutual-nearest-neighbour candidates of its margin mining with a fine-tuned
+multilingual BERT cross-encoder trained on the candidates mined from BUCC's training set
+(gold pairs positive, the others negative, 1:10). Here the classifier is gradient-boosted
+trees (LightGBM) over what mining already knows about a candidate, plus cheap text checks:
+
+* the kNN neighbourhood: cosine, each side's mean cosine to its k nearest neighbours, the
+  margins of 001 Eq. 9 and Eq. 10 (both directions), the candidate's rank in each side's
+  list and its lead over the side's best other candidate;
+* the texts: lengths and their ratio, numbers (digit groups, separators ignored) and their
+  agreement, punctuation marks and their agreement, tokens copied verbatim (names, codes,
+  URLs) and their share.
+
+The features are language-neutral, so one rescorer serves every language pair of the
+encoder it was trained with (it reads that encoder's cosines: refused for another encoder).
+A rescorer is a folder: ``rescorer.json`` (features, encoder, threshold, training record)
+and ``model.txt`` (LightGBM's own text format; no pickle).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bimine.errors import ConfigError, InputError
+
+FORMAT = 1
+META_FILE = "rescorer.json"
+MODEL_FILE = "model.txt"
+
+KNN_FEATURES = ("cos", "mean_src", "mean_tgt", "eq9", "eq10_src", "eq10_tgt", "rank_src", "rank_tgt",
+                "lead_src", "lead_tgt")
+TEXT_FEATURES = ("chars_src", "chars_tgt", "char_ratio", "token_ratio", "numbers_src", "numbers_tgt",
+                 "numbers_agree", "numbers_missing", "punct_diff", "end_agree", "copies_src", "copies_tgt",
+                 "copies_agree")
+WORD_FEATURES = ("words_src", "words_tgt", "worst_src", "worst_tgt", "matched_src", "matched_tgt")
+FEATURES = KNN_FEATURES + TEXT_FEATURES + WORD_FEATURES
+
+
+# ------------------------------------------------------------------------------ kNN features
+
+
+def _lookup(cands: np.ndarray, sims: np.ndarray, rows: np.ndarray, want: np.ndarray, k: int):
+    """For each (row, wanted id): its rank in ``cands[row]`` (k when absent), its cosine there
+    (NaN when absent), and the best cosine of the row's *other* candidates."""
+    c = cands[rows, :k]
+    s = sims[rows, :k].astype(np.float64)
+    valid = (c >= 0) & np.isfinite(s) & (s > -1e30)
+    hit = (c == want[:, None]) & valid
+    found = hit.any(axis=1)
+    rank = np.where(found, hit.argmax(axis=1), k).astype(np.float64)
+    cos = np.where(found, s[np.arange(len(rows)), hit.argmax(axis=1)], np.nan)
+    other = np.where(valid & ~hit, s, -np.inf).max(axis=1)
+    return rank, cos, other
+
+
+def knn_features(sxy: np.ndarray, ixy: np.ndarray, syx: np.ndarray, iyx: np.ndarray, k: int,
+                 i: np.ndarray, j: np.ndarray, cos: np.ndarray | None = None) -> np.ndarray:
+    """The :data:`KNN_FEATURES` of candidate pairs (source row ``i``, target row ``j``; rows in
+    the order of the kNN lists), from the lists of both directions (``sxy[i, c]``: cosine of
+    source i to its c-th nearest target ``ixy[i, c]``). ``cos``: the pairs' cosines when known
+    (a pair found in neither list needs it; otherwise taken from the lists)."""
+    from bimine.mining.margin import knn_mean
+
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    mx = knn_mean(sxy, k, ixy).astype(np.float64)[i]
+    my = knn_mean(syx, k, iyx).astype(np.float64)[j]
+    rank_f, cos_f, other_f = _lookup(ixy, sxy, i, j, k)
+    rank_b, cos_b, other_b = _lookup(iyx, syx, j, i, k)
+    c = np.where(np.isnan(cos_f), cos_b, cos_f)
+    if cos is not None:
+        c = np.asarray(cos, dtype=np.float64)
+    if np.isnan(c).any():
+        raise ValueError("a candidate pair is in neither kNN list: pass its cosine")
+    mx = np.where(np.isnan(mx), my, mx)
+    my = np.where(np.isnan(my), mx, my)
+    m = np.maximum((mx + my) / 2, 1e-6)
+    eq9 = c / m + c
+    eq10_f = c / np.maximum(mx, 1e-6) + c
+    eq10_b = c / np.maximum(my, 1e-6) + c
+    lead_f = np.where(np.isfinite(other_f), c - other_f, 1.0)
+    lead_b = np.where(np.isfinite(other_b), c - other_b, 1.0)
+    return np.stack([c, mx, my, eq9, eq10_f, eq10_b, rank_f, rank_b, lead_f, lead_b], axis=1).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------ text features
+
+_NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f' ]\d+)*")
+_NOT_DIGIT = re.compile(r"\D")
+_WORD = re.compile(r"\w+")
+_PUNCT = "?!:;()\"%"
+_COPY = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|\w*(?:[A-Z]\w*|\d+[^\W\d_]|[^\W\d_]+\d)\w*")
+
+
+def _numbers(s: str) -> set[str]:
+    return {_NOT_DIGIT.sub("", m) for m in _NUMBER.findall(s)}
+
+
+def _tokens(s: str) -> int:
+    n = len(_WORD.findall(s))
+    # scripts written without spaces: count characters (a word there is one to three of them)
+    return max(n, sum(1 for ch in s if ord(ch) >= 0x2E80 and ch.isalpha()) // 2, 1)
+
+
+def _copies(s: str) -> set[str]:
+    """Tokens that translations usually copy verbatim: those with a capital letter, or letters
+    and digits (names, acronyms, codes), URLs and e-mail addresses (numbers alone are the
+    number features' part). The first word of a sentence is left
+    out (capitalised by position only)."""
+    words = [w.rstrip(".,;:!?)]}'\"") for w in _COPY.findall(s)]
+    first = _WORD.search(s)
+    out = set(words)
+    if first is not None and first.group(0) in out and not any(ch.isdigit() for ch in first.group(0)):
+        if sum(1 for w in words if w == first.group(0)) == 1:
+            out.discard(first.group(0))
+    return {w for w in out if len(w) >= 2}
+
+
+def _punct(s: str) -> np.ndarray:
+    return np.array([s.count(p) for p in _PUNCT], dtype=np.float64)
+
+
+def _end(s: str) -> str:
+    s = s.rstrip()
+    if not s:
+        return ""
+    ch = s[-1]
+    return ch if ch in ".?!:;" else ("." if ch in "。" else "")
+
+
+def text_features(src: list[str], tgt: list[str]) -> np.ndarray:
+    """The :data:`TEXT_FEATURES` of pairs of texts (NFKC-normalised first, so that full-width
+    punctuation and digits count as their ASCII forms)."""
+    if len(src) != len(tgt):
+        raise ValueError(f"{len(src)} sources but {len(tgt)} targets")
+    out = np.zeros((len(src), len(TEXT_FEATURES)), dtype=np.float32)
+    for n, (a, b) in enumerate(zip(src, tgt)):
+        a = unicodedata.normalize("NFKC", a)
+        b = unicodedata.normalize("NFKC", b)
+        la, lb = len(a), len(b)
+        na, nb = _numbers(a), _numbers(b)
+        ca, cb = _copies(a), _copies(b)
+        pa, pb = _punct(a), _punct(b)
+        out[n] = (
+            math.log1p(la), math.log1p(lb),
+            abs(math.log((la + 1) / (lb + 1))),
+            abs(math.log(_tokens(a) / _tokens(b))),
+            len(na), len(nb),
+            len(na & nb) / len(na | nb) if na or nb else 1.0,
+            len(na ^ nb),
+            np.abs(pa - pb).sum() / (1.0 + pa.sum() + pb.sum()),
+            float(_end(a) == _end(b)),
+            len(ca), len(cb),
+            len(ca & cb) / len(ca | cb) if ca or cb else 1.0,
+        )
+    return out
+
+
+def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_lang: str,
+                  max_words: int = 64, match: float = 0.5) -> np.ndarray:
+    """The :data:`WORD_FEATURES` of pairs: each word embedded alone by the sentence encoder
+    (``vectors``: a :class:`bimine.divergence.vdpwi.WordVectors`, cached per word), then, for
+    each side, the mean over its words of the best cosine to a word of the other side (a
+    BERTScore-like recall with the encoder's cross-lingual word vectors), the worst word's best
+    cosine, and the share of words whose best cosine reaches ``match``. Untranslated or
+    replaced content (a missing clause, another name) lowers them where a sentence embedding
+    averages it away."""
+    from bimine.divergence.ibm import words
+
+    ws = [words(t, max_words) for t in src]
+    wt = [words(t, max_words) for t in tgt]
+    vs = vectors.lookup(ws, src_lang)
+    vt = vectors.lookup(wt, tgt_lang)
+    out = np.zeros((len(src), len(WORD_FEATURES)), dtype=np.float32)
+    for n, (a, b) in enumerate(zip(vs, vt)):
+        if len(a) == 0 or len(b) == 0:
+            continue  # no words on a side: zeros (the lengths say why)
+        m = a @ b.T
+        best_a, best_b = m.max(axis=1), m.max(axis=0)
+        out[n] = (best_a.mean(), best_b.mean(), best_a.min(), best_b.min(), (best_a >= match).mean(),
+                  (best_b >= match).mean())
+    return out
+
+
+# ------------------------------------------------------------------------------ the model
+
+
+@dataclass
+class Rescorer:
+    """A trained rescorer: :meth:`predict` gives each candidate's probability of being a translation."""
+
+    booster: object
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def threshold(self) -> float:
+        return float(self.meta.get("threshold", 0.5))
+
+    @property
+    def encoder(self) -> str:
+        return str(self.meta.get("encoder", ""))
+
+    def check_encoder(self, encoder) -> None:
+        """Refuse an encoder other than the one whose cosines the rescorer was trained on."""
+        have = getattr(encoder, "model_id", None)
+        if self.encoder and have != self.encoder:
+            raise ConfigError(f"this rescorer was trained on the cosines of encoder {self.encoder}, not {have}: "
+                              "use the model it was trained with (-m), or train one for this model "
+                              "with 'bimine train-rescorer'")
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        features = np.asarray(features, dtype=np.float64)
+        if features.ndim != 2 or features.shape[1] != len(self.meta["features"]):
+            raise ValueError(f"expected {len(self.meta['features'])} features per pair, got shape {features.shape}")
+        if len(features) == 0:
+            return np.zeros(0, dtype=np.float32)
+        return np.asarray(self.booster.predict(features), dtype=np.float32)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / (MODEL_FILE + ".tmp")
+        tmp.write_text(self.booster.model_to_string(), encoding="utf-8")
+        os.replace(tmp, folder / MODEL_FILE)
+        tmp = folder / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / META_FILE)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> Rescorer:
+        folder = Path(folder)
+        meta_path, model_path = folder / META_FILE, folder / MODEL_FILE
+        if not meta_path.is_file() or not model_path.is_file():
+            raise InputError(f"{folder}: not a rescorer folder (expected {META_FILE} and {MODEL_FILE}; "
+                             "'bimine train-rescorer -o FOLDER' writes one)")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise InputError(f"{meta_path}: rescorer format {meta.get('format')!r}; this bimine reads format {FORMAT}")
+        if tuple(meta.get("features", ())) != FEATURES:
+            raise InputError(f"{meta_path}: the rescorer was trained on other features than this bimine computes")
+        lgb = _lightgbm()
+        booster = lgb.Booster(model_str=model_path.read_text(encoding="utf-8"))
+        meta.pop("format")
+        return cls(booster, meta)
+
+
+def _lightgbm():
+    try:
+        import lightgbm
+    except ImportError:
+        raise ConfigError("rescoring needs LightGBM (a dependency of bimine): pip install lightgbm") from None
+    return lightgbm
+
+
+def best_f1_threshold(p: np.ndarray, y: np.ndarray, n_gold: int | None = None) -> tuple[float, float]:
+    """The threshold on ``p`` with the best F1 (keeping scores >= it) and that F1; recall counts
+    ``n_gold`` positives when given (gold pairs the candidates missed count as missed)."""
+    order = np.argsort(-p, kind="stable")
+    tp = np.cumsum(y[order])
+    n = np.arange(1, len(p) + 1)
+    gold = n_gold if n_gold is not None else int(y.sum())
+    f1 = 2 * tp / (n + max(gold, 1))
+    best = int(np.argmax(f1)) if len(f1) else 0
+    return (float(p[order][best]), float(f1[best])) if len(f1) else (0.5, 0.0)
+
+
+def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = None, y_dev: np.ndarray | None = None,
+                   encoder: str = "", trees: int = 300, leaves: int = 31, learning_rate: float = 0.05, seed: int = 0,
+                   threads: int = 0, extra_meta: dict | None = None) -> Rescorer:
+    """Gradient-boosted trees on candidate features ``x`` (rows of :data:`FEATURES`) with labels
+    ``y`` (1 = gold pair); the stored threshold is the best-F1 one on the dev rows when given."""
+    lgb = _lightgbm()
+    params = {"objective": "binary", "learning_rate": learning_rate, "num_leaves": leaves, "min_data_in_leaf": 20,
+              "feature_fraction": 0.9, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
+              "deterministic": True, "force_row_wise": True, "num_threads": threads, "verbose": -1}
+    data = lgb.Dataset(np.asarray(x, np.float64), label=np.asarray(y, np.float64), feature_name=list(FEATURES),
+                       free_raw_data=True)
+    booster = lgb.train(params, data, num_boost_round=trees)
+    meta = {"kind": "gbdt", "features": list(FEATURES), "encoder": encoder, "trees": trees, "leaves": leaves,
+            "learning_rate": learning_rate, "seed": seed, "train_rows": int(len(y)), "train_positives": int(np.sum(y))}
+    r = Rescorer(booster, meta)
+    if x_dev is not None and y_dev is not None and len(y_dev):
+        thr, f1 = best_f1_threshold(r.predict(x_dev), np.asarray(y_dev))
+        meta.update({"threshold": thr, "dev_f1": f1, "dev_rows": int(len(y_dev))})
+    if extra_meta:
+        meta.update(extra_meta)
+    return r
+
+
+# ------------------------------------------------------------------------------ candidates
+
+
+@dataclass
+class Candidates:
+    """The pairs a mining strategy selects, with their base score and rescoring features."""
+
+    score: np.ndarray  # the mining score (e.g. Eq. 9), best first
+    src: np.ndarray  # source rows
+    tgt: np.ndarray  # target rows
+    features: np.ndarray  # one row of FEATURES per pair
+
+
+def pair_features(src: list[str], tgt: list[str], knn: np.ndarray, vectors, src_lang: str, tgt_lang: str) -> np.ndarray:
+    """Every feature of :data:`FEATURES` for pairs whose :data:`KNN_FEATURES` are ``knn``."""
+    return np.concatenate([knn, text_features(src, tgt), word_features(src, tgt, vectors, src_lang, tgt_lang)], axis=1)
+
+
+def mine_candidates(x: np.ndarray, y: np.ndarray, src_texts: list[str], tgt_texts: list[str], vectors,
+                    src_lang: str, tgt_lang: str, cfg=None) -> Candidates:
+    """Mine unit-norm embeddings ``x`` (sources) against ``y`` (targets) in memory with ``cfg``
+    (a :class:`~bimine.mining.pipeline.MineConfig`; threshold ignored) and return every
+    selected candidate with its features (``vectors``: the encoder's word vectors)."""
+    from dataclasses import replace
+
+    from bimine.mining.margin import score_candidates
+    from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
+    from bimine.mining.select import select_pairs
+
+    cfg = replace(cfg or MineConfig(), threshold=None)
+    k = min(cfg.k, len(x), len(y))
+    cfg = replace(cfg, k=k)
+    sxy, ixy, syx, iyx = knn_both_ways(side_from_array(x), side_from_array(y), cfg)
+    fwd, bwd = score_candidates(cfg.score, k, sxy, ixy, syx, iyx)
+    s, i, j = select_pairs(fwd, ixy, bwd, iyx, cfg.strategy)
+    f = pair_features([src_texts[a] for a in i.tolist()], [tgt_texts[b] for b in j.tolist()],
+                      knn_features(sxy, ixy, syx, iyx, k, i, j), vectors, src_lang, tgt_lang)
+    return Candidates(s, i, j, f)
+
+
+def planted_corpus(pairs, encoder, src_lang: str, tgt_lang: str, *, gold: int = 300, distractors: int = 6000,
+                   near: int = 0, pool: int = 20000, seed: int = 0, prefix: str = "p"):
+    """A BUCC-style corpus (a :class:`bimine.eval.bucc.BuccSplit`) for training a rescorer,
+    from parallel ``(src, tgt)`` pairs: ``gold`` pairs planted among ``distractors`` sentences
+    on each side, taken from other pairs so that none has its translation on the other side
+    (:func:`bimine.eval.bucc.plant_pairs`). With ``near``, each side's distractors are first the
+    ``near`` nearest neighbours (by the encoder) of every gold sentence among that side's texts
+    of ``pool`` further pairs, then others in file order: hard negatives close to the gold, as
+    in real comparable corpora, rather than only random sentences."""
+    from bimine.eval.bucc import plant_pairs
+
+    if not near:
+        return plant_pairs(pairs, gold, distractors, seed=seed, prefix=prefix)
+    rows = []
+    for p in pairs:
+        rows.append(p)
+        if len(rows) >= gold + 2 * pool:
+            break
+    base = plant_pairs(rows, gold, pool, seed=seed, prefix=prefix)
+    is_gold_s = {a for a, _ in base.gold}
+    is_gold_t = {b for _, b in base.gold}
+
+    def pick(ids, texts, gold_ids, lang):
+        g = [n for n, i in enumerate(ids) if i in gold_ids]
+        rest = [n for n, i in enumerate(ids) if i not in gold_ids]
+        if not rest:
+            return g
+        e = encoder.encode([texts[n] for n in g + rest], lang)
+        sims = e[: len(g)] @ e[len(g):].T
+        k = min(near, len(rest))
+        nn = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < len(rest) else np.tile(np.arange(len(rest)), (len(g), 1))
+        chosen = list(dict.fromkeys(int(c) for c in nn.T.ravel()))  # round-robin over the gold, no repeats
+        chosen = chosen[:distractors]
+        if len(chosen) < distractors:
+            taken = set(chosen)
+            chosen += [c for c in range(len(rest)) if c not in taken][: distractors - len(chosen)]
+        return g + [rest[c] for c in chosen]
+
+    from bimine.eval.bucc import BuccSplit
+
+    keep_s = pick(base.src_ids, base.src, is_gold_s, src_lang)
+    keep_t = pick(base.tgt_ids, base.tgt, is_gold_t, tgt_lang)
+    return BuccSplit([base.src_ids[n] for n in keep_s], [base.src[n] for n in keep_s],
+                     [base.tgt_ids[n] for n in keep_t], [base.tgt[n] for n in keep_t], base.gold)

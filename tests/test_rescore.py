@@ -1,0 +1,162 @@
+"""Second-stage rescoring (issue 15): features against hand computations, the planted corpora,
+and the rescorer's save/load round trip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bimine.errors import ConfigError, InputError
+from bimine.eval.bucc import plant_pairs
+from bimine.mining.rescore import (
+    FEATURES,
+    KNN_FEATURES,
+    TEXT_FEATURES,
+    WORD_FEATURES,
+    Rescorer,
+    best_f1_threshold,
+    knn_features,
+    text_features,
+    train_rescorer,
+    word_features,
+)
+
+
+def _unit(rng, n, d):
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_knn_features_equal_a_brute_force_computation():
+    rng = np.random.default_rng(0)
+    x, y, k = _unit(rng, 30, 8), _unit(rng, 25, 8), 4
+    s = x @ y.T
+    ixy = np.argsort(-s, axis=1)[:, :k]
+    sxy = np.take_along_axis(s, ixy, axis=1)
+    iyx = np.argsort(-s.T, axis=1)[:, :k]
+    syx = np.take_along_axis(s.T, iyx, axis=1)
+    pairs = [(i, int(ixy[i, 0])) for i in range(5)] + [(int(iyx[j, 2]), j) for j in range(5)] + [(3, int(ixy[3, 1]))]
+    i = np.array([p[0] for p in pairs])
+    j = np.array([p[1] for p in pairs])
+    f = knn_features(sxy, ixy, syx, iyx, k, i, j)
+    assert f.shape == (len(pairs), len(KNN_FEATURES))
+    for n, (a, b) in enumerate(pairs):
+        c = s[a, b]
+        mx = np.sort(s[a])[::-1][:k].mean()
+        my = np.sort(s[:, b])[::-1][:k].mean()
+        row_a = list(ixy[a])
+        row_b = list(iyx[b])
+        rank_a = row_a.index(b) if b in row_a else k
+        rank_b = row_b.index(a) if a in row_b else k
+        other_a = max(s[a, t] for t in row_a if t != b)
+        other_b = max(s[t, b] for t in row_b if t != a)
+        want = [c, mx, my, c / ((mx + my) / 2) + c, c / mx + c, c / my + c, rank_a, rank_b, c - other_a, c - other_b]
+        np.testing.assert_allclose(f[n], want, rtol=1e-5, atol=1e-6)
+
+
+def test_knn_features_need_the_cosine_of_a_pair_in_neither_list():
+    rng = np.random.default_rng(1)
+    x, y = _unit(rng, 10, 4), _unit(rng, 10, 4)
+    s = x @ y.T
+    ixy = np.argsort(-s, axis=1)[:, :2]
+    iyx = np.argsort(-s.T, axis=1)[:, :2]
+    sxy, syx = np.take_along_axis(s, ixy, 1), np.take_along_axis(s.T, iyx, 1)
+    worst = int(np.argmin(s[0]))
+    if worst in iyx[:, :].ravel() and 0 in iyx[worst]:
+        pytest.skip("the worst target lists source 0")
+    with pytest.raises(ValueError, match="neither"):
+        knn_features(sxy, ixy, syx, iyx, 2, np.array([0]), np.array([worst]))
+    f = knn_features(sxy, ixy, syx, iyx, 2, np.array([0]), np.array([worst]), cos=np.array([s[0, worst]]))
+    assert f[0, KNN_FEATURES.index("rank_src")] == 2 and f[0, 0] == pytest.approx(s[0, worst])
+
+
+def test_text_features_by_hand():
+    f = text_features(["Males earned $59,738 in 2019 (median) at Google in Paris.", "Hello"],
+                      ["Les hommes gagnaient 59 738 $ en 2018 (médiane) chez Google à Londres.", "Bonjour !"])
+    got = dict(zip(TEXT_FEATURES, f[0]))
+    assert got["numbers_src"] == 2 and got["numbers_tgt"] == 2  # 59738 and the year: separators ignored
+    assert got["numbers_agree"] == pytest.approx(1 / 3)  # {59738, 2019} vs {59738, 2018}
+    assert got["numbers_missing"] == 2
+    assert got["copies_src"] == 2 and got["copies_tgt"] == 2  # Google, Paris / Londres (first words left out)
+    assert got["copies_agree"] == pytest.approx(1 / 3)  # Google shared
+    assert got["end_agree"] == 1.0
+    second = dict(zip(TEXT_FEATURES, f[1]))
+    assert second["end_agree"] == 0.0 and second["numbers_agree"] == 1.0  # no numbers on either side
+    # full-width forms count as ASCII (NFKC)
+    g = dict(zip(TEXT_FEATURES, text_features(["Is it 42?"], ["４２ですか？"])[0]))
+    assert g["numbers_agree"] == 1.0 and g["punct_diff"] == 0.0 and g["end_agree"] == 1.0
+
+
+class _Words:
+    """Word vectors by hand: one axis per meaning."""
+
+    table = {"cat": 0, "chat": 0, "dog": 1, "chien": 1, "red": 2, "rouge": 2, "blue": 3}
+
+    def lookup(self, sents, lang):
+        out = []
+        for ws in sents:
+            v = np.zeros((len(ws), 4), np.float32)
+            for n, w in enumerate(ws):
+                v[n, self.table[w]] = 1.0
+            out.append(v)
+        return out
+
+
+def test_word_features_by_hand():
+    f = word_features(["cat dog red", "cat"], ["chat chien", ""], _Words(), "en", "fr")
+    got = dict(zip(WORD_FEATURES, f[0]))
+    assert got["words_src"] == pytest.approx(2 / 3) and got["words_tgt"] == 1.0  # "red" has no match
+    assert got["worst_src"] == 0.0 and got["worst_tgt"] == 1.0
+    assert got["matched_src"] == pytest.approx(2 / 3) and got["matched_tgt"] == 1.0
+    assert (f[1] == 0).all()  # a side without words
+
+
+def test_planted_pairs_hold_no_distractor_translation():
+    pairs = [(f"src {n}", f"tgt {n}") for n in range(40)]
+    pairs[2] = ("src 0", "tgt 2")  # repeats a gold source: not a usable gold pair
+    pairs[8] = ("src 1", "tgt 8")  # a source distractor equal to a gold source: left out
+    split = plant_pairs(pairs, gold=5, distractors=10, prefix="x")
+    assert len(split.gold) == 5 and len(split.src) == 14 and len(split.tgt) == 15
+    assert "src 2" not in split.src and "tgt 2" not in split.tgt
+    src = dict(zip(split.src_ids, split.src))
+    tgt = dict(zip(split.tgt_ids, split.tgt))
+    for a, b in split.gold:
+        assert src[a].split()[1] == tgt[b].split()[1]
+    gold_src = {src[a] for a, _ in split.gold}
+    numbers_s = {t.split()[1] for t in split.src if t not in gold_src}
+    numbers_t = {t.split()[1] for t in split.tgt if t not in {tgt[b] for _, b in split.gold}}
+    assert not numbers_s & numbers_t  # no distractor's translation is on the other side
+    with pytest.raises(InputError, match="gold"):
+        plant_pairs(pairs[:3], gold=5, distractors=1)
+
+
+def test_best_f1_threshold_by_hand():
+    p = np.array([0.9, 0.8, 0.7, 0.2])
+    y = np.array([1, 0, 1, 0])
+    thr, f1 = best_f1_threshold(p, y)
+    assert thr == 0.7 and f1 == pytest.approx(2 * 2 / (3 + 2))
+    thr, f1 = best_f1_threshold(p, y, n_gold=4)  # two gold pairs were never candidates
+    assert f1 == pytest.approx(2 * 2 / (3 + 4)) or f1 == pytest.approx(2 * 1 / (1 + 4))
+
+
+def test_rescorer_round_trip_and_encoder_check(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, len(FEATURES)))
+    y = (x[:, 0] + 0.5 * x[:, 3] > 0).astype(int)
+    r = train_rescorer(x[:300], y[:300], x_dev=x[300:], y_dev=y[300:], encoder="dan-abc", trees=20)
+    p = r.predict(x)
+    assert ((p > 0.5) == y).mean() > 0.9
+    r.save(tmp_path / "r")
+    back = Rescorer.load(tmp_path / "r")
+    np.testing.assert_array_equal(back.predict(x), p)
+    assert back.threshold == r.threshold and back.encoder == "dan-abc"
+
+    class Enc:
+        model_id = "dan-other"
+
+    with pytest.raises(ConfigError, match="dan-abc"):
+        back.check_encoder(Enc())
+    with pytest.raises(InputError, match="not a rescorer folder"):
+        Rescorer.load(tmp_path)
+    with pytest.raises(ValueError, match="features per pair"):
+        back.predict(x[:, :3])
