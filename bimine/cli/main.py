@@ -159,6 +159,7 @@ def main() -> None:
         evaluate,
         filter,
         mine,
+        rescore,
         train,
     )
     from bimine.cli.main import cli as registered  # the module object the commands attached to

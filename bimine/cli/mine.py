@@ -19,6 +19,16 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
     return value
 
 
+def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) -> float | str | None:
+    if value is None or value == "trained":
+        return value
+    try:
+        v = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number (or 'trained', with --rescore)") from None
+    return _not_nan(ctx, param, v)
+
+
 @cli.command()
 @click.argument("src", type=str)
 @click.argument("tgt", type=str)
@@ -36,8 +46,9 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Candidate score: paper 001 Eq. 9 (ratio margin plus cosine; the best on our dev sets, "
                    "docs/decisions.md), Eq. 10, margin ratio/distance, or absolute (cosine).")
 @click.option("-k", "--k", "k", type=click.IntRange(min=1), default=4, show_default=True, help="Neighbours for the margin.")
-@click.option("--threshold", type=float, callback=_not_nan, default=None,
-              help="Keep pairs whose score (in the units of --score) is at least this; the same test for "
+@click.option("--threshold", type=str, callback=_threshold, default=None,
+              help="Keep pairs whose score (in the units of --score; with --rescore, the rescorer's probability, "
+                   "and 'trained' = its stored threshold) is at least this; the same test for "
                    "every score. Default: keep every selected candidate, negative scores included. "
                    "Typical cuts for the default model: eq9 ~1.85, ratio ~1.25, distance ~0.11 "
                    "(best F1 on the newstest BUCC-style train splits, docs/benchmarks.md).")
@@ -62,6 +73,11 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
                    "translation, from the head stored with the model) as the last column.")
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False), default=None,
               help="With --confidence: a head from 'bimine calibrate -o' instead of the model's own.")
+@click.option("--rescore", "rescore", default=None,
+              help="Re-score the selected pairs with a trained rescorer (paper 001 §6.2): 'default' (shipped with "
+                   "the default model) or a folder from 'bimine train-rescorer'. Its probability becomes the score "
+                   "(and what --threshold applies to; the rescorer's own threshold with --threshold trained); the "
+                   "mining score is kept as a last column (margin).")
 @click.option("--dedupe", is_flag=True, help="Drop pairs whose (src, tgt) texts repeat an earlier pair.")
 @click.option("--drop-copies", is_flag=True, help="Drop pairs whose sides are equal up to case, punctuation, digits.")
 @click.option("--min-chars", type=click.IntRange(min=0), default=0, show_default=True, help="Drop pairs with a side shorter than this.")
@@ -76,7 +92,8 @@ def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output: str, model: str, strategy: str, score: str,
          k: int, threshold: float, factory: str, nprobe: int, k_factor: int, work_dir: str | None, src_store: str | None,
-         tgt_store: str | None, fmt: str, line_numbers: bool, confidence: bool, calibration: str | None, dedupe: bool, drop_copies: bool, min_chars: int,
+         tgt_store: str | None, fmt: str, line_numbers: bool, confidence: bool, calibration: str | None,
+         rescore: str | None, dedupe: bool, drop_copies: bool, min_chars: int,
          encoding_errors: str, workers: int, shard_size: int, executor: str, ray_address: str | None,
          no_progress: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
@@ -91,13 +108,22 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     from bimine.mining.pipeline import MineConfig, mine_files
 
     # output, work dir, format, index string and inputs are all checked by mine_files before any work
+    check_executor(executor, ray_address)
+    if threshold == "trained" and rescore is None:
+        raise click.UsageError("--threshold trained is the rescorer's threshold: use it with --rescore")
+    encoder = load_encoder(model)
+    rescorer = None
+    if rescore is not None:
+        from bimine.mining.rescore import load_rescorer
+
+        rescorer = load_rescorer(rescore, encoder)
+        if threshold == "trained":
+            threshold = rescorer.threshold
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold,
                      index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe, drop_copies=drop_copies,
                      min_chars=min_chars)
     from bimine.embed import resolve_workers
 
-    check_executor(executor, ray_address)
-    encoder = load_encoder(model)
     cal = None
     if calibration is not None and not confidence:
         raise click.UsageError("--calibration is used with --confidence")
@@ -115,6 +141,6 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
                             cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
                             line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
                             workers=resolve_workers(workers), calibration=cal, shard_size=shard_size,
-                            executor=executor, ray_address=ray_address)
+                            executor=executor, ray_address=ray_address, rescorer=rescorer)
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} pairs written to {output}", err=True)

@@ -312,6 +312,7 @@ class DANEncoder:
         weights_file: str | os.PathLike | None = None,
     ) -> None:
         self.config = config
+        self.training: dict = {}
         self.backend = resolve_backend(backend)
         self.threads = threads
         self._executor = None
@@ -373,7 +374,9 @@ class DANEncoder:
 
             weights = load_file(str(wfile))
         model_id = f"dan-{meta['model_id']}" if meta.get("model_id") else None
-        return cls(config, weights, model_id=model_id, weights_file=wfile, **kwargs)
+        enc = cls(config, weights, model_id=model_id, weights_file=wfile, **kwargs)
+        enc.training = meta.get("training", {})  # the trainer's record (data, held-out pairs, dev figures)
+        return enc
 
     @property
     def model_id(self) -> str:

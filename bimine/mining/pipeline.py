@@ -408,10 +408,16 @@ def _digest(obj) -> str:
 
 def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
                report: MineReport | None = None, executor: str = "local",
-               ray_address: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scores and row indices (into the full sides) of the selected pairs, best first, >= threshold."""
+               ray_address: str | None = None, knn_features: bool = False):
+    """Scores and row indices (into the full sides) of the selected pairs, best first, >= threshold.
+    With ``knn_features``, also each pair's :data:`bimine.mining.rescore.KNN_FEATURES` (a 4th array)."""
     if len(x.valid) == 0 or len(y.valid) == 0:
-        return np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        empty = (np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        if knn_features:
+            from bimine.mining.rescore import KNN_FEATURES
+
+            return (*empty, np.zeros((0, len(KNN_FEATURES)), np.float32))
+        return empty
     k = min(cfg.k, len(x.valid), len(y.valid))
     if k < cfg.k:
         log.warning(f"k = {cfg.k} is more than the {min(len(x.valid), len(y.valid))} non-blank sentences "
@@ -419,7 +425,7 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     cfg = replace(cfg, k=k)
     if report is not None:
         report.k = k
-    need_bwd = not (cfg.strategy == "forward" and cfg.score in ("eq10", "absolute"))
+    need_bwd = knn_features or not (cfg.strategy == "forward" and cfg.score in ("eq10", "absolute"))
     sxy, ixy, syx, iyx = knn_both_ways(x, y, cfg, progress=progress, cache=cache, need_backward=need_bwd,
                                        report=report, executor=executor, ray_address=ray_address)
     t = time.time()
@@ -432,6 +438,11 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     keep = s >= cfg.threshold if cfg.threshold is not None else np.ones(len(s), dtype=bool)
     if report is not None:
         report.below_threshold = int((~keep).sum())
+    if knn_features:
+        from bimine.mining.rescore import knn_features as features
+
+        f = features(sxy, ixy, syx, iyx, k, i[keep], j[keep])
+        return s[keep], x.valid[i[keep]], y.valid[j[keep]], f
     return s[keep], x.valid[i[keep]], y.valid[j[keep]]
 
 
@@ -470,9 +481,10 @@ def fetch_lines(path: str, rows: np.ndarray, *, column: int | None = None, error
 
 
 def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_text, line_numbers: bool,
-                confidence=None, src_where=None, tgt_where=None) -> None:
-    """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line][, confidence]),
-    JSONL or Parquet (``confidence``: one calibrated confidence per pair, or None).
+                confidence=None, src_where=None, tgt_where=None, margin=None) -> None:
+    """Write pairs atomically as TSV (score, src, tgt[, src_line, tgt_line][, confidence][, margin]),
+    JSONL or Parquet (``confidence``: one calibrated confidence per pair, or None; ``margin``:
+    with a rescorer, the mining score the rescorer's probability replaced, or None).
 
     ``src_where`` / ``tgt_where``: :meth:`InputSide.locate` of each pair's row (default: one
     file, line = row + 1). A side of several files names each line's file: ``FILE:LINE`` in
@@ -498,11 +510,14 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                 cols["tgt_file"] = tgt_files
             if confidence is not None:
                 cols["confidence"] = np.asarray(confidence, np.float32)
+            if margin is not None:
+                cols["margin"] = np.asarray(margin, np.float32)
             pq.write_table(pa.table(cols), tmp)
         else:
             with open(tmp, "w", encoding="utf-8", newline="\n") as f:
                 conf = confidence if confidence is not None else [None] * len(scores)
-                for n, (sc, a, b, c) in enumerate(zip(scores, src_rows, tgt_rows, conf)):
+                marg = margin if margin is not None else [None] * len(scores)
+                for n, (sc, a, b, c, mg) in enumerate(zip(scores, src_rows, tgt_rows, conf, marg)):
                     if fmt == "jsonl":
                         rec = {"score": round(float(sc), 6), "src": src_text[a], "tgt": tgt_text[b],
                                "src_line": src_lines[n], "tgt_line": tgt_lines[n]}
@@ -512,6 +527,8 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                             rec["tgt_file"] = tgt_files[n]
                         if c is not None:
                             rec["confidence"] = round(float(c), 6)
+                        if mg is not None:
+                            rec["margin"] = round(float(mg), 6)
                         f.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     else:
                         row = f"{sc:.6f}\t{src_text[a]}\t{tgt_text[b]}"
@@ -521,6 +538,8 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                             row += f"\t{sl}\t{tl}"
                         if c is not None:
                             row += f"\t{c:.6f}"
+                        if mg is not None:
+                            row += f"\t{mg:.6f}"
                         f.write(row + "\n")
 
 
@@ -610,7 +629,7 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
                work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
                errors: str = "strict", progress: bool = True, workers: int = 1,
                shard_size: int = 1_000_000, calibration=None, executor: str = "local",
-               ray_address: str | None = None) -> MineReport:
+               ray_address: str | None = None, rescorer=None) -> MineReport:
     """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report.
 
     A side is a file, a glob pattern or a list of them (:func:`expand_inputs`): its files are
@@ -626,7 +645,10 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
     ``calibration`` (a :class:`bimine.encoders.calibration.Calibration` of ``encoder``) adds
     each pair's calibrated confidence as the last column. ``executor="ray"`` embeds the
     shards and runs the kNN searches as Ray tasks (cluster at ``ray_address``): the same
-    output bytes as the local executor.
+    output bytes as the local executor. ``rescorer`` (a :class:`bimine.mining.rescore.Rescorer`
+    of ``encoder``) re-scores the selected pairs (paper 001 §6.2): its probability becomes the
+    score (and what ``cfg.threshold`` applies to), the mining score an extra column (margin);
+    with ``work_dir`` the probabilities are kept like the other steps.
     """
     from bimine.store.store import file_checksum
 
@@ -706,8 +728,10 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
             if len(side.valid) == 0:
                 what = "is empty" if side.n_rows == 0 else f"has only blank lines ({side.n_rows})"
                 log.warning(f"{path} {what}: nothing to mine, no pairs will be written")
-        s, i, j = mine_sides(x, y, cfg, progress=progress, cache=work if work_dir else None, report=report,
-                             executor=executor, ray_address=ray_address)
+        mined = mine_sides(x, y, replace(cfg, threshold=None) if rescorer is not None else cfg, progress=progress,
+                           cache=work if work_dir else None, report=report, executor=executor,
+                           ray_address=ray_address, knn_features=rescorer is not None)
+        s, i, j = mined[:3]
         t = time.time()
         src_text = sides["src"].texts(i, errors)
         tgt_text = sides["tgt"].texts(j, errors)
@@ -733,11 +757,33 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
             report.duplicates = int(dup.sum())
             keep &= ~dup
         s, i, j = s[keep], i[keep], j[keep]
+        margin = None
+        if rescorer is not None:
+            from bimine.mining.rescore import rescore_pairs
+
+            t_r = time.time()
+            key = {"inputs": [sums[p] for p in files["src"]] + ["|"] + [sums[p] for p in files["tgt"]],
+                   "model": encoder.model_id, "langs": [src_lang, tgt_lang], "rescorer": rescorer.fingerprint,
+                   "pairs": hashlib.sha256(i.astype(np.int64).tobytes() + j.astype(np.int64).tobytes()).hexdigest(),
+                   "cfg": [cfg.k, cfg.score, cfg.strategy, cfg.index.factory, cfg.index.nprobe, cfg.index.k_factor]}
+            cache_file = work / f"rescore-{_digest(key)}.npy" if work_dir else None
+            if cache_file is not None and cache_file.exists():
+                report.reused.append(f"rescored pairs ({cache_file.name})")
+            prob = rescore_pairs(rescorer, encoder, [src_text[a] for a in i.tolist()], [tgt_text[b] for b in j.tolist()],
+                                 mined[3][keep], src_lang, tgt_lang, progress=progress, cache=cache_file)
+            order = np.argsort(-prob, kind="stable")
+            margin, s, i, j = s[order], prob[order], i[order], j[order]
+            if cfg.threshold is not None:
+                ok = s >= cfg.threshold
+                report.below_threshold = int((~ok).sum())
+                margin, s, i, j = margin[ok], s[ok], i[ok], j[ok]
+            report.seconds["rescore"] = time.time() - t_r
+            margin = margin.tolist()
         conf = None
         if calibration is not None:
             conf = calibration.confidence(sides["src"].take(i), sides["tgt"].take(j)).tolist()
         write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf,
-                    src_where=sides["src"].locate(i), tgt_where=sides["tgt"].locate(j))
+                    src_where=sides["src"].locate(i), tgt_where=sides["tgt"].locate(j), margin=margin)
         report.written = len(s)
         report.seconds["write"] = time.time() - t
     finally:

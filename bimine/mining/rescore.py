@@ -202,6 +202,15 @@ class Rescorer:
     meta: dict = field(default_factory=dict)
 
     @property
+    def fingerprint(self) -> str:
+        """A hash of the trees and the settings: what a cached rescoring was computed with."""
+        import hashlib
+
+        h = hashlib.sha256(self.booster.model_to_string().encode())
+        h.update(json.dumps(self.meta, sort_keys=True).encode())
+        return h.hexdigest()[:16]
+
+    @property
     def threshold(self) -> float:
         return float(self.meta.get("threshold", 0.5))
 
@@ -253,6 +262,28 @@ class Rescorer:
         return cls(booster, meta)
 
 
+def default_rescorer_path() -> Path:
+    """The rescorer shipped with the default encoder."""
+    from bimine.encoders.base import default_model_path
+
+    return Path(default_model_path()) / "rescorer"
+
+
+def load_rescorer(name: str, encoder=None) -> Rescorer:
+    """``default`` (shipped with the default model) or a rescorer folder; checked against
+    ``encoder`` (the one whose cosines it reads) when given."""
+    if name == "default":
+        path = default_rescorer_path()
+        if not (path / META_FILE).is_file():
+            raise ConfigError("this bimine ships no default rescorer yet; train one with 'bimine train-rescorer'")
+    else:
+        path = Path(name)
+    r = Rescorer.load(path)
+    if encoder is not None:
+        r.check_encoder(encoder)
+    return r
+
+
 def _lightgbm():
     try:
         import lightgbm
@@ -294,6 +325,32 @@ def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = N
     if extra_meta:
         meta.update(extra_meta)
     return r
+
+
+def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], knn: np.ndarray, src_lang: str,
+                  tgt_lang: str, *, progress: bool = False, cache: Path | None = None, block: int = 20000) -> np.ndarray:
+    """The rescorer's probability for each pair (texts and their :data:`KNN_FEATURES`), in
+    blocks; with ``cache`` (a file), reused when it exists and written when done."""
+    from bimine.divergence.vdpwi import WordVectors
+    from bimine.progress import bar
+
+    rescorer.check_encoder(encoder)
+    if cache is not None and cache.exists():
+        got = np.load(cache)
+        if got.shape == (len(src),):
+            return got
+    vectors = WordVectors(encoder)
+    out = np.zeros(len(src), dtype=np.float32)
+    with bar(total=len(src), unit=" pairs", desc="rescore", enabled=progress) as b:
+        for a in range(0, len(src), block):
+            z = slice(a, a + block)
+            out[z] = rescorer.predict(pair_features(src[z], tgt[z], knn[z], vectors, src_lang, tgt_lang))
+            b.update(len(src[z]))
+    if cache is not None:
+        tmp = cache.with_name(f"{cache.stem}.tmp-{os.getpid()}.npy")
+        np.save(tmp, out)
+        os.replace(tmp, cache)
+    return out
 
 
 # ------------------------------------------------------------------------------ candidates
@@ -380,3 +437,46 @@ def planted_corpus(pairs, encoder, src_lang: str, tgt_lang: str, *, gold: int = 
     keep_t = pick(base.tgt_ids, base.tgt, is_gold_t, tgt_lang)
     return BuccSplit([base.src_ids[n] for n in keep_s], [base.src[n] for n in keep_s],
                      [base.tgt_ids[n] for n in keep_t], [base.tgt[n] for n in keep_t], base.gold)
+
+
+_SWAP = [FEATURES.index(n.replace("_src", "_TMP").replace("_tgt", "_src").replace("_TMP", "_tgt")) for n in FEATURES]
+
+
+def swap_sides(features: np.ndarray) -> np.ndarray:
+    """The features of the same pairs mined the other way round (source and target swapped):
+    exact for the symmetric strategies (max, intersection, greedy)."""
+    return features[:, _SWAP]
+
+
+def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
+                  cfg=None, seed: int = 0, log=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Candidate features and labels for training a rescorer: for each ``(lang, pairs)`` of
+    ``corpora`` (``pairs``: (other-language, English) pairs whose first ``gold`` usable ones the
+    encoder never saw), a planted corpus (:func:`planted_corpus`) mined as ``cfg`` (default
+    Eq. 9, max, k = 4); gold pairs are positives, every other selected candidate a negative; each
+    row also enters with its sides swapped (:func:`swap_sides`), so the rescorer serves both
+    directions. Returns features, labels, each row's candidate number (the two copies of a
+    candidate share it: split train and dev by it) and each row's language."""
+    from bimine.divergence.vdpwi import WordVectors
+
+    vectors = WordVectors(encoder)
+    xs, ys, ids, langs = [], [], [], []
+    for lang, pairs in corpora:
+        split = planted_corpus(pairs, encoder, lang, "en", gold=gold, distractors=distractors, near=near, pool=pool,
+                               seed=seed, prefix=lang)
+        x = encoder.encode(split.src, lang)
+        y = encoder.encode(split.tgt, "en")
+        c = mine_candidates(x, y, split.src, split.tgt, vectors, lang, "en", cfg)
+        label = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src.tolist(), c.tgt.tolist())],
+                         dtype=np.int8)
+        xs += [c.features, swap_sides(c.features)]
+        ys += [label, label]
+        first = sum(len(a) for a in ids) // 2
+        ids += [np.arange(first, first + len(label))] * 2
+        langs += [lang] * (2 * len(label))
+        if log is not None:
+            log(f"{lang}: {len(split.src):,} x {len(split.tgt):,} sentences, {len(label):,} candidates, "
+                f"{int(label.sum())} of {len(split.gold)} gold pairs among them")
+    if not xs:
+        raise InputError("no corpora to train the rescorer on")
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ids), langs

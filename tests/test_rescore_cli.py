@@ -1,0 +1,142 @@
+"""`bimine train-rescorer` and `bimine mine --rescore` end to end, on newstest slices the
+default encoder never trained on (dev sets, read only here as small slices)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bimine.cli import mine, rescore  # noqa: F401  (register the commands)
+from bimine.cli.main import cli
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def _news(shared: Path, year: int, n: int) -> list[tuple[str, str]]:
+    d = shared / "dev" / "newstest"
+    en = (d / f"newstest{year}.en-fr.en").read_text(encoding="utf-8").splitlines()[:n]
+    fr = (d / f"newstest{year}.en-fr.fr").read_text(encoding="utf-8").splitlines()[:n]
+    return list(zip(fr, en))
+
+
+@pytest.fixture(scope="module")
+def rescorer(shared_data, tmp_path_factory):
+    d = tmp_path_factory.mktemp("rescorer")
+    tsv = d / "news2009.en-fr.tsv"
+    tsv.write_text("".join(f"{en}\t{fr}\n" for fr, en in _news(shared_data, 2009, 1400)), encoding="utf-8")
+    r = run("train-rescorer", f"fr:{tsv}", "--gold", 150, "--distractors", 600, "--near", 0, "--trees", 100,
+            "-o", d / "r")
+    assert r.exit_code == 0, r.output
+    return d / "r"
+
+
+def test_trained_rescorer_beats_the_margin_on_a_planted_corpus(rescorer, shared_data):
+    from bimine.divergence.vdpwi import WordVectors
+    from bimine.encoders import load_encoder
+    from bimine.eval.bucc import plant_pairs
+    from bimine.mining.rescore import Rescorer, best_f1_threshold, mine_candidates
+
+    enc = load_encoder("default")
+    split = plant_pairs(_news(shared_data, 2010, 1500), gold=150, distractors=650, prefix="t")
+    c = mine_candidates(enc.encode(split.src, "fr"), enc.encode(split.tgt, "en"), split.src, split.tgt,
+                        WordVectors(enc), "fr", "en")
+    y = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src, c.tgt)], dtype=int)
+    _, f1_margin = best_f1_threshold(c.score, y, n_gold=len(split.gold))
+    _, f1_rescored = best_f1_threshold(Rescorer.load(rescorer).predict(c.features), y, n_gold=len(split.gold))
+    print(f"F1 margin {f1_margin:.3f} rescored {f1_rescored:.3f}")
+    assert f1_rescored > f1_margin, (f1_rescored, f1_margin)
+
+
+HARNESS = r'''
+import sys, time
+from pathlib import Path
+import bimine.mining.rescore as R
+marker = Path(sys.argv[1])
+orig = R.Rescorer.predict
+calls = []
+def predict(self, f):
+    calls.append(1)
+    if len(calls) == 2:  # the second block: the kNN lists are saved, rescoring under way
+        marker.write_text("rescoring")
+        time.sleep(60)
+    return orig(self, f)
+R.Rescorer.predict = predict
+R.rescore_pairs.__kwdefaults__["block"] = 100  # several blocks on this small corpus
+from bimine.cli.main import main
+sys.argv = ["bimine"] + sys.argv[2:]
+main()
+'''
+
+
+def _sides(tmp_path: Path, shared: Path) -> tuple[Path, Path]:
+    from bimine.eval.bucc import plant_pairs
+
+    split = plant_pairs(_news(shared, 2011, 900), gold=100, distractors=350, prefix="m")
+    src, tgt = tmp_path / "m.fr", tmp_path / "m.en"
+    src.write_text("".join(t + "\n" for t in split.src), encoding="utf-8")
+    tgt.write_text("".join(t + "\n" for t in split.tgt), encoding="utf-8")
+    return src, tgt
+
+
+def test_mine_rescore_killed_then_resumed_gives_the_same_bytes(rescorer, shared_data, tmp_path):
+    src, tgt = _sides(tmp_path, shared_data)
+    want = tmp_path / "want.tsv"
+    r = run("mine", src, tgt, "--rescore", rescorer, "-o", want, "--no-progress")
+    assert r.exit_code == 0, r.output
+    rows = [ln.split("\t") for ln in want.read_text(encoding="utf-8").splitlines()]
+    assert rows and all(len(x) == 4 for x in rows)  # probability, src, tgt, margin
+    prob = [float(x[0]) for x in rows]
+    assert prob == sorted(prob, reverse=True) and 0 <= min(prob) and max(prob) <= 1
+    plain = tmp_path / "plain.tsv"
+    assert run("mine", src, tgt, "-o", plain, "--no-progress").exit_code == 0
+    # the same pairs as plain mining, its scores in the last column
+    margins = {(a, b): s for s, a, b in (ln.split("\t") for ln in plain.read_text(encoding="utf-8").splitlines())}
+    assert {(x[1], x[2]): x[3] for x in rows} == margins
+
+    work, got = tmp_path / "work", tmp_path / "got.tsv"
+    harness, marker = tmp_path / "harness.py", tmp_path / "marker"
+    harness.write_text(HARNESS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    p = subprocess.Popen([sys.executable, str(harness), str(marker), "mine", str(src), str(tgt), "--rescore",
+                          str(rescorer), "-o", str(got), "--work-dir", str(work), "--no-progress"],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not marker.exists() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert p.poll() is None, "the run ended before it could be killed: " + p.stderr.read()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not got.exists() and list(work.glob("knn-fwd-*.npz")) and not list(work.glob("rescore-*.npy"))
+    r = run("mine", src, tgt, "--rescore", rescorer, "-o", got, "--work-dir", work, "--no-progress")
+    assert r.exit_code == 0 and "kNN fwd" in r.output
+    assert got.read_bytes() == want.read_bytes()
+    assert list(work.glob("rescore-*.npy"))
+    # a third run reuses the rescored probabilities too
+    again = tmp_path / "again.tsv"
+    r = run("mine", src, tgt, "--rescore", rescorer, "-o", again, "--work-dir", work, "--no-progress")
+    assert "rescored pairs" in r.output and again.read_bytes() == want.read_bytes()
+
+
+def test_threshold_trained_needs_a_rescorer_and_uses_its_threshold(rescorer, shared_data, tmp_path):
+    from bimine.mining.rescore import Rescorer
+
+    src, tgt = _sides(tmp_path, shared_data)
+    r = run("mine", src, tgt, "--threshold", "trained", "-o", tmp_path / "x.tsv")
+    assert r.exit_code != 0 and "--rescore" in r.output
+    out = tmp_path / "t.tsv"
+    assert run("mine", src, tgt, "--rescore", rescorer, "--threshold", "trained", "-o", out, "--no-progress").exit_code == 0
+    thr = Rescorer.load(rescorer).threshold
+    probs = [float(ln.split("\t")[0]) for ln in out.read_text(encoding="utf-8").splitlines()]
+    assert probs and min(probs) >= round(thr, 6) - 1e-6
+    r = run("mine", src, tgt, "--threshold", "nope", "-o", tmp_path / "y.tsv")
+    assert r.exit_code != 0 and "not a number" in r.output
