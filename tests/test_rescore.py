@@ -92,14 +92,11 @@ class _Words:
 
     table = {"cat": 0, "chat": 0, "dog": 1, "chien": 1, "red": 2, "rouge": 2, "blue": 3}
 
-    def lookup(self, sents, lang):
-        out = []
-        for ws in sents:
-            v = np.zeros((len(ws), 4), np.float32)
-            for n, w in enumerate(ws):
-                v[n, self.table[w]] = 1.0
-            out.append(v)
-        return out
+    def matrix(self, words, lang):
+        v = np.zeros((len(words), 4), np.float32)
+        for n, w in enumerate(words):
+            v[n, self.table[w]] = 1.0
+        return v
 
 
 def test_word_features_by_hand():
@@ -160,3 +157,25 @@ def test_rescorer_round_trip_and_encoder_check(tmp_path):
         Rescorer.load(tmp_path)
     with pytest.raises(ValueError, match="features per pair"):
         back.predict(x[:, :3])
+
+
+def test_word_vector_cache_stays_bounded_and_correct():
+    from bimine.divergence.vdpwi import WordVectors
+
+    class Enc:
+        calls = []
+
+        def encode(self, words, lang):
+            self.calls.append(list(words))
+            return np.array([[len(w), ord(w[0])] for w in words], np.float32)
+
+    enc = Enc()
+    v = WordVectors(enc, limit=3)
+    got = v.matrix(["aa", "b", "ccc", "dddd", "e"], "en")  # more words than the limit in one call
+    np.testing.assert_array_equal(got[:, 0], [2, 1, 3, 4, 1])
+    assert len(v.cache) == 5
+    got = v.lookup([["aa", "zz"]], "en")[0]  # a new word: the cache starts again
+    np.testing.assert_array_equal(got, [[2, ord("a")], [2, ord("z")]])
+    assert len(v.cache) == 2 and enc.calls[-1] == ["aa", "zz"]
+    v.lookup([["aa"]], "en")
+    assert len(enc.calls) == 2  # cached

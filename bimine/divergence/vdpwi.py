@@ -57,21 +57,30 @@ def sentence_words(s: str, max_words: int) -> list[str]:
 class WordVectors:
     """Frozen word vectors from a sentence encoder, cached per (language, word)."""
 
-    def __init__(self, encoder) -> None:
+    def __init__(self, encoder, limit: int = 2_000_000) -> None:
         self.encoder = encoder
+        self.limit = limit  # cached words at most (then the cache starts again)
         self.cache: dict[tuple[str, str], np.ndarray] = {}
         self.dim: int | None = None
+
+    def matrix(self, words: list[str], lang: str) -> np.ndarray:
+        """The vectors of ``words`` as rows of one matrix."""
+        if not words:
+            if self.dim is None:
+                self.dim = self.encoder.encode(["a"], lang).shape[1]
+            return np.zeros((0, self.dim), np.float32)
+        return self.lookup([words], lang)[0]
 
     def lookup(self, sents: list[list[str]], lang: str) -> list[np.ndarray]:
         missing = sorted({w for ws in sents for w in ws if (lang, w) not in self.cache})
         if missing:
+            if self.cache and len(self.cache) + len(missing) > self.limit:  # bounded memory on long streams
+                self.cache.clear()
+                missing = sorted({w for ws in sents for w in ws})
             vec = self.encoder.encode(missing, lang)
             self.dim = vec.shape[1]
-            for w, v in zip(missing, vec):
+            for w, v in zip(missing, vec):  # one call's words are all kept, whatever the limit
                 self.cache[(lang, w)] = v
-            if len(self.cache) > 2_000_000:  # bounded memory on long streams
-                self.cache.clear()
-                return self.lookup(sents, lang)
         if self.dim is None:
             self.dim = self.encoder.encode(["a"], lang).shape[1]
         d = self.dim

@@ -98,17 +98,24 @@ _NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f' ]\d+)*")
 _NOT_DIGIT = re.compile(r"\D")
 _WORD = re.compile(r"\w+")
 _PUNCT = "?!:;()\"%"
-_COPY = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\w+|\w*(?:[A-Z]\w*|\d+[^\W\d_]|[^\W\d_]+\d)\w*")
+_LINK = re.compile(r"(?:https?://|www\.)\S+|[^\s@]+@[^\s@]+\.\w+")
 
 
 def _numbers(s: str) -> set[str]:
     return {_NOT_DIGIT.sub("", m) for m in _NUMBER.findall(s)}
 
 
+_WIDE = re.compile("[\u2e80-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+
+
+# words: runs of letters and digits, and each Han or kana character (written without spaces)
+_WORD_TOKEN = re.compile("[\u2e80-\u9fff\uf900-\ufaff]|[^\\W_\u2e80-\u9fff\uf900-\ufaff]+")
+
+
 def _tokens(s: str) -> int:
     n = len(_WORD.findall(s))
-    # scripts written without spaces: count characters (a word there is one to three of them)
-    return max(n, sum(1 for ch in s if ord(ch) >= 0x2E80 and ch.isalpha()) // 2, 1)
+    # Chinese and Japanese, written without spaces: count characters (a word there is one to three of them)
+    return max(n, len(_WIDE.findall(s)) // 2, 1)
 
 
 def _copies(s: str) -> set[str]:
@@ -116,13 +123,20 @@ def _copies(s: str) -> set[str]:
     and digits (names, acronyms, codes), URLs and e-mail addresses (numbers alone are the
     number features' part). The first word of a sentence is left
     out (capitalised by position only)."""
-    words = [w.rstrip(".,;:!?)]}'\"") for w in _COPY.findall(s)]
-    first = _WORD.search(s)
-    out = set(words)
-    if first is not None and first.group(0) in out and not any(ch.isdigit() for ch in first.group(0)):
-        if sum(1 for w in words if w == first.group(0)) == 1:
-            out.discard(first.group(0))
-    return {w for w in out if len(w) >= 2}
+    links = []
+    if "@" in s or "www." in s or "://" in s:
+        links = [w.rstrip(".,;:!?)]}'\"") for w in _LINK.findall(s)]
+        s = _LINK.sub(" ", s)
+    tokens = _WORD.findall(s)
+    out = set()
+    for w in tokens:
+        if w.isdigit() or (w.islower() and w.isalpha()):
+            continue
+        if any(c.isupper() for c in w) or (any(c.isdigit() for c in w) and any(c.isalpha() for c in w)):
+            out.add(w)
+    if tokens and tokens[0] in out and tokens.count(tokens[0]) == 1 and not any(c.isdigit() for c in tokens[0]):
+        out.discard(tokens[0])  # capitalised by position only
+    return {w for w in out if len(w) >= 2} | set(links)
 
 
 def _punct(s: str) -> np.ndarray:
@@ -174,21 +188,20 @@ def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_la
     cosine, and the share of words whose best cosine reaches ``match``. Untranslated or
     replaced content (a missing clause, another name) lowers them where a sentence embedding
     averages it away."""
-    from bimine.divergence.ibm import words
+    from bimine.mining._rescore_kernel import word_match
 
-    ws = [words(t, max_words) for t in src]
-    wt = [words(t, max_words) for t in tgt]
-    vs = vectors.lookup(ws, src_lang)
-    vt = vectors.lookup(wt, tgt_lang)
-    out = np.zeros((len(src), len(WORD_FEATURES)), dtype=np.float32)
-    for n, (a, b) in enumerate(zip(vs, vt)):
-        if len(a) == 0 or len(b) == 0:
-            continue  # no words on a side: zeros (the lengths say why)
-        m = a @ b.T
-        best_a, best_b = m.max(axis=1), m.max(axis=0)
-        out[n] = (best_a.mean(), best_b.mean(), best_a.min(), best_b.min(), (best_a >= match).mean(),
-                  (best_b >= match).mean())
-    return out
+    def side(texts, lang):
+        ws = [_WORD_TOKEN.findall(t.lower())[:max_words] for t in texts]
+        vocab: dict[str, int] = {}
+        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for s in ws for w in s), dtype=np.int64)
+        off = np.zeros(len(ws) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in ws], out=off[1:])
+        mat = vectors.matrix(list(vocab), lang)
+        return np.ascontiguousarray(mat, dtype=np.float32), ids, off
+
+    a, ia, oa = side(src, src_lang)
+    b, ib, ob = side(tgt, tgt_lang)
+    return word_match(a, ia, oa, b, ib, ob, np.float32(match))
 
 
 # ------------------------------------------------------------------------------ the model
@@ -339,7 +352,7 @@ def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], k
         got = np.load(cache)
         if got.shape == (len(src),):
             return got
-    vectors = WordVectors(encoder)
+    vectors = WordVectors(encoder, limit=200_000)  # ~300 MB of 384-d vectors at most
     out = np.zeros(len(src), dtype=np.float32)
     with bar(total=len(src), unit=" pairs", desc="rescore", enabled=progress) as b:
         for a in range(0, len(src), block):
