@@ -140,3 +140,22 @@ def test_threshold_trained_needs_a_rescorer_and_uses_its_threshold(rescorer, sha
     assert probs and min(probs) >= round(thr, 6) - 1e-6
     r = run("mine", src, tgt, "--threshold", "nope", "-o", tmp_path / "y.tsv")
     assert r.exit_code != 0 and "not a number" in r.output
+
+
+def test_rescore_as_a_score_of_bimine_score(rescorer, shared_data, tmp_path):
+    from bimine.cli import filter as _filter  # noqa: F401  (register the command)
+
+    pairs = _news(shared_data, 2012, 400)
+    rows = pairs[:200] + [(pairs[200 + n][0], pairs[399 - n][1]) for n in range(100)]  # 100 misaligned pairs
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{fr}\t{en}\n" for fr, en in rows), encoding="utf-8")
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(f"filters:\n  - score: rescore\n    path: {rescorer}\n    threshold: trained\n")
+    out = tmp_path / "scored.tsv"
+    r = run("score", tsv, "--src-lang", "fr", "--tgt-lang", "en", "-c", cfg, "-o", out, "--no-progress")
+    assert r.exit_code == 0, r.output
+    lines = out.read_text(encoding="utf-8").splitlines()
+    col = lines[0].split("\t").index("rescore")
+    p = np.array([float(ln.split("\t")[col]) for ln in lines[1:]])
+    assert len(p) == 300 and np.all((p >= 0) & (p <= 1))
+    assert np.median(p[:200]) > 0.5 > np.median(p[200:])

@@ -129,7 +129,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     spec.filters = list(spec.filters) + [{"score": "classifier", "path": p} for p in classifiers]
     selection = spec.selection()
     # a classifier needs the model when it scores embeddings (it says so if --no-model)
-    needs_model = any(item.get("score") in ("cosine", "margin", "confidence")
+    needs_model = any(item.get("score") in ("cosine", "margin", "confidence", "rescore")
                       or (item.get("score") in ("classifier", "divergence") and not no_model) for item in spec.filters)
     encoder = None
     if needs_model:

@@ -29,7 +29,7 @@ from bimine.filtering.base import PairFilter
 from bimine.filtering.rules import RULES
 
 RULE_NAMES = (*RULES, "lang")
-SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence")
+SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence", "rescore")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
 _COMMON = {"name", "threshold"}
@@ -95,6 +95,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
         CosineScore,
         DivergenceScore,
         MarginScore,
+        RescoreScore,
     )
 
     out: list[PairFilter] = []
@@ -114,7 +115,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             if encoder is None and kind not in ("classifier", "divergence"):
                 raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
             cls = {"cosine": CosineScore, "margin": MarginScore, "confidence": ConfidenceScore,
-                   "classifier": ClassifierScore, "divergence": DivergenceScore}[kind]
+                   "classifier": ClassifierScore, "divergence": DivergenceScore, "rescore": RescoreScore}[kind]
             extra = {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang}
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
         bad = set(item) - options

@@ -299,3 +299,58 @@ class DivergenceScore(PairFilter):
     def score(self, src, tgt):
         return self.model.score(list(src), list(tgt), src_lang=self.src_lang, tgt_lang=self.tgt_lang,
                                 encoder=self.encoder)
+
+
+@dataclass
+class RescoreScore(MarginScore):
+    """Score: the rescorer of mined pairs (issue 15, paper 001 §6.2; :mod:`bimine.mining.rescore`)
+    applied to each aligned pair as a candidate of the corpus itself: its kNN features come
+    from the same in-corpus search as :class:`MarginScore` (each side against all sentences of
+    the other side), its text and word features from the pair. The probability that the pair
+    is a translation, in [0, 1]; ``path``: ``default`` (shipped with the default model) or a
+    folder from ``bimine train-rescorer``; ``threshold: trained`` uses the one stored with it."""
+
+    path: str = "default"
+    name: str = "rescore"
+    threshold: float | str | None = None
+    stores_threshold: ClassVar[bool] = True
+    reason: str = "rescorer: not a translation"
+
+    def __post_init__(self) -> None:
+        from bimine.mining.rescore import load_rescorer
+
+        self.margin = "eq9"
+        super().__post_init__()
+        self.rescorer = load_rescorer(self.path, self.encoder)
+        self.threshold = trained_threshold(self.threshold, self.rescorer.threshold)
+        self._src: list[str] = []
+        self._tgt: list[str] = []
+
+    def collect_prepared(self, src, tgt, prepared):
+        super().collect_prepared(src, tgt, prepared)
+        self._src += list(src)
+        self._tgt += list(tgt)
+
+    def finalize(self):
+        from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
+        from bimine.mining.rescore import knn_features, rescore_pairs
+
+        if not self._u:
+            return np.zeros(0)
+        u, v = np.concatenate(self._u), np.concatenate(self._v)
+        vs = np.flatnonzero(~np.concatenate(self._blank_s))
+        vt = np.flatnonzero(~np.concatenate(self._blank_t))
+        src, tgt = self._src, self._tgt
+        self._u, self._v, self._src, self._tgt = [], [], [], []
+        out = np.full(len(u), np.nan)
+        both = np.intersect1d(vs, vt)
+        if len(both) == 0:
+            return out
+        k = min(self.k, len(vs), len(vt))
+        cfg = MineConfig(k=k, index=margin_index(max(len(vs), len(vt)), u.shape[1], self.exact_below, self.nprobe))
+        sxy, ixy, syx, iyx = knn_both_ways(side_from_array(u, vs), side_from_array(v, vt), cfg)
+        cos = np.einsum("ij,ij->i", u[both], v[both])
+        knn = knn_features(sxy, ixy, syx, iyx, k, np.searchsorted(vs, both), np.searchsorted(vt, both), cos=cos)
+        out[both] = rescore_pairs(self.rescorer, self.encoder, [src[i] for i in both.tolist()],
+                                  [tgt[i] for i in both.tolist()], knn, self.src_lang, self.tgt_lang)
+        return out
