@@ -1,0 +1,68 @@
+"""Speed of the rescoring stage (issue 15): rescored pairs per second, and its share of a mining run.
+
+Usage: python -m benchmarks.rescore_speed [--n 100000 1000000] [--rescorer default] [--out .bench/rescore-speed]
+
+The sides of ``benchmarks.mining_scale`` (N distinct lines each of the training data: English
+and French against German and Spanish, then Bible files). For each N, two fresh processes:
+
+1. ``bimine mine A B --work-dir W`` (the plain run, end to end from text);
+2. ``bimine mine A B --work-dir W --rescore R``: embeddings and kNN lists are reused from run 1,
+   so its work is the rescoring of the same selected pairs (the ``rescore`` step of its summary).
+
+Reported: the pairs rescored, the ``rescore`` step's seconds and pairs per second, run 2's whole
+wall time (start-up and loading the reused files included), and the share of the rescoring in a
+rescored run, ``rescore / (run 1 wall + rescore)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+
+from benchmarks.mining_scale import collect, run_mine
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, nargs="+", default=[100000])
+    ap.add_argument("--rescorer", default="default")
+    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--out", default=".bench/rescore-speed")
+    args = ap.parse_args()
+    if not os.path.isdir(os.path.join(args.data, "train")):
+        print(f"needs {args.data}/train: skipped")
+        return
+    os.makedirs(args.out, exist_ok=True)
+    side_a = ["train/*/*.en-*.en.gz", "train/*/*.en-fr.fr.gz", "train/bible-sword/pairs/*.en.gz",
+              "train/bible-sword/matrix/[a-k]*.txt.gz"]
+    side_b = ["train/*/*.en-de.de.gz", "train/*/*.en-es.es.gz", "train/bible-sword/pairs/*.de.gz",
+              "train/bible-sword/pairs/*.es.gz", "train/bible-sword/matrix/[l-z]*.txt.gz"]
+    nmax = max(args.n)
+    a, b = collect(args.data, side_a, nmax), collect(args.data, side_b, nmax)
+    results = []
+    for n in sorted(args.n):
+        fa, fb = os.path.join(args.out, f"a.{n}.txt"), os.path.join(args.out, f"b.{n}.txt")
+        for path, lines in ((fa, a[:n]), (fb, b[:n])):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        work = os.path.join(args.out, f"work.{n}")
+        subprocess.run(["rm", "-rf", work])
+        common = [fa, fb, "--src-lang", "en", "--tgt-lang", "de", "--work-dir", work]
+        plain = run_mine([*common, "-o", os.path.join(args.out, f"plain.{n}.tsv")])
+        rescored = run_mine([*common, "-o", os.path.join(args.out, f"rescored.{n}.tsv"), "--rescore", args.rescorer])
+        step = float(re.search(r"rescore ([\d.]+)s", rescored["steps"]).group(1))
+        res = {"n": n, "plain": plain, "rescored": rescored, "pairs": rescored["pairs"], "rescore_s": step,
+               "pairs_per_s": round(rescored["pairs"] / step, 1),
+               "share_of_rescored_run": round(step / (plain["wall_s"] + step), 3)}
+        results.append(res)
+        print(json.dumps(res), flush=True)
+        subprocess.run(["rm", "-rf", work])
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
