@@ -46,6 +46,23 @@ def candidate_rows(split, encoder, xx: str, cfg: MineConfig, vectors=None):
     return c, pairs, label, e
 
 
+def ntrex_splits(en_file: str, xx_file: str, code: str) -> dict:
+    """BUCC-style train and test splits from NTREX-128 (1,997 news sentences, N-way parallel):
+    each half of the file gives a split, 150 of its pairs planted among the other-language
+    sides of half of the rest and the English sides of the other half (no distractor has its
+    translation on the other side; :func:`bimine.eval.bucc.plant_pairs`)."""
+    from bimine.eval.bucc import plant_pairs
+    from bimine.text.io import read_lines
+
+    en, xx = list(read_lines(en_file)), list(read_lines(xx_file))
+    half = len(en) // 2
+    out = {}
+    for split, rows in (("train", range(half)), ("test", range(half, len(en)))):
+        pairs = [(xx[r], en[r]) for r in rows]
+        out[split] = plant_pairs(pairs, 150, (len(pairs) - 150) // 2, prefix=f"{code}-{split}")
+    return out
+
+
 def train_rescorer_cli(model: str, args: str, out: str) -> tuple[str, float]:
     if os.path.exists(os.path.join(out, "rescorer.json")):
         return out, float("nan")
@@ -83,6 +100,9 @@ def main() -> None:
     ap.add_argument("--e5", action="store_true", help="also multilingual-e5-small's margins")
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--langs", nargs="+", default=["fr", "de", "es"])
+    ap.add_argument("--ntrex", type=int, default=0,
+                    help="also BUCC-style sets from NTREX-128 for the N languages (not in --langs) with the most "
+                         "training pairs: each half of NTREX a split, 150 gold pairs among ~425 sentences a side")
     ap.add_argument("--out", default=".bench/rescore")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -109,6 +129,21 @@ def main() -> None:
             models.append(("e5-small", CachedEncoder("e5-small"), None))
         for name, e, r in models:
             row = {"pair": f"{xx}-en", "model": name, **table6(splits, e, xx, r)}
+            results.append(row)
+            print(json.dumps({k: (round(100 * v, 2) if isinstance(v, float) and k != "rescorer_threshold" else v)
+                              for k, v in row.items()}), flush=True)
+    if args.ntrex:
+        from benchmarks.xsim import ntrex_sets
+
+        trained = getattr(enc, "training", {}).get("languages", {})
+        count = dict(trained)
+        sets = sorted(ntrex_sets(args.data), key=lambda s: -count.get(s[1], 0))
+        chosen = list(dict.fromkeys(s[1] for s in sets if s[1] not in args.langs))[: args.ntrex]
+        for code, lang, en_file, xx_file in sets:
+            if lang not in chosen:  # every NTREX set of the chosen languages (zh: yue, zho-CN, zho-TW)
+                continue
+            row = {"pair": f"{lang}-en (NTREX {code})", "model": args.model,
+                   **table6(ntrex_splits(en_file, xx_file, code), enc, lang, rescorer)}
             results.append(row)
             print(json.dumps({k: (round(100 * v, 2) if isinstance(v, float) and k != "rescorer_threshold" else v)
                               for k, v in row.items()}), flush=True)
