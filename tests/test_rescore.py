@@ -159,6 +159,31 @@ def test_rescorer_round_trip_and_encoder_check(tmp_path):
         back.predict(x[:, :3])
 
 
+def test_rescorer_reads_only_its_features(tmp_path):
+    import json
+
+    from bimine.mining.rescore import DEFAULT_FEATURES, DOMAIN_FEATURES
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, len(FEATURES)))
+    y = (x[:, FEATURES.index("chars_src")] > 0).astype(int)  # a label only a left-out feature tells
+    without = train_rescorer(x[:300], y[:300], trees=20)
+    assert without.features == DEFAULT_FEATURES and not set(DOMAIN_FEATURES) & set(without.features)
+    assert ((without.predict(x[300:]) > 0.5) == y[300:]).mean() < 0.7  # it cannot see that feature
+    noisy = x.copy()
+    noisy[:, [FEATURES.index(f) for f in DOMAIN_FEATURES]] = rng.normal(size=(400, len(DOMAIN_FEATURES)))
+    np.testing.assert_array_equal(without.predict(noisy), without.predict(x))
+    full = train_rescorer(x[:300], y[:300], features=FEATURES, trees=20)
+    assert full.features == FEATURES and ((full.predict(x[300:]) > 0.5) == y[300:]).mean() > 0.9
+    full.save(tmp_path / "r")
+    np.testing.assert_array_equal(Rescorer.load(tmp_path / "r").predict(x), full.predict(x))
+    meta = json.loads((tmp_path / "r" / "rescorer.json").read_text())
+    meta["features"] = meta["features"][:3] + ["some_new_feature"]
+    (tmp_path / "r" / "rescorer.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="other features"):
+        Rescorer.load(tmp_path / "r")
+
+
 def test_word_vector_cache_stays_bounded_and_correct():
     from bimine.divergence.vdpwi import WordVectors
 

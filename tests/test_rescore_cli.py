@@ -159,3 +159,22 @@ def test_rescore_as_a_score_of_bimine_score(rescorer, shared_data, tmp_path):
     p = np.array([float(ln.split("\t")[col]) for ln in lines[1:]])
     assert len(p) == 300 and np.all((p >= 0) & (p <= 1))
     assert np.median(p[:200]) > 0.5 > np.median(p[200:])
+
+
+def test_min_words_keeps_long_pairs_and_gold_only_from_the_held_out_part(tmp_path):
+    from bimine.cli.rescore import _held_out_then_rest
+    from bimine.errors import InputError
+
+    lines = [f"held {n} one two three\tgardé {n}" for n in range(6)]  # 5 English words
+    lines += ["held short\tcourt"] * 2 + ["held short again\tcourt encore"]
+    lines += [f"rest {n} one two three\treste {n}" for n in range(4)] + ["rest short\tcourt"]
+    f = tmp_path / "en-fr.tsv"
+    f.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    got = list(_held_out_then_rest(str(f), holdout=9, gold=6, min_words=5))
+    assert got == [(f"gardé {n}", f"held {n} one two three") for n in range(6)] + \
+        [(f"reste {n}", f"rest {n} one two three") for n in range(4)]
+    assert len(list(_held_out_then_rest(str(f), holdout=9, gold=8))) == 14  # no filter: every line
+    with pytest.raises(InputError, match="6 usable held-out pairs of 5\\+ English words, fewer than --gold 7"):
+        _held_out_then_rest(str(f), holdout=9, gold=7, min_words=5)
+    with pytest.raises(InputError, match="8 usable held-out pairs, fewer than --gold 9"):  # one repeated pair
+        _held_out_then_rest(str(f), holdout=9, gold=9)

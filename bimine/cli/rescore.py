@@ -25,10 +25,38 @@ def _tsv_pairs(path: str, skip: int = 0, limit: int | None = None):
         yield cells[1], cells[0]
 
 
-def _held_out_then_rest(path: str, holdout: int):
-    """The held-out pairs (the first ``holdout`` lines), then the pairs after them: the gold of a
-    planted corpus comes from the first part only (the caller asks for fewer gold pairs)."""
-    return itertools.chain(_tsv_pairs(path, 0, holdout), _tsv_pairs(path, holdout))
+def _long_enough(pairs, min_words: int):
+    """The pairs whose English side (the second) has at least ``min_words`` words."""
+    return (p for p in pairs if len(p[1].split()) >= min_words) if min_words > 1 else pairs
+
+
+def _usable_gold(pairs) -> int:
+    """How many of ``pairs`` :func:`bimine.eval.bucc.plant_pairs` could take as gold."""
+    from bimine.eval.bucc import _key
+
+    seen_s: set[str] = set()
+    seen_t: set[str] = set()
+    n = 0
+    for s, t in pairs:
+        if s.strip() and t.strip() and _key(s) not in seen_s and _key(t) not in seen_t:
+            seen_s.add(_key(s))
+            seen_t.add(_key(t))
+            n += 1
+    return n
+
+
+def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
+    """The held-out pairs (the first ``holdout`` lines) with at least ``min_words`` English
+    words, then such pairs after them: the gold of a planted corpus comes from the first part
+    only, so that part must hold ``gold`` usable pairs (else an error, not trained-on gold)."""
+    from bimine.errors import InputError
+
+    held = list(_long_enough(_tsv_pairs(path, 0, holdout), min_words))
+    if _usable_gold(held) < gold:
+        raise InputError(f"{path}: {_usable_gold(held)} usable held-out pairs"
+                         + (f" of {min_words}+ English words" if min_words > 1 else "")
+                         + f", fewer than --gold {gold}")
+    return itertools.chain(held, _long_enough(_tsv_pairs(path, holdout), min_words))
 
 
 @cli.command("train-rescorer")
@@ -50,17 +78,23 @@ def _held_out_then_rest(path: str, holdout: int):
               help="Sentences without a translation on each side of a corpus.")
 @click.option("--near", type=click.IntRange(min=0), default=10, show_default=True,
               help="Distractors first taken among the N nearest neighbours of each gold sentence (hard negatives); 0: in file order.")
+@click.option("--min-words", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Only pairs whose English side has at least N words (gold and distractors): planted corpora "
+                   "closer to prose such as news than to short interface strings.")
 @click.option("--pool", type=click.IntRange(min=100), default=20000, show_default=True,
               help="With --near: the pairs each side's distractors are chosen from.")
 @click.option("--ratio", type=click.IntRange(min=0), default=0, show_default=True,
               help="Negatives per positive in training (001: 10); 0 keeps every candidate.")
+@click.option("--all-features", "all_features", is_flag=True, default=False,
+              help="Also give the trees each side's length in characters and mean word-match cosine; left out "
+                   "by default: they follow the training corpora's domain and cost F1 on news (docs/rescoring.md).")
 @click.option("--trees", type=click.IntRange(min=1), default=300, show_default=True)
 @click.option("--leaves", type=click.IntRange(min=2), default=31, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="LightGBM threads (0: one per core).")
 def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: str | None, holdout: int | None,
-                       langs: int | None, gold: int, distractors: int, near: int, pool: int, ratio: int, trees: int,
+                       langs: int | None, gold: int, distractors: int, near: int, min_words: int, pool: int, ratio: int, all_features: bool, trees: int,
                        leaves: int, seed: int, threads: int) -> None:
     """Train a rescorer of mined pairs on planted corpora (paper 001 §6.2).
 
@@ -78,7 +112,7 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
     from bimine.encoders import load_encoder
     from bimine.errors import ConfigError
     from bimine.langs import normalize_lang
-    from bimine.mining.rescore import train_rescorer, training_rows
+    from bimine.mining.rescore import DEFAULT_FEATURES, FEATURES, train_rescorer, training_rows
 
     if bool(recipe) == bool(pairs):
         raise click.UsageError("give either --recipe or PAIRS (LANG:FILE ...)")
@@ -100,13 +134,13 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
                   and (not held or held.get(f"recipe.en-{k}") == holdout)][:langs]
         if gold > holdout // 2:
             raise click.UsageError(f"--gold {gold}: at most half of the {holdout} held-out pairs per language")
-        corpora = [(k, _held_out_then_rest(os.path.join(recipe, "pairs", f"en-{k}.tsv.gz"), holdout)) for k in chosen]
+        corpora = [(k, _held_out_then_rest(os.path.join(recipe, "pairs", f"en-{k}.tsv.gz"), holdout, gold, min_words)) for k in chosen]
     else:
         for item in pairs:
             lang, sep, path = item.partition(":")
             if not sep or not path:
                 raise click.UsageError(f"{item!r}: expected LANG:FILE")
-            corpora.append((normalize_lang(lang), _tsv_pairs(path)))
+            corpora.append((normalize_lang(lang), _long_enough(_tsv_pairs(path), min_words)))
     if not corpora:
         raise click.UsageError("no language to train on")
     t0 = time.time()
@@ -122,10 +156,11 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
         train = train & (y == 1)
         train[keep] = True
     t1 = time.time()
-    r = train_rescorer(x[train], y[train], x_dev=x[dev], y_dev=y[dev], encoder=encoder.model_id, trees=trees,
+    r = train_rescorer(x[train], y[train], x_dev=x[dev], y_dev=y[dev], encoder=encoder.model_id,
+                       features=FEATURES if all_features else DEFAULT_FEATURES, trees=trees,
                        leaves=leaves, seed=seed, threads=threads,
                        extra_meta={"languages": sorted(set(row_langs)), "gold": gold, "distractors": distractors,
-                                   "near": near, "ratio": ratio, "candidates_seconds": round(t1 - t0, 1)})
+                                   "near": near, "min_words": min_words, "ratio": ratio, "candidates_seconds": round(t1 - t0, 1)})
     r.meta["train_seconds"] = round(time.time() - t1, 1)
     r.save(output)
     click.echo(f"{int(train.sum()):,} training rows ({int(y[train].sum()):,} positive), {int(dev.sum()):,} dev rows; "

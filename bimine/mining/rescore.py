@@ -43,6 +43,11 @@ TEXT_FEATURES = ("chars_src", "chars_tgt", "char_ratio", "token_ratio", "numbers
                  "copies_agree")
 WORD_FEATURES = ("words_src", "words_tgt", "worst_src", "worst_tgt", "matched_src", "matched_tgt")
 FEATURES = KNN_FEATURES + TEXT_FEATURES + WORD_FEATURES
+# each side's length in characters and mean word-match cosine follow the domain of the training
+# corpora (short interface strings) more than translation: trees that read them lose F1 on news
+# (docs/rescoring.md), so a rescorer leaves them out unless asked (train-rescorer --all-features)
+DOMAIN_FEATURES = ("chars_src", "chars_tgt", "words_src", "words_tgt")
+DEFAULT_FEATURES = tuple(f for f in FEATURES if f not in DOMAIN_FEATURES)
 
 
 # ------------------------------------------------------------------------------ kNN features
@@ -215,6 +220,11 @@ class Rescorer:
     meta: dict = field(default_factory=dict)
 
     @property
+    def features(self) -> tuple[str, ...]:
+        """The features the trees read, a subset of :data:`FEATURES` in its order."""
+        return tuple(self.meta["features"])
+
+    @property
     def fingerprint(self) -> str:
         """A hash of the trees and the settings: what a cached rescoring was computed with."""
         import hashlib
@@ -240,12 +250,14 @@ class Rescorer:
                               "with 'bimine train-rescorer'")
 
     def predict(self, features: np.ndarray) -> np.ndarray:
+        """Probabilities for rows of every feature of :data:`FEATURES` (the trees read theirs)."""
         features = np.asarray(features, dtype=np.float64)
-        if features.ndim != 2 or features.shape[1] != len(self.meta["features"]):
-            raise ValueError(f"expected {len(self.meta['features'])} features per pair, got shape {features.shape}")
+        if features.ndim != 2 or features.shape[1] != len(FEATURES):
+            raise ValueError(f"expected {len(FEATURES)} features per pair, got shape {features.shape}")
         if len(features) == 0:
             return np.zeros(0, dtype=np.float32)
-        return np.asarray(self.booster.predict(features), dtype=np.float32)
+        cols = [FEATURES.index(f) for f in self.features]
+        return np.asarray(self.booster.predict(features[:, cols]), dtype=np.float32)
 
     def save(self, folder: str | os.PathLike) -> None:
         folder = Path(folder)
@@ -267,7 +279,8 @@ class Rescorer:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format") != FORMAT:
             raise InputError(f"{meta_path}: rescorer format {meta.get('format')!r}; this bimine reads format {FORMAT}")
-        if tuple(meta.get("features", ())) != FEATURES:
+        names = list(meta.get("features", ()))
+        if not names or any(f not in FEATURES for f in names) or names != sorted(names, key=FEATURES.index):
             raise InputError(f"{meta_path}: the rescorer was trained on other features than this bimine computes")
         lgb = _lightgbm()
         booster = lgb.Booster(model_str=model_path.read_text(encoding="utf-8"))
@@ -318,18 +331,24 @@ def best_f1_threshold(p: np.ndarray, y: np.ndarray, n_gold: int | None = None) -
 
 
 def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = None, y_dev: np.ndarray | None = None,
-                   encoder: str = "", trees: int = 300, leaves: int = 31, learning_rate: float = 0.05, seed: int = 0,
-                   threads: int = 0, extra_meta: dict | None = None) -> Rescorer:
-    """Gradient-boosted trees on candidate features ``x`` (rows of :data:`FEATURES`) with labels
-    ``y`` (1 = gold pair); the stored threshold is the best-F1 one on the dev rows when given."""
+                   encoder: str = "", features: tuple[str, ...] = DEFAULT_FEATURES, trees: int = 300, leaves: int = 31,
+                   learning_rate: float = 0.05, seed: int = 0, threads: int = 0,
+                   extra_meta: dict | None = None) -> Rescorer:
+    """Gradient-boosted trees on candidate features ``x`` (rows of :data:`FEATURES`; the trees
+    read ``features`` of them) with labels ``y`` (1 = gold pair); the stored threshold is the
+    best-F1 one on the dev rows when given."""
     lgb = _lightgbm()
+    features = tuple(f for f in FEATURES if f in set(features))
+    x = np.asarray(x, np.float64)
+    if x.ndim != 2 or x.shape[1] != len(FEATURES):
+        raise ValueError(f"expected {len(FEATURES)} features per pair, got shape {x.shape}")
     params = {"objective": "binary", "learning_rate": learning_rate, "num_leaves": leaves, "min_data_in_leaf": 20,
               "feature_fraction": 0.9, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
               "deterministic": True, "force_row_wise": True, "num_threads": threads, "verbose": -1}
-    data = lgb.Dataset(np.asarray(x, np.float64), label=np.asarray(y, np.float64), feature_name=list(FEATURES),
-                       free_raw_data=True)
+    data = lgb.Dataset(x[:, [FEATURES.index(f) for f in features]], label=np.asarray(y, np.float64),
+                       feature_name=list(features), free_raw_data=True)
     booster = lgb.train(params, data, num_boost_round=trees)
-    meta = {"kind": "gbdt", "features": list(FEATURES), "encoder": encoder, "trees": trees, "leaves": leaves,
+    meta = {"kind": "gbdt", "features": list(features), "encoder": encoder, "trees": trees, "leaves": leaves,
             "learning_rate": learning_rate, "seed": seed, "train_rows": int(len(y)), "train_positives": int(np.sum(y))}
     r = Rescorer(booster, meta)
     if x_dev is not None and y_dev is not None and len(y_dev):
