@@ -178,3 +178,22 @@ def test_min_words_keeps_long_pairs_and_gold_only_from_the_held_out_part(tmp_pat
         _held_out_then_rest(str(f), holdout=9, gold=7, min_words=5)
     with pytest.raises(InputError, match="8 usable held-out pairs, fewer than --gold 9"):  # one repeated pair
         _held_out_then_rest(str(f), holdout=9, gold=9)
+
+
+def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_path, monkeypatch):
+    import bimine.mining.rescore as rs
+    from bimine.encoders import load_encoder
+    from bimine.mining.pipeline import mine_files
+
+    real = rs.rescore_pairs
+
+    def slow(*a, **k):
+        time.sleep(1.0)
+        return real(*a, **k)
+
+    monkeypatch.setattr(rs, "rescore_pairs", slow)
+    src, tgt = _sides(tmp_path, shared_data)
+    rep = mine_files(str(src), str(tgt), str(tmp_path / "o.tsv"), encoder=load_encoder("default"), src_lang="fr",
+                     tgt_lang="en", progress=False, rescorer=rs.Rescorer.load(rescorer))
+    assert rep.seconds["rescore"] >= 1.0
+    assert rep.seconds["write"] < 0.9, rep.seconds  # the summary's steps add up to the run, nothing twice

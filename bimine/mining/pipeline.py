@@ -785,7 +785,7 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
         write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf,
                     src_where=sides["src"].locate(i), tgt_where=sides["tgt"].locate(j), margin=margin)
         report.written = len(s)
-        report.seconds["write"] = time.time() - t
+        report.seconds["write"] = time.time() - t - report.seconds.get("rescore", 0.0)  # rescore is its own step
     finally:
         if tmpdir is not None:
             tmpdir.cleanup()
