@@ -49,6 +49,27 @@ def collect(data: str, patterns: list[str], n: int) -> list[str]:
     raise SystemExit(f"only {len(out)} distinct lines for {patterns}; lower --n")
 
 
+def scale_inputs(data: str, out: str, sizes: list[int]):
+    """For each N of ``sizes`` (ascending): the two sides written to ``out`` (N distinct lines
+    each of the training data: English and French against German and Spanish, then Bible
+    files) and an empty work folder; yields ``(n, side_a, side_b, work)``."""
+    os.makedirs(out, exist_ok=True)
+    side_a = ["train/*/*.en-*.en.gz", "train/*/*.en-fr.fr.gz", "train/bible-sword/pairs/*.en.gz",
+              "train/bible-sword/matrix/[a-k]*.txt.gz"]
+    side_b = ["train/*/*.en-de.de.gz", "train/*/*.en-es.es.gz", "train/bible-sword/pairs/*.de.gz",
+              "train/bible-sword/pairs/*.es.gz", "train/bible-sword/matrix/[l-z]*.txt.gz"]
+    nmax = max(sizes)
+    a, b = collect(data, side_a, nmax), collect(data, side_b, nmax)
+    for n in sorted(sizes):
+        fa, fb = os.path.join(out, f"a.{n}.txt"), os.path.join(out, f"b.{n}.txt")
+        for path, lines in ((fa, a[:n]), (fb, b[:n])):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        work = os.path.join(out, f"work.{n}")
+        subprocess.run(["rm", "-rf", work])
+        yield n, fa, fb, work
+
+
 def run_mine(args: list[str]) -> dict:
     t = time.time()
     p = subprocess.run([sys.executable, "-m", "bimine", "mine", *args, "--no-progress"], capture_output=True,
@@ -97,21 +118,8 @@ def main() -> None:
     ap.add_argument("--out", default=".bench/scale")
     ap.add_argument("--nprobe", type=int, default=0, help="0 = the index default (3/32 of the lists)")
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    side_a = ["train/*/*.en-*.en.gz", "train/*/*.en-fr.fr.gz", "train/bible-sword/pairs/*.en.gz",
-              "train/bible-sword/matrix/[a-k]*.txt.gz"]
-    side_b = ["train/*/*.en-de.de.gz", "train/*/*.en-es.es.gz", "train/bible-sword/pairs/*.de.gz",
-              "train/bible-sword/pairs/*.es.gz", "train/bible-sword/matrix/[l-z]*.txt.gz"]
-    nmax = max(args.n)
-    a, b = collect(args.data, side_a, nmax), collect(args.data, side_b, nmax)
     results = []
-    for n in sorted(args.n):
-        fa, fb = os.path.join(args.out, f"a.{n}.txt"), os.path.join(args.out, f"b.{n}.txt")
-        for path, lines in ((fa, a[:n]), (fb, b[:n])):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-        work = os.path.join(args.out, f"work.{n}")
-        subprocess.run(["rm", "-rf", work])
+    for n, fa, fb, work in scale_inputs(args.data, args.out, args.n):
         common = [fa, fb, "--src-lang", "en", "--tgt-lang", "de", "--nprobe", str(args.nprobe)]
         e2e = run_mine([*common, "-o", os.path.join(args.out, f"pairs.{n}.tsv"), "--work-dir", work])
         emb = run_mine([*common, "-o", os.path.join(args.out, f"pairs2.{n}.tsv"),

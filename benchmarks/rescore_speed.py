@@ -22,7 +22,7 @@ import os
 import re
 import subprocess
 
-from benchmarks.mining_scale import collect, run_mine
+from benchmarks.mining_scale import run_mine, scale_inputs
 
 
 def main() -> None:
@@ -35,21 +35,8 @@ def main() -> None:
     if not os.path.isdir(os.path.join(args.data, "train")):
         print(f"needs {args.data}/train: skipped")
         return
-    os.makedirs(args.out, exist_ok=True)
-    side_a = ["train/*/*.en-*.en.gz", "train/*/*.en-fr.fr.gz", "train/bible-sword/pairs/*.en.gz",
-              "train/bible-sword/matrix/[a-k]*.txt.gz"]
-    side_b = ["train/*/*.en-de.de.gz", "train/*/*.en-es.es.gz", "train/bible-sword/pairs/*.de.gz",
-              "train/bible-sword/pairs/*.es.gz", "train/bible-sword/matrix/[l-z]*.txt.gz"]
-    nmax = max(args.n)
-    a, b = collect(args.data, side_a, nmax), collect(args.data, side_b, nmax)
     results = []
-    for n in sorted(args.n):
-        fa, fb = os.path.join(args.out, f"a.{n}.txt"), os.path.join(args.out, f"b.{n}.txt")
-        for path, lines in ((fa, a[:n]), (fb, b[:n])):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-        work = os.path.join(args.out, f"work.{n}")
-        subprocess.run(["rm", "-rf", work])
+    for n, fa, fb, work in scale_inputs(args.data, args.out, args.n):
         common = [fa, fb, "--src-lang", "en", "--tgt-lang", "de", "--work-dir", work]
         plain = run_mine([*common, "-o", os.path.join(args.out, f"plain.{n}.tsv")])
         rescored = run_mine([*common, "-o", os.path.join(args.out, f"rescored.{n}.tsv"), "--rescore", args.rescorer])

@@ -187,13 +187,18 @@ class MarginScore(PairFilter):
     def collect(self, src, tgt):
         self.collect_prepared(src, tgt, None)
 
-    def finalize(self):
-        if not self._u:
-            return np.zeros(0)
+    def _gathered(self):
+        """The embeddings collected so far (emptied) and the rows of each side that are not blank."""
         u, v = np.concatenate(self._u), np.concatenate(self._v)
         vs = np.flatnonzero(~np.concatenate(self._blank_s))
         vt = np.flatnonzero(~np.concatenate(self._blank_t))
         self._u, self._v = [], []
+        return u, v, vs, vt
+
+    def finalize(self):
+        if not self._u:
+            return np.zeros(0)
+        u, v, vs, vt = self._gathered()
         index = margin_index(max(len(vs), len(vt)), u.shape[1], self.exact_below, self.nprobe)
         return corpus_margin(u, v, k=self.k, kind=self.margin, valid_src=vs, valid_tgt=vt, index=index)
 
@@ -337,11 +342,9 @@ class RescoreScore(MarginScore):
 
         if not self._u:
             return np.zeros(0)
-        u, v = np.concatenate(self._u), np.concatenate(self._v)
-        vs = np.flatnonzero(~np.concatenate(self._blank_s))
-        vt = np.flatnonzero(~np.concatenate(self._blank_t))
+        u, v, vs, vt = self._gathered()
         src, tgt = self._src, self._tgt
-        self._u, self._v, self._src, self._tgt = [], [], [], []
+        self._src, self._tgt = [], []
         out = np.full(len(u), np.nan)
         both = np.intersect1d(vs, vt)
         if len(both) == 0:
