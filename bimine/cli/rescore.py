@@ -94,8 +94,8 @@ def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="LightGBM threads (0: one per core).")
 def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: str | None, holdout: int | None,
-                       langs: int | None, gold: int, distractors: int, near: int, min_words: int, pool: int, ratio: int, all_features: bool, trees: int,
-                       leaves: int, seed: int, threads: int) -> None:
+                       langs: int | None, gold: int, distractors: int, near: int, min_words: int, pool: int,
+                       ratio: int, all_features: bool, trees: int, leaves: int, seed: int, threads: int) -> None:
     """Train a rescorer of mined pairs on planted corpora (paper 001 §6.2).
 
     Each language's corpus hides --gold translation pairs among --distractors sentences a side
@@ -134,7 +134,8 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
                   and (not held or held.get(f"recipe.en-{k}") == holdout)][:langs]
         if gold > holdout // 2:
             raise click.UsageError(f"--gold {gold}: at most half of the {holdout} held-out pairs per language")
-        corpora = [(k, _held_out_then_rest(os.path.join(recipe, "pairs", f"en-{k}.tsv.gz"), holdout, gold, min_words)) for k in chosen]
+        corpora = [(k, _held_out_then_rest(os.path.join(recipe, "pairs", f"en-{k}.tsv.gz"), holdout, gold, min_words))
+                   for k in chosen]
     else:
         for item in pairs:
             lang, sep, path = item.partition(":")
@@ -160,7 +161,8 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
                        features=FEATURES if all_features else DEFAULT_FEATURES, trees=trees,
                        leaves=leaves, seed=seed, threads=threads,
                        extra_meta={"languages": sorted(set(row_langs)), "gold": gold, "distractors": distractors,
-                                   "near": near, "min_words": min_words, "ratio": ratio, "candidates_seconds": round(t1 - t0, 1)})
+                                   "near": near, "min_words": min_words, "ratio": ratio,
+                                   "candidates_seconds": round(t1 - t0, 1)})
     r.meta["train_seconds"] = round(time.time() - t1, 1)
     r.save(output)
     click.echo(f"{int(train.sum()):,} training rows ({int(y[train].sum()):,} positive), {int(dev.sum()):,} dev rows; "
