@@ -80,7 +80,11 @@ def table6(splits: dict, encoder, xx: str, rescorer: Rescorer | None) -> dict:
         res = bucc_eval(emb["train"], emb["test"], MineConfig(score=name, strategy="max"))
         row[name] = res["test"]["f1"]
     if rescorer is not None:
-        got = {s: candidate_rows(sp, encoder, xx, MineConfig(score="eq9", strategy="max")) for s, sp in splits.items()}
+        from bimine.divergence.vdpwi import WordVectors
+
+        vectors = WordVectors(encoder)  # one cache of word vectors for both splits (they share many words)
+        got = {s: candidate_rows(sp, encoder, xx, MineConfig(score="eq9", strategy="max"), vectors)
+               for s, sp in splits.items()}
         p_tr = rescorer.predict(got["train"][0].features)
         p_te = rescorer.predict(got["test"][0].features)
         curve = pr_curve(p_tr, got["train"][1], splits["train"].gold)

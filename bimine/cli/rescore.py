@@ -32,17 +32,11 @@ def _long_enough(pairs, min_words: int):
 
 def _usable_gold(pairs) -> int:
     """How many of ``pairs`` :func:`bimine.eval.bucc.plant_pairs` could take as gold."""
-    from bimine.eval.bucc import _key
+    from bimine.eval.bucc import take_gold
 
     seen_s: set[str] = set()
     seen_t: set[str] = set()
-    n = 0
-    for s, t in pairs:
-        if s.strip() and t.strip() and _key(s) not in seen_s and _key(t) not in seen_t:
-            seen_s.add(_key(s))
-            seen_t.add(_key(t))
-            n += 1
-    return n
+    return sum(take_gold(s, t, seen_s, seen_t) for s, t in pairs)
 
 
 def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):

@@ -221,6 +221,17 @@ def _key(t: str) -> str:
     return " ".join(t.casefold().split())
 
 
+def take_gold(s: str, t: str, seen_s: set[str], seen_t: set[str]) -> bool:
+    """Whether :func:`plant_pairs` can take ``(s, t)`` as a gold pair after the gold texts in
+    ``seen_s``/``seen_t`` (both sides non-empty, neither text, case and spacing aside, an
+    earlier gold text: it would have two translations); if so its texts are added to them."""
+    if not s.strip() or not t.strip() or _key(s) in seen_s or _key(t) in seen_t:
+        return False
+    seen_s.add(_key(s))
+    seen_t.add(_key(t))
+    return True
+
+
 def plant_pairs(pairs, gold: int, distractors: int, *, seed: int = 0, prefix: str = "p") -> BuccSplit:
     """A BUCC-style split from parallel ``(src, tgt)`` pairs, in the manner of
     :func:`make_newstest_bucc`: the first ``gold`` usable pairs are the gold, planted among the
@@ -239,11 +250,8 @@ def plant_pairs(pairs, gold: int, distractors: int, *, seed: int = 0, prefix: st
         if not s.strip() or not t.strip():
             continue
         if len(g) < gold:
-            if _key(s) in seen_s or _key(t) in seen_t:  # a repeated gold text would have two translations
-                continue
-            seen_s.add(_key(s))
-            seen_t.add(_key(t))
-            g.append((s, t))
+            if take_gold(s, t, seen_s, seen_t):
+                g.append((s, t))
         elif len(ds) < distractors:
             ds.append((s, t))
         elif len(dt) < distractors:

@@ -10,9 +10,13 @@ trees (LightGBM) over what mining already knows about a candidate, plus cheap te
   list and its lead over the side's best other candidate;
 * the texts: lengths and their ratio, numbers (digit groups, separators ignored) and their
   agreement, punctuation marks and their agreement, tokens copied verbatim (names, codes,
-  URLs) and their share.
+  URLs) and their share;
+* word matches: each word embedded alone by the same encoder, and per side the mean and the
+  worst best-match cosine to the other side's words and the share of words matched.
 
-The features are language-neutral, so one rescorer serves every language pair of the
+A rescorer reads :data:`DEFAULT_FEATURES` unless trained with all of them (each side's length
+and mean word match follow the domain of the training corpora). The features are
+language-neutral, so one rescorer serves every language pair of the
 encoder it was trained with (it reads that encoder's cosines: refused for another encoder).
 A rescorer is a folder: ``rescorer.json`` (features, encoder, threshold, training record)
 and ``model.txt`` (LightGBM's own text format; no pickle).
