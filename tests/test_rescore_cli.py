@@ -197,3 +197,25 @@ def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_
                      tgt_lang="en", progress=False, rescorer=rs.Rescorer.load(rescorer))
     assert rep.seconds["rescore"] >= 1.0
     assert rep.seconds["write"] < 0.9, rep.seconds  # the summary's steps add up to the run, nothing twice
+
+
+@pytest.mark.parametrize("args, says", [
+    (["PAIRS"], "f.tsv:2: expected 'English<TAB>translation', got 1 tab-separated field(s)"),
+    (["{d}/f.tsv"], "expected LANG:FILE"),
+    ([], "give either --recipe or PAIRS"),
+    (["PAIRS", "--recipe", "{d}"], "give either --recipe or PAIRS"),
+    (["fr:{d}/missing.tsv"], "missing.tsv"),
+    (["PAIRS", "-o", "{d}/taken"], "already holds a rescorer"),
+])
+def test_train_rescorer_user_mistakes_end_in_one_error_line(tmp_path, args, says):
+    (tmp_path / "f.tsv").write_text("Hello world\tBonjour le monde\nbad line\n", encoding="utf-8")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "rescorer.json").write_text("{}")
+    args = [a.replace("PAIRS", f"fr:{tmp_path}/f.tsv").replace("{d}", str(tmp_path)) for a in args]
+    if "-o" not in args:
+        args += ["-o", str(tmp_path / "out")]
+    r = CliRunner().invoke(cli, ["train-rescorer", *args])
+    assert r.exit_code != 0 and isinstance(r.exception, SystemExit), (r.output, r.exception)
+    lines = [x for x in r.output.splitlines() if x.lower().startswith("error:")]
+    assert len(lines) == 1 and says in lines[0] and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "out" / "rescorer.json").exists()
