@@ -80,8 +80,12 @@ def run_mine(args: list[str]) -> dict:
     peak = float(re.search(r"peak memory (\d+) MB", p.stderr).group(1))
     steps = re.search(r"time: (.*); peak", p.stderr).group(1)
     index = re.search(r"index: ([^;]*);", p.stderr).group(1)
-    return {"wall_s": round(wall, 1), "peak_rss_mb": peak, "steps": steps, "index": index,
-            "pairs": int(re.search(r"(\d+) pairs written", p.stderr).group(1))}
+    out = {"wall_s": round(wall, 1), "peak_rss_mb": peak, "steps": steps, "index": index,
+           "pairs": int(re.search(r"(\d+) pairs written", p.stderr).group(1))}
+    cross = re.search(r"rescored: (\d+) pairs by the trees, (\d+) of them also by the cross-encoder", p.stderr)
+    if cross:
+        out["rescored"], out["cross_pairs"] = int(cross.group(1)), int(cross.group(2))
+    return out
 
 
 def work_store(work: str, side: str) -> str:

