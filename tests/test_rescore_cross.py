@@ -138,3 +138,22 @@ def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer
     with pytest.raises(ConfigError, match=r"bimine\[e5\]"):
         load_rescorer("cross")
     assert load_rescorer("default").cross is None  # the trees need neither
+
+
+def test_shipped_cross_rescorer_beats_the_trees_and_the_margin_on_a_planted_corpus(shared_data):
+    from bimine.divergence.vdpwi import WordVectors
+    from bimine.encoders import load_encoder
+    from bimine.eval.bucc import plant_pairs
+    from bimine.mining.rescore import best_f1_threshold, load_rescorer, mine_candidates
+
+    enc = load_encoder("default")
+    split = plant_pairs(_news(shared_data, 2010, 1500), gold=150, distractors=650, prefix="t")
+    c = mine_candidates(enc.encode(split.src, "fr"), enc.encode(split.tgt, "en"), split.src, split.tgt,
+                        WordVectors(enc), "fr", "en")
+    y = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src, c.tgt)], dtype=int)
+    src, tgt = [split.src[a] for a in c.src.tolist()], [split.tgt[b] for b in c.tgt.tolist()]
+    f1 = {"margin": best_f1_threshold(c.score, y, n_gold=150)[1],
+          "trees": best_f1_threshold(load_rescorer("default", enc).score(c.features, src, tgt), y, n_gold=150)[1],
+          "cross": best_f1_threshold(load_rescorer("cross", enc).score(c.features, src, tgt), y, n_gold=150)[1]}
+    print(f1)
+    assert f1["cross"] > f1["trees"] > f1["margin"], f1
