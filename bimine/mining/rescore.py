@@ -345,21 +345,18 @@ def default_rescorer_path() -> Path:
 
 
 def load_rescorer(name: str, encoder=None) -> Rescorer:
-    """``default`` (the trees shipped with the default model), ``cross`` (the same trees, then the
-    shipped cross-encoder started from e5-small: the ``e5`` extra and PyTorch) or a rescorer
-    folder (with the stages it holds); checked against ``encoder`` (the one whose cosines it
-    reads) when given."""
-    if name in ("default", "cross"):
+    """``default`` (shipped with the default model: its trees, then its cross-encoder started
+    from e5-small, which needs the ``e5`` extra and PyTorch), ``trees`` (the same trees alone) or
+    a rescorer folder (with the stages it holds); checked against ``encoder`` (the one whose
+    cosines it reads) when given."""
+    if name in ("default", "trees"):
         path = default_rescorer_path()
         if not (path / META_FILE).is_file():
             raise ConfigError("this bimine ships no default rescorer yet; train one with 'bimine train-rescorer'")
-        if name == "cross":
-            meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
-            if "cross" not in meta:
-                raise ConfigError("this bimine ships no cross-encoder rescorer; use 'default', or train one with "
-                                  "'bimine train-rescorer --cross'")
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        if name == "default" and "cross" in meta:
             _cross_extra()
-        r = Rescorer.load(path, cross=name == "cross")
+        r = Rescorer.load(path, cross=name == "default")
     else:
         path = Path(name)
         if (path / META_FILE).is_file() and "cross" in json.loads((path / META_FILE).read_text(encoding="utf-8")):
@@ -380,7 +377,7 @@ def _cross_extra() -> None:
             missing.append(pkg)
     if missing:
         raise ConfigError("this rescorer has a cross-encoder stage started from multilingual-e5-small, which needs "
-                          + " and ".join(missing) + "; or use '--rescore default' (the trees alone)")
+                          + " and ".join(missing) + "; or use '--rescore trees' (the shipped trees alone)")
 
 
 def _lightgbm():
