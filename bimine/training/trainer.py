@@ -118,10 +118,18 @@ class LoopConfig:
     dev_max_pairs: int = 2000
 
 
+ENCODERS = ("dan", "transformer")
+
+
 @dataclass
 class TrainConfig:
+    """``encoder``: ``dan`` (``model`` is a :class:`DANConfig`) or ``transformer`` (a
+    :class:`~bimine.encoders.transformer.TransformerConfig`, paper 001 §4.2; features are then
+    always made per batch, ``data.precompute_features`` notwithstanding)."""
+
     data: DataConfig = field(default_factory=DataConfig)
     model: DANConfig = field(default_factory=DANConfig)
+    encoder: str = "dan"
     loss: LossConfig = field(default_factory=LossConfig)
     hard_negatives: HardNegConfig = field(default_factory=HardNegConfig)
     distill: DistillConfig = field(default_factory=DistillConfig)
@@ -156,14 +164,14 @@ def _check_langs(data: dict) -> None:
 def _check_values(cfg: TrainConfig) -> None:
     """Value ranges that would otherwise fail (or divide by zero) only after the data is loaded."""
     t, o, h, m, loss = cfg.train, cfg.optim, cfg.hard_negatives, cfg.model, cfg.loss
+    dan = {"model.embed_dim": (m.embed_dim, 1), "model.output_dim": (m.output_dim, 1),
+           **{f"model.hidden[{i}]": (x, 1) for i, x in enumerate(m.hidden)}} if isinstance(m, DANConfig) else {}
     at_least = {
         "train.batch_size": (t.batch_size, 1), "train.steps": (t.steps, 1), "train.threads": (t.threads, 1),
         "train.eval_every": (t.eval_every, 1), "train.checkpoint_every": (t.checkpoint_every, 1),
         "train.log_every": (t.log_every, 1), "train.dev_max_pairs": (t.dev_max_pairs, 1),
         "optim.warmup_steps": (o.warmup_steps, 0), "hard_negatives.per_example": (h.per_example, 0),
-        "hard_negatives.start_step": (h.start_step, 0), "hard_negatives.candidates": (h.candidates, 1),
-        "model.embed_dim": (m.embed_dim, 1), "model.output_dim": (m.output_dim, 1),
-        **{f"model.hidden[{i}]": (x, 1) for i, x in enumerate(m.hidden)},
+        "hard_negatives.start_step": (h.start_step, 0), "hard_negatives.candidates": (h.candidates, 1), **dan,
         **{f"data.{part}[{i}].max_pairs": (c.max_pairs, 1) for part in ("train", "dev")
            for i, c in enumerate(getattr(cfg.data, part)) if c.max_pairs is not None},
         **{f"data.{part}[{i}].skip_pairs": (c.skip_pairs, 0) for part in ("train", "dev")
@@ -225,7 +233,17 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"the config must be a mapping (key: value lines), got {type(data).__name__}")
     _check_langs(data)
-    cfg = from_dict(TrainConfig, data)
+    encoder = data.get("encoder", "dan")
+    if encoder not in ENCODERS:
+        raise ConfigError(f"encoder: must be {' or '.join(ENCODERS)}, got {encoder!r}")
+    if encoder == "transformer":
+        from bimine.encoders.transformer import TransformerConfig
+
+        rest = {k: v for k, v in data.items() if k != "model"}
+        cfg = from_dict(TrainConfig, rest)
+        cfg.model = from_dict(TransformerConfig, data.get("model") or {}, "model")
+    else:
+        cfg = from_dict(TrainConfig, data)
     _check_values(cfg)
     if cfg.data.root is None:
         cfg.data.root = base_dir
@@ -433,7 +451,7 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
         weights.update(table_to_tensors(translit_table if translit_table is not None else build_table()))
     save_file(weights, str(tmp / "model.safetensors"))
     meta = {
-        "architecture": "dan",
+        "architecture": cfg.encoder,
         "model": cfg.model.to_dict(),
         "quantize": cfg.export_quantize,
         "training": info,
@@ -449,15 +467,17 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
 
 @torch.no_grad()
 def embed_side(
-    model: TorchDAN, side, lang: str, rows: np.ndarray | None = None, batch: int = 4096
+    model: TorchDAN, side, lang: str, rows: np.ndarray | None = None, batch: int | None = None
 ) -> np.ndarray:
-    """Unit-norm embeddings of ``side`` (all rows, or ``rows``) with the torch model."""
+    """Unit-norm embeddings of ``side`` (all rows, or ``rows``) with the torch model (in
+    batches of 4,096 for the DAN, 256 for the transformer)."""
     model.eval()
     rows = np.arange(len(side.texts)) if rows is None else rows
+    batch = batch or (4096 if isinstance(model, TorchDAN) else 256)
     out = []
     for i in range(0, len(rows), batch):
-        ids, off = side.gather(rows[i : i + batch])
-        out.append(torch.nn.functional.normalize(model(ids, off, lang), dim=1).numpy())
+        feats = side.gather(rows[i : i + batch])
+        out.append(torch.nn.functional.normalize(model(*feats, lang), dim=1).numpy())
     model.train()
     return np.concatenate(out) if out else np.zeros((0, model.cfg.output_dim), dtype=np.float32)
 
@@ -501,7 +521,19 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike) -> None:
         self.cfg = cfg
         self.run = Path(run_dir)
-        self.featurizer = Featurizer(cfg.model.features)
+        if cfg.encoder == "transformer":
+            from bimine.encoders.transformer import TokenFeaturizer
+
+            self.featurizer = TokenFeaturizer(cfg.model)
+        else:
+            self.featurizer = Featurizer(cfg.model.features)
+
+    def _new_model(self) -> torch.nn.Module:
+        if self.cfg.encoder == "transformer":
+            from bimine.encoders.transformer import TransformerNet
+
+            return TransformerNet(self.cfg.model)
+        return TorchDAN(self.cfg.model)
 
     def _lr_factor(self, step: int) -> float:
         o, total = self.cfg.optim, self.cfg.train.steps
@@ -583,9 +615,9 @@ class Trainer:
         return self.cfg.distill.weight * (distill_loss(u[idx], target) + distill_loss(v[idx], target))
 
     def _batch(self, grp: PairGroup, rows: np.ndarray, model: TorchDAN, feats=None):
-        (s_ids, s_off), (t_ids, t_off) = feats if feats is not None else (grp.src.gather(rows), grp.tgt.gather(rows))
-        u = model(s_ids, s_off, grp.src_lang)
-        v = model(t_ids, t_off, grp.tgt_lang)
+        s_feats, t_feats = feats if feats is not None else (grp.src.gather(rows), grp.tgt.gather(rows))
+        u = model(*s_feats, grp.src_lang)
+        v = model(*t_feats, grp.tgt_lang)
         st, tt = grp.src.text_ids[rows], grp.tgt.text_ids[rows]
         exclude = torch.from_numpy((st[:, None] == st[None, :]) | (tt[:, None] == tt[None, :]))
         hard = excl_hard = None
@@ -593,8 +625,7 @@ class Trainer:
             h = grp.hard[rows].reshape(-1)
             h = h[h >= 0]
             if len(h):
-                h_ids, h_off = grp.tgt.gather(h)
-                hard = model(h_ids, h_off, grp.tgt_lang)
+                hard = model(*grp.tgt.gather(h), grp.tgt_lang)
                 excl_hard = torch.from_numpy(
                     (tt[:, None] == grp.tgt.text_ids[h][None, :])
                     | (st[:, None] == grp.src.text_ids[h][None, :])
@@ -632,12 +663,13 @@ class Trainer:
         (self.run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
         t_load = time.time()
+        precompute = cfg.data.precompute_features and cfg.encoder == "dan"
         groups = load_groups(cfg.data.train, self.featurizer, cfg.data.root, dedupe=cfg.data.dedupe,
-                             precompute=cfg.data.precompute_features)
+                             precompute=precompute)
         dev = []
         for spec in cfg.data.dev:
             spec.max_pairs = spec.max_pairs or cfg.train.dev_max_pairs
-            g = load_groups([spec], self.featurizer, cfg.data.root, dedupe=False)[0]
+            g = load_groups([spec], self.featurizer, cfg.data.root, dedupe=False, precompute=cfg.encoder == "dan")[0]
             dev.append((spec.name or f"{g.src_lang}-{g.tgt_lang}", g))
         n_pairs = sum(len(g) for g in groups)
         log.info(
@@ -647,7 +679,7 @@ class Trainer:
         self._teach(groups, progress)
         rom = self.featurizer.romanizer
         fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None)
-        model = TorchDAN(cfg.model)
+        model = self._new_model()
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
         opts = [dense, sparse]
@@ -684,7 +716,7 @@ class Trainer:
         stop_reason = "steps"
         # features computed per batch: the next batch's are made in a thread while this one trains
         # (the numba featuriser releases the GIL); only that thread calls the schedule
-        pool = None if cfg.data.precompute_features else ThreadPoolExecutor(1, thread_name_prefix="bimine-batch")
+        pool = None if precompute else ThreadPoolExecutor(1, thread_name_prefix="bimine-batch")
 
         def features(s: int):
             g, rows = sched(s)

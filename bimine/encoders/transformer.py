@@ -1,0 +1,359 @@
+"""The transformer dual encoder of paper 001 §4.2 (issue 16): one encoder for every language.
+
+A sentence is cut into tokens: words and punctuation as the DAN's tokeniser splits them, and
+runs of a script written without spaces (Han, kana, Thai, ...) in chunks of ``nospace_chunk``
+characters. A token's vector is the sum, divided by the square root of their number, of the
+embeddings of its hashed features, made by the DAN's featuriser run on the token alone: the
+token itself (a hashed unigram: 001's vocabulary and out-of-vocabulary buckets in one hashed
+table) and its character n-grams (3-6; 1-4 for scripts without spaces), plus, with
+``translit``, those of its romanisation. A learned position embedding is added, a pre-norm
+transformer stack reads the tokens, and four poolings (max, mean, first token, attention) are
+concatenated and projected to ``output_dim``; the encoder L2-normalises.
+
+Training (``bimine train`` with ``encoder: transformer``) and inference use the same PyTorch
+module, :class:`TransformerNet`; :class:`TransformerEncoder` wraps it behind the
+:class:`~bimine.encoders.base.Encoder` protocol and reads the exported embedding table in
+its stored (int8 / int4 / ...) form, decoding only the rows a batch uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from bimine.errors import ConfigError
+from bimine.text.features import _TOKEN_RE, FeatureConfig, Featurizer, no_space_table
+
+POOLINGS = ("max", "mean", "first", "attention")
+
+
+def _token_features() -> FeatureConfig:
+    return FeatureConfig(buckets=1 << 19, word_ngrams=(1,), char_ngrams=(3, 6), nospace_char_ngrams=(1, 4),
+                         cross_word_chars=False, by_script=True)
+
+
+@dataclass
+class TransformerConfig:
+    """Architecture of a transformer encoder (001 §4.2; its sizes: 3 layers, 8 heads, hidden
+    512, filter 2048, output 500; the defaults here are sized for a CPU).
+
+    ``features``: the hashed features of one token (word unigram and character n-grams; word
+    bigrams make no sense inside a token). ``embed_dim``: width of the feature table, projected
+    to ``d_model`` (a narrow table keeps the model small). ``max_tokens``: longer sentences are
+    cut (the featuriser counts them). ``embedding_grad_multiplier``: 001's gradient multiplier
+    on the feature embeddings (25 there).
+    """
+
+    features: FeatureConfig = field(default_factory=_token_features)
+    embed_dim: int = 128
+    d_model: int = 256
+    layers: int = 2
+    heads: int = 4
+    ffn: int = 1024
+    dropout: float = 0.0
+    max_tokens: int = 64
+    nospace_chunk: int = 3
+    pooling: tuple[str, ...] = POOLINGS
+    output_dim: int = 384
+    embedding_grad_multiplier: float = 1.0
+
+    def __post_init__(self) -> None:
+        ints = {"embed_dim": self.embed_dim, "d_model": self.d_model, "layers": self.layers, "heads": self.heads,
+                "ffn": self.ffn, "max_tokens": self.max_tokens, "nospace_chunk": self.nospace_chunk,
+                "output_dim": self.output_dim}
+        for key, value in ints.items():
+            if value < 1:
+                raise ValueError(f"{key} must be >= 1, got {value}")
+        if self.d_model % self.heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not self.embedding_grad_multiplier > 0:
+            raise ValueError(f"embedding_grad_multiplier must be > 0, got {self.embedding_grad_multiplier}")
+        bad = [p for p in self.pooling if p not in POOLINGS]
+        if bad or not self.pooling or len(set(self.pooling)) != len(self.pooling):
+            raise ValueError(f"pooling must list distinct items of {', '.join(POOLINGS)}, got {list(self.pooling)}")
+        if tuple(self.features.word_ngrams) != (1,):
+            raise ValueError("features.word_ngrams must be [1]: a token has no word bigrams")
+
+    #: one encoder for every language (the trainer's DAN option ``shared``)
+    shared = True
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["features"] = self.features.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TransformerConfig:
+        d = dict(d)
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"unknown model option(s): {sorted(unknown)}")
+        if "features" in d:
+            f = d["features"]
+            d["features"] = f if isinstance(f, FeatureConfig) else FeatureConfig.from_dict(
+                {**_token_features().to_dict(), **f})
+        if "pooling" in d:
+            d["pooling"] = tuple(d["pooling"])
+        return cls(**d)
+
+
+class TokenFeaturizer:
+    """Sentences to tokens to hashed features: ``featurize(sentences, lang)`` returns
+    ``(ids, token_offsets, sentence_offsets)``: the features of token ``t`` are
+    ``ids[token_offsets[t]:token_offsets[t + 1]]``, the tokens of sentence ``i`` are
+    ``sentence_offsets[i]`` to ``sentence_offsets[i + 1]``. Every sentence has at least one
+    token (an empty sentence: one token without features). ``truncated`` counts the
+    sentences cut to ``max_tokens``."""
+
+    def __init__(self, config: TransformerConfig, backend: str | None = None,
+                 translit_table: dict[int, str] | None = None) -> None:
+        self.config = config
+        self.inner = Featurizer(config.features, backend=backend, translit_table=translit_table)
+        self.romanizer = self.inner.romanizer
+        self.truncated = 0
+        self._nospace = no_space_table()
+
+    def tokens(self, sentence: str) -> list[str]:
+        cfg = self.config
+        s = sentence[: cfg.features.max_chars]
+        if not s.isascii():
+            s = unicodedata.normalize("NFKC", s)
+        if cfg.features.lowercase:
+            s = s.lower()
+        out: list[str] = []
+        for tok in _TOKEN_RE.findall(s):
+            if tok.isascii() or not any(self._nospace[ord(c)] for c in tok):
+                out.append(tok)
+                continue
+            # runs of a script without spaces in chunks; the rest of the token stays whole
+            run, kind = "", None
+            for c in tok + "\0":
+                k = bool(self._nospace[ord(c)]) if c != "\0" else None
+                if k != kind and run:
+                    if kind:
+                        out += [run[i : i + cfg.nospace_chunk] for i in range(0, len(run), cfg.nospace_chunk)]
+                    else:
+                        out.append(run)
+                    run = ""
+                run += c
+                kind = k
+        return out
+
+    def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cap = self.config.max_tokens
+        flat: list[str] = []
+        counts = np.empty(len(sentences), dtype=np.int64)
+        for i, s in enumerate(sentences):
+            toks = self.tokens(s)
+            if len(toks) > cap:
+                toks = toks[:cap]
+                self.truncated += 1
+            if not toks:
+                toks = [""]
+            flat += toks
+            counts[i] = len(toks)
+        ids, tok_offsets = self.inner.featurize(flat, lang)
+        sent_offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+        np.cumsum(counts, out=sent_offsets[1:])
+        return ids.astype(np.int64), tok_offsets.astype(np.int64), sent_offsets
+
+
+class TransformerNet(nn.Module):
+    """The encoder's PyTorch module: feature table, position embedding, transformer stack,
+    poolings, output projection. ``with_table=False`` builds it without the feature table
+    (inference reads the exported, quantised one; :meth:`from_token_vectors`)."""
+
+    def __init__(self, cfg: TransformerConfig, with_table: bool = True) -> None:
+        super().__init__()
+        from bimine.training.model import SparseBag
+
+        self.cfg = cfg
+        if with_table:
+            self.embedding = SparseBag(cfg.features.buckets, cfg.embed_dim, cfg.embedding_grad_multiplier)
+        self.project_in = nn.Linear(cfg.embed_dim, cfg.d_model)
+        self.position = nn.Embedding(cfg.max_tokens, cfg.d_model)
+        nn.init.normal_(self.position.weight, std=0.02)
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, cfg.ffn, cfg.dropout, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(cfg.d_model)
+        if "attention" in cfg.pooling:
+            self.attention = nn.Linear(cfg.d_model, 1)
+        self.project_out = nn.Linear(len(cfg.pooling) * cfg.d_model, cfg.output_dim)
+
+    def forward(self, ids, token_offsets, sentence_offsets, lang: str | None = None) -> torch.Tensor:
+        """Raw (unnormalised) outputs of a featurised batch (:meth:`TokenFeaturizer.featurize`)."""
+        ids, token_offsets = _tensor(ids), _tensor(token_offsets)
+        vectors = self.embedding(ids, token_offsets[:-1])
+        return self.from_token_vectors(vectors, token_offsets, sentence_offsets)
+
+    def from_token_vectors(self, sums: torch.Tensor, token_offsets, sentence_offsets) -> torch.Tensor:
+        """The rest of the forward pass from each token's summed feature embeddings."""
+        token_offsets, sentence_offsets = _tensor(token_offsets), _tensor(sentence_offsets)
+        n_feat = (token_offsets[1:] - token_offsets[:-1]).clamp(min=1).to(sums.dtype)
+        x = self.project_in(sums / n_feat.sqrt()[:, None])
+        h, valid = self._pad(x, sentence_offsets)
+        h = h + self.position.weight[: h.shape[1]][None]
+        h = self.norm(self.encoder(h, src_key_padding_mask=~valid))
+        return self.project_out(torch.cat([self._pool(kind, h, valid) for kind in self.cfg.pooling], dim=1))
+
+    @staticmethod
+    def _pad(x: torch.Tensor, sentence_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, T, d)`` padded token states and the ``(B, T)`` mask of real tokens."""
+        counts = sentence_offsets[1:] - sentence_offsets[:-1]
+        b, t = len(counts), int(counts.max()) if len(counts) else 0
+        sent = torch.repeat_interleave(torch.arange(b), counts)
+        pos = torch.arange(len(x)) - torch.repeat_interleave(sentence_offsets[:-1], counts)
+        padded = x.new_zeros(b, t, x.shape[1]).index_put((sent, pos), x)
+        valid = torch.zeros(b, t, dtype=torch.bool).index_put((sent, pos), torch.ones(len(x), dtype=torch.bool))
+        return padded, valid
+
+    def _pool(self, kind: str, h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        if kind == "first":
+            return h[:, 0]
+        if kind == "max":
+            return h.masked_fill(~valid[:, :, None], float("-inf")).max(dim=1).values
+        if kind == "mean":
+            return (h * valid[:, :, None]).sum(dim=1) / valid.sum(dim=1, keepdim=True)
+        weights = self.attention(h).squeeze(-1).masked_fill(~valid, float("-inf")).softmax(dim=1)
+        return (weights[:, :, None] * h).sum(dim=1)
+
+    # the trainer's interface (as TorchDAN's)
+    def attach_sparse_grads(self) -> None:
+        self.embedding.attach_sparse_grads()
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        return [self.embedding.weight]
+
+    def dense_parameters(self) -> list[nn.Parameter]:
+        return [p for n, p in self.named_parameters() if not n.startswith("embedding.")]
+
+    def export_weights(self, quantize: str = "int8") -> dict[str, np.ndarray]:
+        """The feature table as :func:`~bimine.training.model.quantize_table` stores it, every
+        other tensor as float32 under its state-dict name."""
+        from bimine.training.model import quantize_table
+
+        out = quantize_table(self.embedding.weight, quantize, "embedding.")
+        for name, t in self.state_dict().items():
+            if not name.startswith("embedding."):
+                out[name] = t.detach().cpu().numpy().astype(np.float32)
+        return out
+
+
+def _tensor(x) -> torch.Tensor:
+    return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+
+
+class TransformerEncoder:
+    """A transformer model folder behind the Encoder protocol (``--model FOLDER``).
+
+    Sentences are encoded in batches of ``batch_size`` of similar length (sorted by token
+    count, returned in input order). ``threads``: PyTorch's thread count (set for the whole
+    process). ``int8``: dynamic int8 quantisation of the linear layers
+    (``torch.ao.quantization.quantize_dynamic``).
+    """
+
+    uses_language = False
+
+    def __init__(self, config: TransformerConfig, weights: dict[str, np.ndarray], *, model_id: str | None = None,
+                 batch_size: int = 128, threads: int | None = None, int8: bool = False,
+                 weights_file: str | os.PathLike | None = None) -> None:
+        from bimine.encoders.dan import EmbeddingTable
+
+        self.config = config
+        self.training: dict = {}
+        self.batch_size = batch_size
+        self.dim = config.output_dim
+        self._model_id = model_id
+        self._weights_file = weights_file
+        table = None
+        if config.features.translit:
+            from bimine.text.translit import table_from_tensors
+
+            table = table_from_tensors(weights)
+            if table is None:
+                raise ConfigError("the model's features use transliteration, but its weights hold no translit.* table")
+        self.featurizer = TokenFeaturizer(config, translit_table=table)
+        self.table = EmbeddingTable.from_weights(weights, "embedding.")
+        if self.table.shape != (config.features.buckets, config.embed_dim):
+            raise ConfigError(f"feature table has shape {self.table.shape}, config says "
+                              f"({config.features.buckets}, {config.embed_dim})")
+        net = TransformerNet(config, with_table=False)
+        state = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in weights.items()
+                 if not k.startswith(("embedding.", "translit."))}
+        try:
+            net.load_state_dict(state)
+        except RuntimeError as e:
+            raise ConfigError(f"model weights do not fit the config: {str(e).splitlines()[0]}") from None
+        net.eval()
+        if int8:
+            import warnings
+
+            with warnings.catch_warnings():  # torch.ao.quantization is deprecated (still in 2.13)
+                warnings.simplefilter("ignore")
+                net = torch.ao.quantization.quantize_dynamic(net, {nn.Linear}, dtype=torch.qint8)
+        self.net = net
+        self.int8 = int8
+        if threads is not None:
+            torch.set_num_threads(threads)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **kwargs) -> TransformerEncoder:
+        from safetensors.numpy import load_file
+
+        path = Path(path)
+        meta = json.loads((path / "config.json").read_text())
+        if meta.get("architecture") != "transformer":
+            raise ConfigError(f"{path}/config.json: architecture {meta.get('architecture')!r} is not 'transformer'")
+        config = TransformerConfig.from_dict(meta["model"])
+        wfile = path / "model.safetensors"
+        enc = cls(config, load_file(str(wfile)), weights_file=wfile, **kwargs)
+        enc.training = meta.get("training", {})
+        return enc
+
+    @property
+    def model_id(self) -> str:
+        """``tfm-`` + the first 16 hex digits of the sha256 of the weights file."""
+        if self._model_id is None:
+            if self._weights_file is None:
+                return "tfm"
+            with open(self._weights_file, "rb") as f:
+                self._model_id = "tfm-" + hashlib.file_digest(f, "sha256").hexdigest()[:16]
+        return self._model_id
+
+    @torch.no_grad()
+    def _encode_batch(self, sentences: list[str], lang: str) -> np.ndarray:
+        ids, tok_off, sent_off = self.featurizer.featurize(sentences, lang)
+        uniq, inv = np.unique(ids, return_inverse=True)
+        rows = torch.from_numpy(self.table.lookup(uniq))
+        sums = nn.functional.embedding_bag(torch.from_numpy(inv.reshape(-1)), rows, torch.from_numpy(tok_off[:-1]),
+                                           mode="sum")
+        if self.int8:  # PyTorch's fused attention path reads Linear weights, which int8 layers lack
+            fast = torch.backends.mha.get_fastpath_enabled()
+            torch.backends.mha.set_fastpath_enabled(False)
+            try:
+                out = self.net.from_token_vectors(sums, tok_off, sent_off)
+            finally:
+                torch.backends.mha.set_fastpath_enabled(fast)
+        else:
+            out = self.net.from_token_vectors(sums, tok_off, sent_off)
+        return nn.functional.normalize(out, dim=1).numpy()
+
+    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        # similar lengths together: less padding (the length of the text stands in for its tokens)
+        order = np.argsort([len(s) for s in sentences], kind="stable")
+        for i in range(0, len(order), self.batch_size):
+            rows = order[i : i + self.batch_size]
+            out[rows] = self._encode_batch([sentences[j] for j in rows], lang)
+        return out
