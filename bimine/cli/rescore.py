@@ -89,7 +89,7 @@ def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
               help="LightGBM threads (0: one per core).")
 @click.option("--cross", is_flag=True, default=False,
               help="Also train a second stage: a cross-encoder started from multilingual-e5-small (needs the e5 "
-                   "extra and PyTorch; ~10 min on 2 cores) that re-scores the candidates the trees rank at or "
+                   "extra and PyTorch; ~25 min on 2 cores) that re-scores the candidates the trees rank at or "
                    "above --cross-floor; the final probability is the mean of the two.")
 @click.option("--cross-pairs", type=click.IntRange(min=100), default=16000, show_default=True,
               help="With --cross: training pairs (gold pairs, the negatives the trees rank highest (3 per gold) "

@@ -183,9 +183,7 @@ class TransformerNet(nn.Module):
         self.project_in = nn.Linear(cfg.embed_dim, cfg.d_model)
         self.position = nn.Embedding(cfg.max_tokens, cfg.d_model)
         nn.init.normal_(self.position.weight, std=0.02)
-        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, cfg.ffn, cfg.dropout, activation="gelu",
-                                           batch_first=True, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        self.layers = nn.ModuleList(PackedLayer(cfg.d_model, cfg.heads, cfg.ffn, cfg.dropout) for _ in range(cfg.layers))
         self.norm = nn.LayerNorm(cfg.d_model)
         if "attention" in cfg.pooling:
             self.attention = nn.Linear(cfg.d_model, 1)
@@ -202,21 +200,12 @@ class TransformerNet(nn.Module):
         token_offsets, sentence_offsets = _tensor(token_offsets), _tensor(sentence_offsets)
         n_feat = (token_offsets[1:] - token_offsets[:-1]).clamp(min=1).to(sums.dtype)
         x = self.project_in(sums / n_feat.sqrt()[:, None])
-        h, valid = self._pad(x, sentence_offsets)
-        h = h + self.position.weight[: h.shape[1]][None]
-        h = self.norm(self.encoder(h, src_key_padding_mask=~valid))
+        index, valid = _layout(sentence_offsets)
+        x = x + self.position.weight[index[1]]
+        for layer in self.layers:
+            x = layer(x, index, valid)
+        h = _pad(self.norm(x), index, valid)
         return self.project_out(torch.cat([self._pool(kind, h, valid) for kind in self.cfg.pooling], dim=1))
-
-    @staticmethod
-    def _pad(x: torch.Tensor, sentence_offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, T, d)`` padded token states and the ``(B, T)`` mask of real tokens."""
-        counts = sentence_offsets[1:] - sentence_offsets[:-1]
-        b, t = len(counts), int(counts.max()) if len(counts) else 0
-        sent = torch.repeat_interleave(torch.arange(b), counts)
-        pos = torch.arange(len(x)) - torch.repeat_interleave(sentence_offsets[:-1], counts)
-        padded = x.new_zeros(b, t, x.shape[1]).index_put((sent, pos), x)
-        valid = torch.zeros(b, t, dtype=torch.bool).index_put((sent, pos), torch.ones(len(x), dtype=torch.bool))
-        return padded, valid
 
     def _pool(self, kind: str, h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         if kind == "first":
@@ -248,6 +237,52 @@ class TransformerNet(nn.Module):
             if not name.startswith("embedding."):
                 out[name] = t.detach().cpu().numpy().astype(np.float32)
         return out
+
+
+class PackedLayer(nn.Module):
+    """A pre-norm transformer layer over packed tokens (``(N, d)``, the tokens of a batch's
+    sentences one after the other): the projections and the feed-forward block run on the real
+    tokens only, the attention on the padded ``(B, T)`` layout with the padding masked. On the
+    recipe's short sentences a batch is ~4x padding (15.9 tokens on average, up to 64), so
+    this is ~4x less work than a padded layer."""
+
+    def __init__(self, d: int, heads: int, ffn: int, dropout: float) -> None:
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.norm1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.norm2 = nn.LayerNorm(d)
+        self.ff1 = nn.Linear(d, ffn)
+        self.ff2 = nn.Linear(ffn, d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor], valid: torch.Tensor) -> torch.Tensor:
+        b, t = valid.shape
+        d = x.shape[1]
+        qkv = _pad(self.qkv(self.norm1(x)), index, valid)  # (B, T, 3d)
+        q, k, v = qkv.view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/H)
+        a = nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=valid[:, None, None, :], dropout_p=self.dropout if self.training else 0.0)
+        a = a.transpose(1, 2).reshape(b, t, d)[index]  # back to packed tokens
+        x = x + self.drop(self.out(a))
+        return x + self.drop(self.ff2(self.drop(nn.functional.gelu(self.ff1(self.norm2(x))))))
+
+
+def _layout(sentence_offsets: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``(sentence, position)`` of each packed token and the ``(B, T)`` mask of real tokens."""
+    counts = sentence_offsets[1:] - sentence_offsets[:-1]
+    b, t = len(counts), int(counts.max()) if len(counts) else 0
+    n = int(sentence_offsets[-1])
+    sent = torch.repeat_interleave(torch.arange(b), counts)
+    pos = torch.arange(n) - torch.repeat_interleave(sentence_offsets[:-1], counts)
+    valid = torch.zeros(b, t, dtype=torch.bool).index_put((sent, pos), torch.ones(n, dtype=torch.bool))
+    return (sent, pos), valid
+
+
+def _pad(x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor], valid: torch.Tensor) -> torch.Tensor:
+    """Packed ``(N, d)`` rows laid out as ``(B, T, d)``, zeros where ``valid`` is False."""
+    return x.new_zeros(*valid.shape, x.shape[1]).index_put(index, x)
 
 
 def _tensor(x) -> torch.Tensor:
@@ -303,7 +338,6 @@ class TransformerEncoder:
                 warnings.simplefilter("ignore")
                 net = torch.ao.quantization.quantize_dynamic(net, {nn.Linear}, dtype=torch.qint8)
         self.net = net
-        self.int8 = int8
         if threads is not None:
             torch.set_num_threads(threads)
 
@@ -338,15 +372,7 @@ class TransformerEncoder:
         rows = torch.from_numpy(self.table.lookup(uniq))
         sums = nn.functional.embedding_bag(torch.from_numpy(inv.reshape(-1)), rows, torch.from_numpy(tok_off[:-1]),
                                            mode="sum")
-        if self.int8:  # PyTorch's fused attention path reads Linear weights, which int8 layers lack
-            fast = torch.backends.mha.get_fastpath_enabled()
-            torch.backends.mha.set_fastpath_enabled(False)
-            try:
-                out = self.net.from_token_vectors(sums, tok_off, sent_off)
-            finally:
-                torch.backends.mha.set_fastpath_enabled(fast)
-        else:
-            out = self.net.from_token_vectors(sums, tok_off, sent_off)
+        out = self.net.from_token_vectors(sums, tok_off, sent_off)
         return nn.functional.normalize(out, dim=1).numpy()
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
