@@ -97,12 +97,17 @@ def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
 @click.option("--cross-layers", type=click.IntRange(min=0, max=12), default=2, show_default=True,
               help="With --cross: e5-small's top layers fine-tuned (the others frozen; only these are stored).")
 @click.option("--cross-epochs", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--cross-kind", type=click.Choice(["e5", "scratch"]), default="e5", show_default=True,
+              help="With --cross: e5 = started from multilingual-e5-small (the e5 extra); scratch = a small transformer "
+                   "over bimine's hashed tokens trained from random weights (issue 15 (b); give it more "
+                   "--cross-epochs, e.g. 10; --cross-layers does not apply).")
 @click.option("--cross-floor", type=click.FloatRange(min=0.0, max=1.0), default=0.001, show_default=True,
               help="With --cross: the trees' probability from which a candidate goes through the cross-encoder.")
 def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: str | None, holdout: int | None,
                        langs: int | None, gold: int, distractors: int, near: int, min_words: int, pool: int,
                        ratio: int, all_features: bool, trees: int, leaves: int, seed: int, threads: int,
-                       cross: bool, cross_pairs: int, cross_layers: int, cross_epochs: int, cross_floor: float) -> None:
+                       cross: bool, cross_pairs: int, cross_layers: int, cross_epochs: int, cross_kind: str,
+                       cross_floor: float) -> None:
     """Train a rescorer of mined pairs on planted corpora (paper 001 §6.2).
 
     Each language's corpus hides --gold translation pairs among --distractors sentences a side
@@ -158,7 +163,8 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
             import torch  # noqa: F401
         except ImportError:
             raise ConfigError("--cross needs PyTorch: pip install torch (see the README)") from None
-        weights_path()  # the e5 extra, before minutes of mining
+        if cross_kind == "e5":
+            weights_path()  # the e5 extra, before minutes of mining
     t0 = time.time()
     texts: list | None = [] if cross else None
     x, y, ids, row_langs = training_rows(encoder, corpora, gold=gold, distractors=distractors, near=near, pool=pool,
@@ -182,14 +188,14 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
     r.meta["train_seconds"] = round(time.time() - t1, 1)
     if cross:
         _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, pairs=cross_pairs, layers=cross_layers,
-                           epochs=cross_epochs, floor=cross_floor, seed=seed)
+                           epochs=cross_epochs, floor=cross_floor, seed=seed, kind=cross_kind)
     r.save(output)
     click.echo(f"{int(train.sum()):,} training rows ({int(y[train].sum()):,} positive), {int(dev.sum()):,} dev rows; "
                f"dev F1 {r.meta['dev_f1']:.3f} at threshold {r.threshold:.3f}; written to {output}", err=True)
 
 
 def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, layers: int, epochs: int, floor: float,
-                       seed: int) -> None:
+                       seed: int, kind: str = "e5") -> None:
     """Train the cross-encoder stage of rescorer ``r`` on the training candidates (the first copy
     of each: ``ids`` counts candidates, texts in that order), per language the gold pairs, the
     negatives the trees rank highest (3 per gold) and random ones (1 per gold), each pair in a
@@ -220,11 +226,18 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
     src = [texts[c][1] if f else texts[c][0] for c, f in zip(chosen.tolist(), flip.tolist())]
     tgt = [texts[c][0] if f else texts[c][1] for c, f in zip(chosen.tolist(), flip.tolist())]
     t = time.time()
+    what = f"{layers} layer(s)" if kind == "e5" else "from scratch"
     click.echo(f"cross-encoder: {len(chosen):,} training pairs ({int(lab[chosen].sum()):,} gold), "
-               f"{layers} layer(s), {epochs} epoch(s)", err=True)
+               f"{what}, {epochs} epoch(s)", err=True)
     with bar(total=epochs * len(chosen), unit=" pairs", desc="cross-encoder") as b:
-        ce = train_cross(src, tgt, lab[chosen], train_layers=layers, epochs=epochs, seed=seed,
-                         log=lambda m: click.echo(m, err=True), progress=b.update)
+        if kind == "scratch":
+            from bimine.mining.cross_scratch import train_scratch_cross
+
+            ce = train_scratch_cross(src, tgt, lab[chosen], epochs=epochs, seed=seed,
+                                     log=lambda m: click.echo(m, err=True), progress=b.update)
+        else:
+            ce = train_cross(src, tgt, lab[chosen], train_layers=layers, epochs=epochs, seed=seed,
+                             log=lambda m: click.echo(m, err=True), progress=b.update)
     r.cross = ce
     r.meta["cross"] = {"floor": floor, "train_seconds": round(time.time() - t, 1), **ce.meta["training"]}
     dev = np.flatnonzero(dev_ids)

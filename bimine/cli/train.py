@@ -17,7 +17,8 @@ from bimine.cli.main import cli
     "config_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="YAML config (see configs/example.yaml, configs/default.yaml); relative data paths start at data.root.",
+    help="YAML config (see configs/example.yaml, configs/default.yaml; 'encoder: transformer' for paper 001's "
+         "transformer, configs/transformer.yaml); relative data paths start at data.root.",
 )
 @click.option(
     "-o",
@@ -37,7 +38,8 @@ from bimine.cli.main import cli
               help="Continue the run in OUTPUT from its last checkpoint (an error if OUTPUT holds none).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train(config_path: str, output: str, overrides: tuple[str, ...], resume: bool, no_progress: bool) -> None:
-    """Train a sentence encoder on parallel data (needs the 'train' extra: PyTorch).
+    """Train a sentence encoder on parallel data (needs the 'train' extra: PyTorch): a DAN
+    (paper 000) or, with 'encoder: transformer' in the config, paper 001's transformer.
 
     Writes the model as OUTPUT/model/{config.json,model.safetensors}, usable as --model OUTPUT/model.
     """

@@ -298,7 +298,10 @@ class TransformerEncoder:
     (``torch.ao.quantization.quantize_dynamic``).
     """
 
-    uses_language = False
+    @property
+    def uses_language(self) -> bool:
+        """False with by-script n-grams (the default): ``encode`` then ignores ``lang``."""
+        return not self.config.features.by_script
 
     def __init__(self, config: TransformerConfig, weights: dict[str, np.ndarray], *, model_id: str | None = None,
                  batch_size: int = 128, threads: int | None = None, int8: bool = False,

@@ -311,7 +311,9 @@ class CrossRescorer:
         os.replace(tmp, folder / META_FILE)
 
     @classmethod
-    def load(cls, folder: str | os.PathLike, base: str | None = None) -> CrossRescorer:
+    def load(cls, folder: str | os.PathLike, base: str | None = None):
+        """The cross-encoder saved in ``folder``: a :class:`CrossRescorer`, or a
+        :class:`~bimine.mining.cross_scratch.ScratchCrossRescorer` when its ``kind`` says so."""
         from safetensors.torch import load_file
 
         from bimine.encoders.e5_weights import weights_path
@@ -324,6 +326,10 @@ class CrossRescorer:
         if meta.get("format") != FORMAT:
             raise InputError(f"{meta_path}: cross-encoder format {meta.get('format')!r}; this bimine reads {FORMAT}")
         meta.pop("format")
+        if meta.get("kind") == "scratch-cross":  # issue 15 (b): no e5-small base
+            from bimine.mining.cross_scratch import ScratchCrossRescorer
+
+            return ScratchCrossRescorer.load(folder, meta)
         base = base or str(weights_path())
         have = base_digest(base)
         if have != meta.get("base_sha256"):

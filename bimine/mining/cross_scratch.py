@@ -1,0 +1,225 @@
+"""A cross-encoder rescorer trained from scratch on bimine's hashed tokens (issue 15 (b)).
+
+The alternative to :mod:`bimine.mining.cross_encoder` (started from e5-small): no pretrained
+weights at all. Both sentences go into one sequence, ``SRC`` tokens then ``TGT`` tokens (each
+cut to ``max_side``), each token the sum of its hashed features (the transformer encoder's
+:class:`~bimine.encoders.transformer.TokenFeaturizer`), plus a position and a segment
+embedding; transformer layers over the packed tokens (:class:`PackedLayer`) attend across the
+pair. The head reads each side's mean state, their absolute difference and product, and the
+max over all tokens. Stored whole (``cross.safetensors`` + ``cross.json``, ``kind:
+scratch-cross``); it needs PyTorch but not the e5 extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from bimine.errors import InputError
+
+KIND = "scratch-cross"
+
+
+def _modules():
+    import torch
+    from torch import nn
+
+    from bimine.encoders.transformer import PackedLayer, TokenFeaturizer, TransformerConfig, _layout, _pad
+    from bimine.training.model import SparseBag
+
+    class PairNet(nn.Module):
+        def __init__(self, cfg: TransformerConfig) -> None:
+            super().__init__()
+            self.cfg = cfg
+            d = cfg.d_model
+            self.embedding = SparseBag(cfg.features.buckets, cfg.embed_dim)
+            self.project_in = nn.Linear(cfg.embed_dim, d)
+            self.position = nn.Embedding(2 * cfg.max_tokens, d)
+            self.segment = nn.Embedding(2, d)
+            for e in (self.position, self.segment):
+                nn.init.normal_(e.weight, std=0.02)
+            self.layers = nn.ModuleList(PackedLayer(d, cfg.heads, cfg.ffn, cfg.dropout) for _ in range(cfg.layers))
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Sequential(nn.Linear(5 * d, d), nn.GELU(), nn.Linear(d, 1))
+
+        def forward(self, ids, tok_off, sides_off) -> torch.Tensor:
+            """Logits of pairs featurised as sentences ``[s0, t0, s1, t1, ...]`` (``sides_off``
+            the sentence offsets into tokens of that list)."""
+            ids, tok_off, sides_off = (torch.from_numpy(a) for a in (ids, tok_off, sides_off))
+            n_feat = (tok_off[1:] - tok_off[:-1]).clamp(min=1).to(torch.float32)
+            x = self.project_in(self.embedding(ids, tok_off[:-1]) / n_feat.sqrt()[:, None])
+            side_len = sides_off[1:] - sides_off[:-1]
+            seg = torch.repeat_interleave(torch.arange(len(side_len)) % 2, side_len)
+            pair_off = sides_off[::2]
+            index, valid = _layout(pair_off)
+            x = x + self.position.weight[index[1]] + self.segment.weight[seg]
+            for layer in self.layers:
+                x = layer(x, index, valid)
+            x = self.norm(x)
+            h = _pad(x, index, valid)
+            seg_pad = _pad(seg[:, None].to(x.dtype), index, valid)[:, :, 0]
+            is_src = valid & (seg_pad == 0)
+            is_tgt = valid & (seg_pad == 1)
+            u = (h * is_src[:, :, None]).sum(1) / is_src.sum(1, keepdim=True).clamp(min=1)
+            v = (h * is_tgt[:, :, None]).sum(1) / is_tgt.sum(1, keepdim=True).clamp(min=1)
+            m = h.masked_fill(~valid[:, :, None], float("-inf")).max(dim=1).values
+            return self.head(torch.cat([u, v, (u - v).abs(), u * v, m], dim=1)).squeeze(1)
+
+    return torch, PairNet, TokenFeaturizer, TransformerConfig
+
+
+def default_config(max_side: int = 48) -> dict:
+    """The architecture (a :class:`~bimine.encoders.transformer.TransformerConfig` mapping):
+    2 layers of width 128, a 2^18 x 64 feature table."""
+    return {"features": {"buckets": 1 << 18, "by_script": True, "translit": True}, "embed_dim": 64, "d_model": 128,
+            "layers": 2, "heads": 4, "ffn": 512, "max_tokens": max_side, "output_dim": 1}
+
+
+class ScratchCrossRescorer:
+    """A trained from-scratch cross-encoder: :meth:`predict` gives each pair's probability."""
+
+    def __init__(self, net, meta: dict, translit_table=None):
+        torch, _, TokenFeaturizer, _ = _modules()
+        self.net = net
+        self.meta = meta
+        self.featurizer = TokenFeaturizer(net.cfg, translit_table=translit_table)
+
+    @property
+    def fingerprint(self) -> str:
+        h = hashlib.sha256(json.dumps(self.meta, sort_keys=True).encode())
+        for k, v in sorted(self.net.state_dict().items()):
+            h.update(k.encode())
+            h.update(v.numpy().tobytes())
+        return h.hexdigest()[:16]
+
+    def _feats(self, src: list[str], tgt: list[str]):
+        both = [t for pair in zip(src, tgt) for t in pair]
+        return self.featurizer.featurize(both, "und")
+
+    def logits(self, src: list[str], tgt: list[str], batch: int = 128, progress=None) -> np.ndarray:
+        torch = _modules()[0]
+        if len(src) != len(tgt):
+            raise ValueError(f"{len(src)} sources but {len(tgt)} targets")
+        out = np.zeros(len(src), dtype=np.float32)
+        order = np.argsort([len(a) + len(b) for a, b in zip(src, tgt)], kind="stable")  # less padding
+        self.net.eval()
+        with torch.inference_mode():
+            for s in range(0, len(order), batch):
+                rows = order[s: s + batch]
+                out[rows] = self.net(*self._feats([src[i] for i in rows], [tgt[i] for i in rows])).numpy()
+                if progress is not None:
+                    progress(len(rows))
+        return out
+
+    def predict(self, src: list[str], tgt: list[str], batch: int = 128, block: int | None = None,
+                progress=None) -> np.ndarray:
+        z = self.logits(src, tgt, batch=batch, progress=progress)
+        return (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        from safetensors.torch import save_file
+
+        from bimine.mining.cross_encoder import FORMAT, META_FILE, WEIGHTS_FILE
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().contiguous() for k, v in self.net.state_dict().items()}
+        rom = self.featurizer.romanizer
+        if rom is not None:
+            import torch
+
+            from bimine.text.translit import table_to_tensors
+
+            state.update({k: torch.from_numpy(v) for k, v in table_to_tensors(rom.table).items()})
+        tmp = folder / (WEIGHTS_FILE + ".tmp")
+        save_file(state, str(tmp))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, folder / WEIGHTS_FILE)
+        tmp = folder / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, folder / META_FILE)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, meta: dict) -> ScratchCrossRescorer:
+        from safetensors.numpy import load_file
+
+        from bimine.mining.cross_encoder import WEIGHTS_FILE
+        from bimine.text.translit import table_from_tensors
+
+        torch, PairNet, _, TransformerConfig = _modules()
+        net = PairNet(TransformerConfig.from_dict(meta["model"]))
+        path = Path(folder) / WEIGHTS_FILE
+        try:
+            tensors = load_file(str(path))
+        except Exception as e:  # safetensors' own error type for a damaged or truncated file
+            raise InputError(f"{path} cannot be read as safetensors: {e}") from None
+        state = {k: torch.from_numpy(v) for k, v in tensors.items() if not k.startswith("translit.")}
+        try:
+            net.load_state_dict(state)
+        except RuntimeError as e:
+            raise InputError(f"{folder}: the weights do not fit the cross-encoder's config: "
+                             f"{str(e).splitlines()[0]}") from None
+        return cls(net, meta, table_from_tensors(tensors))
+
+
+def train_scratch_cross(src: list[str], tgt: list[str], y: np.ndarray, *, max_side: int = 48, epochs: int = 10,
+                        batch: int = 64, lr: float = 1e-3, embedding_lr: float = 0.02, seed: int = 0, log=None,
+                        progress=None, model: dict | None = None) -> ScratchCrossRescorer:
+    """Train every weight from random on labelled pairs (binary cross-entropy; AdamW for the
+    layers, RowAdam for the feature table; linear warm-up over the first 5 % of the steps,
+    then linear decay), in a seeded order."""
+    torch, PairNet, _, TransformerConfig = _modules()
+    from bimine.training.optim import RowAdam
+
+    y = np.asarray(y, dtype=np.float32)
+    if len(src) != len(tgt) or len(src) != len(y):
+        raise ValueError("src, tgt and y must have the same length")
+    if y.min() == y.max():
+        raise InputError("the cross-encoder needs both positive and negative pairs to learn from")
+    torch.manual_seed(seed)
+    cfg = model or default_config(max_side)
+    net = PairNet(TransformerConfig.from_dict(cfg))
+    rescorer = ScratchCrossRescorer(net, {})
+    dense = torch.optim.AdamW([p for n, p in net.named_parameters() if not n.startswith("embedding.")], lr=lr,
+                              weight_decay=0.01)
+    sparse = RowAdam([net.embedding.weight], lr=embedding_lr)
+    steps = epochs * math.ceil(len(y) / batch)
+    warm = max(1, steps // 20)
+
+    def factor(s: int) -> float:
+        return (s + 1) / warm if s < warm else max(0.0, 1.0 - (s - warm) / max(1, steps - warm))
+
+    rng = np.random.default_rng(seed)
+    step = 0
+    for ep in range(epochs):
+        order = rng.permutation(len(y))
+        net.train()
+        total, seen = 0.0, 0
+        for s in range(0, len(order), batch):
+            rows = order[s: s + batch]
+            for opt, base in ((dense, lr), (sparse, embedding_lr)):
+                opt.param_groups[0]["lr"] = base * factor(step)
+            z = net(*rescorer._feats([src[i] for i in rows], [tgt[i] for i in rows]))
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.from_numpy(y[rows]))
+            dense.zero_grad()
+            sparse.zero_grad()
+            loss.backward()
+            net.embedding.attach_sparse_grads()
+            dense.step()
+            sparse.step()
+            step += 1
+            total += float(loss.detach()) * len(rows)
+            seen += len(rows)
+            if progress is not None:
+                progress(len(rows))
+        if log is not None:
+            log(f"epoch {ep + 1}: mean loss {total / max(1, seen):.4f}")
+    rescorer.meta = {"kind": KIND, "model": net.cfg.to_dict(), "max_side": max_side,
+                     "training": {"pairs": len(y), "positives": int(y.sum()), "epochs": epochs, "batch": batch,
+                                  "lr": lr, "embedding_lr": embedding_lr, "seed": seed}}
+    return rescorer
