@@ -76,13 +76,7 @@ class DANConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> DANConfig:
-        d = dict(d)
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"unknown model option(s): {sorted(unknown)}")
-        if "features" in d:
-            f = d["features"]
-            d["features"] = f if isinstance(f, FeatureConfig) else FeatureConfig.from_dict(f)
+        d = model_options(cls, d)
         for k in ("hidden", "languages"):
             if k in d:
                 d[k] = tuple(d[k])
@@ -92,6 +86,19 @@ class DANConfig:
         if not cfg.shared and not cfg.languages:
             raise ConfigError("model.shared: false needs model.languages (one tower per language)")
         return cfg
+
+
+def model_options(cls, d: dict, feature_defaults: dict | None = None) -> dict:
+    """A copy of the model mapping ``d`` for dataclass ``cls``: unknown keys refused, and
+    ``features`` built as a :class:`FeatureConfig` (missing keys from ``feature_defaults``)."""
+    d = dict(d)
+    unknown = set(d) - set(cls.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(f"unknown model option(s): {sorted(unknown)}")
+    f = d.get("features")
+    if f is not None and not isinstance(f, FeatureConfig):
+        d["features"] = FeatureConfig.from_dict({**(feature_defaults or {}), **f})
+    return d
 
 
 class EmbeddingTable:

@@ -94,14 +94,9 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TransformerConfig:
-        d = dict(d)
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"unknown model option(s): {sorted(unknown)}")
-        if "features" in d:
-            f = d["features"]
-            d["features"] = f if isinstance(f, FeatureConfig) else FeatureConfig.from_dict(
-                {**_token_features().to_dict(), **f})
+        from bimine.encoders.dan import model_options
+
+        d = model_options(cls, d, _token_features().to_dict())
         if "pooling" in d:
             d["pooling"] = tuple(d["pooling"])
         return cls(**d)
