@@ -17,7 +17,7 @@ Each ``--model`` is ``LABEL=MODEL`` (``default``, ``e5-small`` or a model folder
   loaded and warmed up, ``encode`` timed) and whole process (``bimine embed FILE -o OUT.npy``
   in a fresh subprocess, start-up, imports and model load included).
 
-Embeddings of the dev sets are cached per model id in ``.bench/cache`` (the speed runs never
+``--speed-model LABEL=MODEL`` measures a model's speed and size only. Embeddings of the dev sets are cached per model id in ``.bench/cache`` (the speed runs never
 read the cache). Skips (exit 0) when the data folder is absent.
 """
 
@@ -84,6 +84,8 @@ def speeds(model: str, sentences: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", action="append", required=True, help="LABEL=MODEL (repeat)")
+    ap.add_argument("--speed-model", action="append", default=[],
+                    help="LABEL=MODEL measured for speed and size only (e.g. e5-small, whose dev sets take ~20 min)")
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--lines", type=int, default=3000, help="sentences of the speed runs")
     ap.add_argument("--no-ntrex", action="store_true")
@@ -96,6 +98,11 @@ def main() -> None:
     news = [s for s in read_lines(os.path.join(args.data, "dev/newstest/newstest2012.en-fr.en")) if s.strip()]
     sentences = news[: args.lines]
     out = {}
+    for label, model in [m.split("=", 1) for m in args.speed_model]:
+        print(f"{label}: speed", file=sys.stderr, flush=True)
+        out[label] = {"model": model, "train_minutes": training_minutes(model),
+                      "size_mb": round(model_size(model) / 1e6, 1), "speed": speeds(model, sentences)}
+        print(json.dumps({label: out[label]}), flush=True)
     for label, model in models:
         print(f"{label}: dev sets", file=sys.stderr, flush=True)
         row = {"model": model, "dev": evaluate_model(model, args.data, cache=True)}
@@ -121,6 +128,11 @@ def markdown(out: dict, n: int) -> str:
     lines = [head + " | Tatoeba P@1 mean | NTREX xsim error | training | size | sentences/s in / whole process |",
              "|---|" + "---|" * len(names) + "---:|---:|---:|---:|---:|"]
     for label, r in out.items():
+        if "dev" not in r:
+            sp = r["speed"]
+            lines.append(f"| {label} | " + " | ".join("-" for _ in names) + f" | - | - | - | {r['size_mb']:.1f} MB | "
+                         f"{sp['in_process']:,.0f} / {sp['whole_process']:,.0f} |")
+            continue
         cells = []
         for name in names:
             d = r["dev"][name]

@@ -185,6 +185,9 @@ def test_resume_gives_the_same_model(tmp_path):
     Trainer(load_train_config(toy_train_dict(steps=24, **{"train.max_minutes": 0})), tmp_path / "b").fit(
         progress=False)  # stops after one step, as if killed
     assert json.loads((tmp_path / "b" / "checkpoint" / "state.json").read_text())["step"] == 1
+    stopped = json.loads((tmp_path / "b" / "model" / "config.json").read_text())["training"]
+    # stopped by time after step 1: its dev figures are of that step's model, not of none or an older one
+    assert stopped["stopped_by"] == "max_minutes" and stopped["dev_step"] == 1 and stopped["dev_p1"]
     Trainer(load_train_config(toy_train_dict(steps=24)), tmp_path / "b").fit(resume=True, progress=False)
     from safetensors.numpy import load_file
 

@@ -450,6 +450,7 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
 
         weights.update(table_to_tensors(translit_table if translit_table is not None else build_table()))
     save_file(weights, str(tmp / "model.safetensors"))
+    os.chmod(tmp / "model.safetensors", 0o644)  # safetensors writes it owner-only; a model is read by others
     meta = {
         "architecture": cfg.encoder,
         "model": cfg.model.to_dict(),
@@ -709,6 +710,7 @@ class Trainer:
 
         bar = progress_bar(total=cfg.train.steps, initial=step, enabled=progress, unit="step", desc="train")
         last_dev: dict[str, float] = {}
+        last_dev_step = None
         t0 = time.time() - elapsed
         pairs_seen = 0
         t_rate = time.time()
@@ -767,14 +769,15 @@ class Trainer:
                     + "\n"
                 )
                 logf.flush()
-            if dev and (step % cfg.train.eval_every == 0 or step == cfg.train.steps):
-                last_dev = self.dev_scores(model, dev)
+            over_time = cfg.train.max_minutes is not None and time.time() - t0 > 60 * cfg.train.max_minutes
+            # the last step is evaluated too when time stops the run: dev_p1 describes the exported model
+            if dev and (step % cfg.train.eval_every == 0 or step == cfg.train.steps or over_time):
+                last_dev, last_dev_step = self.dev_scores(model, dev), step
                 logf.write(json.dumps({"step": step, "dev": last_dev}) + "\n")
                 logf.flush()
                 bar.set_postfix(
                     {"loss": f"{loss_avg:.3f}", "dev P@1": f"{np.mean(list(last_dev.values())):.3f}"}
                 )
-            over_time = cfg.train.max_minutes is not None and time.time() - t0 > 60 * cfg.train.max_minutes
             if step % cfg.train.checkpoint_every == 0 or over_time or step == cfg.train.steps:
                 _save_checkpoint(self.run, step, model, opts, groups,
                                  {"elapsed": time.time() - t0, "fingerprint": fingerprint})
@@ -792,6 +795,7 @@ class Trainer:
             "pairs": n_pairs,
             "seed": cfg.train.seed,
             "dev_p1": last_dev,
+            "dev_step": last_dev_step,  # the step dev_p1 was measured at (the last one)
             "corpora": [s for g in groups for s in g.sources],
             "languages": _pairs_per_language(groups),
         }
