@@ -111,7 +111,7 @@ def test_length_penalty_adds_the_weighted_mean_norm():
     plain = ranking_loss(u, v, LossConfig(length_penalty=0.0))
     with_penalty = ranking_loss(u, v, LossConfig(length_penalty=11.0))
     norms = torch.cat([u.norm(dim=1), v.norm(dim=1)])
-    assert float(with_penalty - plain) == pytest.approx(11.0 * float(norms.mean()), rel=1e-5)
+    assert float((with_penalty - plain).detach()) == pytest.approx(11.0 * float(norms.mean().detach()), rel=1e-5)
 
 
 def test_config_errors_name_the_key():
