@@ -252,6 +252,35 @@ class BottomCache:
         return x, mask, seg
 
 
+def state_fingerprint(meta: dict, state: dict) -> str:
+    """A hash of a cross-encoder's settings and weights (what cached probabilities depend on)."""
+    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    for k, v in sorted(state.items()):
+        h.update(k.encode())
+        h.update(v.numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
+
+
+def save_stage(folder: str | os.PathLike, state: dict, meta: dict) -> None:
+    """Write ``cross.safetensors`` (``state``, readable by all) and ``cross.json`` (``meta``
+    with the format number), each through a temporary file and a rename."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (WEIGHTS_FILE + ".tmp")
+    save_file(state, str(tmp))
+    os.chmod(tmp, 0o644)  # safetensors creates it owner-only; a shipped model is read by everyone
+    os.replace(tmp, folder / WEIGHTS_FILE)
+    tmp = folder / (META_FILE + ".tmp")
+    tmp.write_text(json.dumps({"format": FORMAT, **meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / META_FILE)
+
+
 class CrossRescorer:
     """A trained cross-encoder: :meth:`predict` gives each pair's probability of being a translation."""
 
@@ -265,11 +294,7 @@ class CrossRescorer:
 
     @property
     def fingerprint(self) -> str:
-        h = hashlib.sha256(json.dumps(self.meta, sort_keys=True).encode())
-        for k, v in sorted(self.model.trainable_state().items()):
-            h.update(k.encode())
-            h.update(v.numpy().tobytes())
-        return h.hexdigest()[:16]
+        return state_fingerprint(self.meta, self.model.trainable_state())
 
     def logits(self, src: list[str], tgt: list[str], batch: int = 64, block: int = 4096, progress=None) -> np.ndarray:
         """The head's logit for each pair, ``block`` pairs at a time (each distinct sentence of
@@ -294,21 +319,10 @@ class CrossRescorer:
         return out
 
     def predict(self, src: list[str], tgt: list[str], batch: int = 64, block: int = 4096, progress=None) -> np.ndarray:
-        z = self.logits(src, tgt, batch=batch, block=block, progress=progress)
-        return (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
+        return sigmoid(self.logits(src, tgt, batch=batch, block=block, progress=progress))
 
     def save(self, folder: str | os.PathLike) -> None:
-        from safetensors.torch import save_file
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / (WEIGHTS_FILE + ".tmp")
-        save_file(self.model.trainable_state(), str(tmp))
-        os.chmod(tmp, 0o644)  # safetensors creates it owner-only; a shipped model is read by everyone
-        os.replace(tmp, folder / WEIGHTS_FILE)
-        tmp = folder / (META_FILE + ".tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / META_FILE)
+        save_stage(folder, self.model.trainable_state(), self.meta)
 
     @classmethod
     def load(cls, folder: str | os.PathLike, base: str | None = None):

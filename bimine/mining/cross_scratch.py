@@ -12,8 +12,6 @@ scratch-cross``); it needs PyTorch but not the e5 extra.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 from pathlib import Path
@@ -91,11 +89,9 @@ class ScratchCrossRescorer:
 
     @property
     def fingerprint(self) -> str:
-        h = hashlib.sha256(json.dumps(self.meta, sort_keys=True).encode())
-        for k, v in sorted(self.net.state_dict().items()):
-            h.update(k.encode())
-            h.update(v.numpy().tobytes())
-        return h.hexdigest()[:16]
+        from bimine.mining.cross_encoder import state_fingerprint
+
+        return state_fingerprint(self.meta, self.net.state_dict())
 
     def _feats(self, src: list[str], tgt: list[str]):
         both = [t for pair in zip(src, tgt) for t in pair]
@@ -118,16 +114,13 @@ class ScratchCrossRescorer:
 
     def predict(self, src: list[str], tgt: list[str], batch: int = 128, block: int | None = None,
                 progress=None) -> np.ndarray:
-        z = self.logits(src, tgt, batch=batch, progress=progress)
-        return (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
+        from bimine.mining.cross_encoder import sigmoid
+
+        return sigmoid(self.logits(src, tgt, batch=batch, progress=progress))
 
     def save(self, folder: str | os.PathLike) -> None:
-        from safetensors.torch import save_file
+        from bimine.mining.cross_encoder import save_stage
 
-        from bimine.mining.cross_encoder import FORMAT, META_FILE, WEIGHTS_FILE
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().contiguous() for k, v in self.net.state_dict().items()}
         rom = self.featurizer.romanizer
         if rom is not None:
@@ -136,13 +129,7 @@ class ScratchCrossRescorer:
             from bimine.text.translit import table_to_tensors
 
             state.update({k: torch.from_numpy(v) for k, v in table_to_tensors(rom.table).items()})
-        tmp = folder / (WEIGHTS_FILE + ".tmp")
-        save_file(state, str(tmp))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, folder / WEIGHTS_FILE)
-        tmp = folder / (META_FILE + ".tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / META_FILE)
+        save_stage(folder, state, self.meta)
 
     @classmethod
     def load(cls, folder: str | os.PathLike, meta: dict) -> ScratchCrossRescorer:
