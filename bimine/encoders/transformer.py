@@ -186,16 +186,12 @@ class TransformerNet(nn.Module):
 
     def forward(self, ids, token_offsets, sentence_offsets, lang: str | None = None) -> torch.Tensor:
         """Raw (unnormalised) outputs of a featurised batch (:meth:`TokenFeaturizer.featurize`)."""
-        ids, token_offsets = _tensor(ids), _tensor(token_offsets)
-        vectors = self.embedding(ids, token_offsets[:-1])
-        return self.from_token_vectors(vectors, token_offsets, sentence_offsets)
+        return self.from_token_vectors(token_vectors(self.embedding, ids, token_offsets), sentence_offsets)
 
-    def from_token_vectors(self, sums: torch.Tensor, token_offsets, sentence_offsets) -> torch.Tensor:
-        """The rest of the forward pass from each token's summed feature embeddings."""
-        token_offsets, sentence_offsets = _tensor(token_offsets), _tensor(sentence_offsets)
-        n_feat = (token_offsets[1:] - token_offsets[:-1]).clamp(min=1).to(sums.dtype)
-        x = self.project_in(sums / n_feat.sqrt()[:, None])
-        index, valid = _layout(sentence_offsets)
+    def from_token_vectors(self, vectors: torch.Tensor, sentence_offsets) -> torch.Tensor:
+        """The rest of the forward pass from each token's vector (:func:`token_vectors`)."""
+        x = self.project_in(vectors)
+        index, valid = _layout(_tensor(sentence_offsets))
         x = x + self.position.weight[index[1]]
         for layer in self.layers:
             x = layer(x, index, valid)
@@ -264,6 +260,14 @@ class PackedLayer(nn.Module):
         return x + self.drop(self.ff2(self.drop(nn.functional.gelu(self.ff1(self.norm2(x))))))
 
 
+def token_vectors(bag: nn.EmbeddingBag, ids, token_offsets) -> torch.Tensor:
+    """Each token's feature embeddings summed and divided by the square root of their number
+    (as :meth:`~bimine.encoders.dan.EmbeddingTable.pool` does with a stored table)."""
+    ids, token_offsets = _tensor(ids), _tensor(token_offsets)
+    n_feat = (token_offsets[1:] - token_offsets[:-1]).clamp(min=1).to(torch.float32)
+    return bag(ids, token_offsets[:-1]) / n_feat.sqrt()[:, None]
+
+
 def _layout(sentence_offsets: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
     """``(sentence, position)`` of each packed token and the ``(B, T)`` mask of real tokens."""
     counts = sentence_offsets[1:] - sentence_offsets[:-1]
@@ -287,8 +291,8 @@ def _tensor(x) -> torch.Tensor:
 class TransformerEncoder:
     """A transformer model folder behind the Encoder protocol (``--model FOLDER``).
 
-    Sentences are encoded in batches of ``batch_size`` of similar length (sorted by token
-    count, returned in input order). ``threads``: PyTorch's thread count (set for the whole
+    Sentences are encoded in batches of ``batch_size`` of similar length (sorted by their
+    length in characters, returned in input order). ``threads``: PyTorch's thread count (set for the whole
     process). ``int8``: dynamic int8 quantisation of the linear layers
     (``torch.ao.quantization.quantize_dynamic``).
     """
@@ -366,11 +370,7 @@ class TransformerEncoder:
     @torch.no_grad()
     def _encode_batch(self, sentences: list[str], lang: str) -> np.ndarray:
         ids, tok_off, sent_off = self.featurizer.featurize(sentences, lang)
-        uniq, inv = np.unique(ids, return_inverse=True)
-        rows = torch.from_numpy(self.table.lookup(uniq))
-        sums = nn.functional.embedding_bag(torch.from_numpy(inv.reshape(-1)), rows, torch.from_numpy(tok_off[:-1]),
-                                           mode="sum")
-        out = self.net.from_token_vectors(sums, tok_off, sent_off)
+        out = self.net.from_token_vectors(torch.from_numpy(self.table.pool(ids, tok_off)), sent_off)
         return nn.functional.normalize(out, dim=1).numpy()
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:

@@ -358,6 +358,16 @@ class CrossRescorer:
         return cls(model, meta)
 
 
+def checked_labels(src: list[str], tgt: list[str], y) -> np.ndarray:
+    """``y`` as float32, refused unless it has one label per pair and both labels occur."""
+    y = np.asarray(y, dtype=np.float32)
+    if len(src) != len(tgt) or len(src) != len(y):
+        raise ValueError("src, tgt and y must have the same length")
+    if y.min() == y.max():
+        raise InputError("the cross-encoder needs both positive and negative pairs to learn from")
+    return y
+
+
 def train_cross(src: list[str], tgt: list[str], y: np.ndarray, *, train_layers: int = 2, max_side: int = 48,
                 epochs: int = 1, batch: int = 32, lr: float = 1e-4, head_lr: float = 1e-3, seed: int = 0,
                 pos_weight: float | None = None, log=None, progress=None, base: str | None = None) -> CrossRescorer:
@@ -366,11 +376,7 @@ def train_cross(src: list[str], tgt: list[str], y: np.ndarray, *, train_layers: 
     torch = _torch()
     from bimine.encoders.e5_weights import weights_path
 
-    y = np.asarray(y, dtype=np.float32)
-    if len(src) != len(tgt) or len(src) != len(y):
-        raise ValueError("src, tgt and y must have the same length")
-    if y.min() == y.max():
-        raise InputError("the cross-encoder needs both positive and negative pairs to learn from")
+    y = checked_labels(src, tgt, y)
     torch.manual_seed(seed)
     base = base or str(weights_path())
     model = build_model(train_layers, base)

@@ -27,7 +27,14 @@ def _modules():
     import torch
     from torch import nn
 
-    from bimine.encoders.transformer import PackedLayer, TokenFeaturizer, TransformerConfig, _layout, _pad
+    from bimine.encoders.transformer import (
+        PackedLayer,
+        TokenFeaturizer,
+        TransformerConfig,
+        _layout,
+        _pad,
+        token_vectors,
+    )
     from bimine.training.model import SparseBag
 
     class PairNet(nn.Module):
@@ -48,9 +55,8 @@ def _modules():
         def forward(self, ids, tok_off, sides_off) -> torch.Tensor:
             """Logits of pairs featurised as sentences ``[s0, t0, s1, t1, ...]`` (``sides_off``
             the sentence offsets into tokens of that list)."""
-            ids, tok_off, sides_off = (torch.from_numpy(a) for a in (ids, tok_off, sides_off))
-            n_feat = (tok_off[1:] - tok_off[:-1]).clamp(min=1).to(torch.float32)
-            x = self.project_in(self.embedding(ids, tok_off[:-1]) / n_feat.sqrt()[:, None])
+            x = self.project_in(token_vectors(self.embedding, ids, tok_off))
+            sides_off = torch.from_numpy(sides_off)
             side_len = sides_off[1:] - sides_off[:-1]
             seg = torch.repeat_interleave(torch.arange(len(side_len)) % 2, side_len)
             pair_off = sides_off[::2]
@@ -161,13 +167,10 @@ def train_scratch_cross(src: list[str], tgt: list[str], y: np.ndarray, *, max_si
     layers, RowAdam for the feature table; linear warm-up over the first 5 % of the steps,
     then linear decay), in a seeded order."""
     torch, PairNet, _, TransformerConfig = _modules()
+    from bimine.mining.cross_encoder import checked_labels
     from bimine.training.optim import RowAdam
 
-    y = np.asarray(y, dtype=np.float32)
-    if len(src) != len(tgt) or len(src) != len(y):
-        raise ValueError("src, tgt and y must have the same length")
-    if y.min() == y.max():
-        raise InputError("the cross-encoder needs both positive and negative pairs to learn from")
+    y = checked_labels(src, tgt, y)
     torch.manual_seed(seed)
     cfg = model or default_config(max_side)
     net = PairNet(TransformerConfig.from_dict(cfg))

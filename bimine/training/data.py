@@ -47,12 +47,8 @@ class Side:
     def gather(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
         """Features of ``rows`` as a flat ``(ids, offsets)`` batch (a transformer's featuriser
         gives ``(ids, token_offsets, sentence_offsets)``)."""
-        if self.ids is None:
-            feats = self.featurizer.featurize([self.texts[i] for i in rows], self.lang)
-            if len(feats) != 2:
-                return feats
-            ids, offsets = feats
-            return ids.astype(np.int64), offsets
+        if self.ids is None:  # both featurisers give int64 ids
+            return self.featurizer.featurize([self.texts[i] for i in rows], self.lang)
         starts = self.offsets[rows]
         lens = self.offsets[rows + 1] - starts
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
