@@ -218,6 +218,7 @@ def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_
     (["PAIRS", "--recipe", "{d}"], "give either --recipe or PAIRS"),
     (["fr:{d}/missing.tsv"], "missing.tsv"),
     (["PAIRS", "-o", "{d}/taken"], "already holds a rescorer"),
+    (["PAIRS", "--cross", "--cross-kind", "bert"], "'bert' is not one of 'e5', 'scratch'"),
 ])
 def test_train_rescorer_user_mistakes_end_in_one_error_line(tmp_path, args, says):
     (tmp_path / "f.tsv").write_text("Hello world\tBonjour le monde\nbad line\n", encoding="utf-8")

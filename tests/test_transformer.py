@@ -220,3 +220,18 @@ def test_feature_table_must_match_the_config():
     with pytest.raises(ConfigError, match="feature table has shape"):
         TransformerEncoder(cfg, weights)
     assert TokenFeaturizer(cfg).inner.config == FeatureConfig.from_dict(cfg.features.to_dict())
+
+
+def test_train_command_refuses_a_bad_transformer_config_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from bimine.cli import train  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+
+    config = EXAMPLES.parent / "configs" / "example-transformer.yaml"
+    for option, says in (("model.heads=5", "model: d_model (64) must be a multiple of heads (5)"),
+                         ("encoder=lstm", "encoder: must be dan or transformer, got 'lstm'")):
+        r = CliRunner().invoke(cli, ["train", "-c", str(config), "-o", str(tmp_path / "run"), "--set", option])
+        lines = [x for x in r.output.splitlines() if x.lower().startswith("error:")]
+        assert r.exit_code == 2 and len(lines) == 1 and says in lines[0] and "Traceback" not in r.output, r.output
+        assert not (tmp_path / "run").exists()
