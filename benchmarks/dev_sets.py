@@ -21,8 +21,12 @@ SETS = [(f"tatoeba-test.en-{x}", f"dev/tatoeba-test/tatoeba-test.en-{x}", x) for
     (f"newstest2012.en-{x}", f"dev/newstest/newstest2012.en-{x}", x) for x in ("fr", "de", "es")]
 
 
-def evaluate_model(model: str, data: str = "../shared/data", cache: bool = False) -> dict:
-    enc = CachedEncoder(model) if cache else load_encoder(model)
+def evaluate_model(model, data: str = "../shared/data", cache: bool = False) -> dict:
+    """``model``: a name or folder for :func:`load_encoder`, or an encoder (used as it is)."""
+    if not isinstance(model, (str, os.PathLike)):
+        enc = model
+    else:
+        enc = CachedEncoder(model) if cache else load_encoder(model)
     out = {}
     for name, stem, x in SETS:
         xs = list(read_lines(os.path.join(data, f"{stem}.en")))

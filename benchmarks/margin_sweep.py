@@ -3,7 +3,7 @@ positive and negative pairs, for additive margins 0 to 0.5.
 
 Usage:
     python -m benchmarks.margin_sweep [--config configs/transformer.yaml] [--minutes 20] [--steps 1200]
-        [--margins 0 0.1 0.2 0.3 0.4 0.5] [--out .bench/margins] [--json OUT]
+        [--margins 0 0.1 0.2 0.3 0.4 0.5] [--out .bench/margins] [--json OUT] [--plot docs/img/margin-sweep.png]
 
 For each margin m, one run of ``bimine train -c CONFIG --set loss.margin=m`` bounded by
 ``--minutes`` (and ``--steps`` for the learning-rate schedule) into ``OUT/m<m>``; a finished
@@ -16,7 +16,8 @@ goes on across sessions. Each model then gets:
   as many mismatched pairs (each English sentence with the translation of another, a fixed
   random derangement; negatives), as 001 Figure 4 plots them.
 
-Skips (exit 0) when the data folder is absent.
+``--plot`` draws both against the margin, as 001 Figure 4 does (needs matplotlib). Skips
+(exit 0) when the data folder is absent.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def main() -> None:
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--out", default=".bench/margins")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--plot", default=None, help="a PNG of F1 and the mean cosines against the margin")
     args = ap.parse_args()
     if not os.path.isdir(args.data):
         print(f"skipped: {args.data} not found")
@@ -101,12 +103,43 @@ def main() -> None:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)
+    if args.plot:
+        plot(rows, args.plot)
     print("| margin | BUCC-style F1 fr / de / es (mean) | mean cos, positives | mean cos, negatives |")
     print("|---:|---:|---:|---:|")
     for r in rows:
         f = r["bucc_f1"]
         print(f"| {r['margin']:g} | {f['fr']:.1f} / {f['de']:.1f} / {f['es']:.1f} ({r['bucc_f1_mean']:.1f}) | "
               f"{r['cos_positive']:.3f} | {r['cos_negative']:.3f} |")
+
+
+def plot(rows: list[dict], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no figure", file=sys.stderr)
+        return
+    m = [r["margin"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for xx in LANGS:
+        left.plot(m, [r["bucc_f1"][xx] for r in rows], marker="o", label=f"{xx}-en")
+    left.plot(m, [r["bucc_f1_mean"] for r in rows], marker="s", color="black", label="mean")
+    left.set_title("BUCC-style F1 on newstest (test split)")
+    left.set_ylabel("F1 (%)")
+    right.plot(m, [r["cos_positive"] for r in rows], marker="o", label="translation pairs")
+    right.plot(m, [r["cos_negative"] for r in rows], marker="o", label="mismatched pairs")
+    right.set_title("Mean cosine, newstest2012 en-fr/de/es")
+    right.set_ylabel("cosine")
+    for ax in (left, right):
+        ax.set_xlabel("additive margin m")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"figure: {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -174,9 +174,10 @@ def test_training_learns_and_the_export_loads_without_pickle(trained):
     got = enc.encode(SENTENCES, "en")
     np.testing.assert_allclose(got, ref, atol=1e-5)
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
-    # dynamic int8 linear layers keep the vectors close
-    q = TransformerEncoder.load(trained / "model", int8=True).encode(SENTENCES, "en")
-    assert np.min(np.sum(q * got, axis=1)) > 0.98
+    # dynamic int8 linear layers keep the vectors close, under another model id (caches)
+    q8 = TransformerEncoder.load(trained / "model", runtime="int8")
+    q = q8.encode(SENTENCES, "en")
+    assert np.min(np.sum(q * got, axis=1)) > 0.98 and q8.model_id == enc.model_id + "-int8"
 
 
 def test_resume_gives_the_same_model(tmp_path):
@@ -235,3 +236,49 @@ def test_train_command_refuses_a_bad_transformer_config_in_one_line(tmp_path):
         lines = [x for x in r.output.splitlines() if x.lower().startswith("error:")]
         assert r.exit_code == 2 and len(lines) == 1 and says in lines[0] and "Traceback" not in r.output, r.output
         assert not (tmp_path / "run").exists()
+
+
+def test_padded_forward_equals_the_packed_one():
+    """``TransformerNet.padded`` (the ONNX export's graph) against the packed module."""
+    from bimine.encoders.transformer import pad_tokens, token_vectors
+
+    torch.manual_seed(2)
+    net = TransformerNet(small_config()).eval()
+    ids, tok_off, sent_off = TokenFeaturizer(net.cfg).featurize(SENTENCES, "en")
+    with torch.no_grad():
+        vectors = token_vectors(net.embedding, ids, tok_off)
+        packed = net.from_token_vectors(vectors, sent_off)
+        padded, valid = pad_tokens(vectors.numpy(), sent_off)
+        assert padded.shape[:2] == valid.shape and valid.sum() == len(vectors)
+        padded[~valid] = 1e4  # whatever the padding holds, it must not reach the output
+        got = net.padded(torch.from_numpy(padded), torch.from_numpy(valid))
+    np.testing.assert_allclose(got.numpy(), packed.numpy(), atol=1e-4)
+
+
+def test_onnx_runtime_gives_the_torch_vectors(trained):
+    pytest.importorskip("onnxruntime")
+    ref = TransformerEncoder.load(trained / "model")
+    onnx = TransformerEncoder.load(trained / "model", runtime="onnx", batch_size=2)  # batches of mixed lengths
+    np.testing.assert_allclose(onnx.encode(SENTENCES, "en"), ref.encode(SENTENCES, "en"), atol=1e-5)
+    assert onnx.model_id == ref.model_id + "-onnx"
+    assert onnx.encode([], "en").shape == (0, ref.dim)
+    with pytest.raises(ConfigError, match="runtime 'tensorrt'"):
+        TransformerEncoder.load(trained / "model", runtime="tensorrt")
+
+
+def test_encoders_built_in_memory_are_named_by_their_weights():
+    """Two models built from tensors (no file) must not share a model id: caches of vectors
+    (the embedding store, the teacher cache, benchmarks) are keyed by it."""
+    from bimine.encoders.dan import DANConfig, DANEncoder
+    from bimine.training.model import TorchDAN
+
+    torch.manual_seed(3)
+    cfg = small_config()
+    a, b = TransformerNet(cfg).export_weights(), TransformerNet(cfg).export_weights()
+    ida = TransformerEncoder(cfg, a).model_id
+    assert ida.startswith("tfm-") and ida == TransformerEncoder(cfg, dict(a)).model_id
+    assert ida != TransformerEncoder(cfg, b).model_id
+    dcfg = DANConfig.from_dict({"features": {"buckets": 1024}, "embed_dim": 8, "hidden": [16], "output_dim": 8})
+    da, db = TorchDAN(dcfg).export_weights("none"), TorchDAN(dcfg).export_weights("none")
+    assert DANEncoder(dcfg, da).model_id != DANEncoder(dcfg, db).model_id
+    assert DANEncoder(dcfg, da).model_id == DANEncoder(dcfg, dict(da)).model_id

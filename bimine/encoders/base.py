@@ -35,6 +35,19 @@ def uses_language(encoder) -> bool:
     return bool(getattr(encoder, "uses_language", True))
 
 
+def weights_digest(weights: dict[str, np.ndarray]) -> str:
+    """The first 16 hex digits of a sha256 over every tensor's name, dtype, shape and bytes:
+    the identity of an encoder built in memory (one loaded from a folder hashes its file)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in sorted(weights):
+        a = np.ascontiguousarray(weights[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.reshape(-1).view(np.uint8))
+    return h.hexdigest()[:16]
+
+
 def default_model_path() -> Path:
     """Folder of the model shipped inside the package."""
     return Path(__file__).resolve().parent.parent / "models" / "default"

@@ -312,7 +312,7 @@ class DANEncoder:
         config: DANConfig,
         weights: dict[str, np.ndarray],
         *,
-        model_id: str | None = "dan",
+        model_id: str | None = None,
         batch_size: int = 4096,
         backend: str | None = None,
         threads: int | None = None,
@@ -332,6 +332,10 @@ class DANEncoder:
             if table is None:
                 raise ConfigError("the model's features use transliteration, but its weights hold no translit.* table")
         self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table)
+        if model_id is None and weights_file is None:  # built in memory: named by its tensors
+            from bimine.encoders.base import weights_digest
+
+            model_id = "dan-" + weights_digest(weights)
         self._model_id = model_id
         self._weights_file = weights_file
         self.dim = config.output_dim
@@ -388,10 +392,9 @@ class DANEncoder:
     @property
     def model_id(self) -> str:
         """``dan-`` + the config's ``model_id``, or the first 16 hex digits of the sha256 of
-        the weights file (computed on first use: embedding to .npy never needs it)."""
+        the weights file (computed on first use: embedding to .npy never needs it), or of the
+        tensors for an encoder built in memory (:func:`~bimine.encoders.base.weights_digest`)."""
         if self._model_id is None:
-            if self._weights_file is None:
-                return "dan"
             with open(self._weights_file, "rb") as f:
                 self._model_id = "dan-" + hashlib.file_digest(f, "sha256").hexdigest()[:16]
         return self._model_id

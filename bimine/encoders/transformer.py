@@ -33,6 +33,7 @@ from bimine.errors import ConfigError
 from bimine.text.features import _TOKEN_RE, FeatureConfig, Featurizer, no_space_table
 
 POOLINGS = ("max", "mean", "first", "attention")
+RUNTIMES = ("torch", "int8", "onnx")  # TransformerEncoder(runtime=...)
 
 
 def _token_features() -> FeatureConfig:
@@ -198,6 +199,17 @@ class TransformerNet(nn.Module):
         h = _pad(self.norm(x), index, valid)
         return self.project_out(torch.cat([self._pool(kind, h, valid) for kind in self.cfg.pooling], dim=1))
 
+    def padded(self, vectors: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """:meth:`from_token_vectors` on the padded layout: ``vectors`` ``(B, T, embed_dim)``
+        (anything where ``valid`` ``(B, T)`` is False). Every layer runs on the padding too
+        (only the attention and the poolings mask it); made for ONNX export, whose graph
+        cannot hold the packed layout's data-dependent shapes."""
+        x = self.project_in(vectors) + self.position.weight[: vectors.shape[1]]
+        for layer in self.layers:
+            x = layer.padded(x, valid)
+        h = self.norm(x) * valid[:, :, None]
+        return self.project_out(torch.cat([self._pool(kind, h, valid) for kind in self.cfg.pooling], dim=1))
+
     def _pool(self, kind: str, h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         if kind == "first":
             return h[:, 0]
@@ -259,6 +271,14 @@ class PackedLayer(nn.Module):
         x = x + self.drop(self.out(a))
         return x + self.drop(self.ff2(self.drop(nn.functional.gelu(self.ff1(self.norm2(x))))))
 
+    def padded(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """The same layer on a padded ``(B, T, d)`` batch (inference only)."""
+        b, t, d = x.shape
+        qkv = self.qkv(self.norm1(x)).reshape(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        a = nn.functional.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=valid[:, None, None, :])
+        x = x + self.out(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.ff2(nn.functional.gelu(self.ff1(self.norm2(x))))
+
 
 def token_vectors(bag: nn.EmbeddingBag, ids, token_offsets) -> torch.Tensor:
     """Each token's feature embeddings summed and divided by the square root of their number
@@ -293,8 +313,11 @@ class TransformerEncoder:
 
     Sentences are encoded in batches of ``batch_size`` of similar length (sorted by their
     length in characters, returned in input order). ``threads``: PyTorch's thread count (set for the whole
-    process). ``int8``: dynamic int8 quantisation of the linear layers
-    (``torch.ao.quantization.quantize_dynamic``).
+    process). ``runtime``: ``torch`` (the packed float32 module), ``int8`` (its linear layers
+    quantised to int8 on the fly, ``torch.ao.quantization.quantize_dynamic``) or ``onnx`` (the
+    padded module exported to ONNX in memory and run by ONNX Runtime, ``pip install
+    onnxruntime``); ``python -m benchmarks.transformer_runtime`` measures the three. The
+    runtime is part of :attr:`model_id`, so vectors cached under one are not read for another.
     """
 
     @property
@@ -303,14 +326,21 @@ class TransformerEncoder:
         return not self.config.features.by_script
 
     def __init__(self, config: TransformerConfig, weights: dict[str, np.ndarray], *, model_id: str | None = None,
-                 batch_size: int = 128, threads: int | None = None, int8: bool = False,
+                 batch_size: int = 128, threads: int | None = None, runtime: str = "torch",
                  weights_file: str | os.PathLike | None = None) -> None:
         from bimine.encoders.dan import EmbeddingTable
 
+        if runtime not in RUNTIMES:
+            raise ConfigError(f"transformer runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
         self.config = config
+        self.runtime = runtime
         self.training: dict = {}
         self.batch_size = batch_size
         self.dim = config.output_dim
+        if model_id is None and weights_file is None:  # built in memory: named by its tensors
+            from bimine.encoders.base import weights_digest
+
+            model_id = "tfm-" + weights_digest(weights)
         self._model_id = model_id
         self._weights_file = weights_file
         table = None
@@ -333,15 +363,16 @@ class TransformerEncoder:
         except RuntimeError as e:
             raise ConfigError(f"model weights do not fit the config: {str(e).splitlines()[0]}") from None
         net.eval()
-        if int8:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        if runtime == "int8":
             import warnings
 
             with warnings.catch_warnings():  # torch.ao.quantization is deprecated (still in 2.13)
                 warnings.simplefilter("ignore")
                 net = torch.ao.quantization.quantize_dynamic(net, {nn.Linear}, dtype=torch.qint8)
         self.net = net
-        if threads is not None:
-            torch.set_num_threads(threads)
+        self._session = _onnx_session(net, torch.get_num_threads()) if runtime == "onnx" else None
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> TransformerEncoder:
@@ -359,18 +390,22 @@ class TransformerEncoder:
 
     @property
     def model_id(self) -> str:
-        """``tfm-`` + the first 16 hex digits of the sha256 of the weights file."""
+        """``tfm-`` + the first 16 hex digits of the sha256 of the weights file (of the tensors
+        for an encoder built in memory), + ``-int8`` / ``-onnx`` for those runtimes."""
         if self._model_id is None:
-            if self._weights_file is None:
-                return "tfm"
             with open(self._weights_file, "rb") as f:
                 self._model_id = "tfm-" + hashlib.file_digest(f, "sha256").hexdigest()[:16]
-        return self._model_id
+        return self._model_id if self.runtime == "torch" else f"{self._model_id}-{self.runtime}"
 
     @torch.no_grad()
     def _encode_batch(self, sentences: list[str], lang: str) -> np.ndarray:
         ids, tok_off, sent_off = self.featurizer.featurize(sentences, lang)
-        out = self.net.from_token_vectors(torch.from_numpy(self.table.pool(ids, tok_off)), sent_off)
+        vectors = self.table.pool(ids, tok_off)
+        if self._session is not None:
+            padded, valid = pad_tokens(vectors, sent_off)
+            out = torch.from_numpy(self._session.run(None, {"vectors": padded, "valid": valid})[0])
+        else:
+            out = self.net.from_token_vectors(torch.from_numpy(vectors), sent_off)
         return nn.functional.normalize(out, dim=1).numpy()
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
@@ -381,3 +416,48 @@ class TransformerEncoder:
             rows = order[i : i + self.batch_size]
             out[rows] = self._encode_batch([sentences[j] for j in rows], lang)
         return out
+
+
+def pad_tokens(vectors: np.ndarray, sentence_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Packed token rows ``(N, E)`` laid out as ``(B, T, E)`` (zeros in the padding) and the
+    ``(B, T)`` mask of real tokens."""
+    counts = np.diff(sentence_offsets)
+    b, t = len(counts), int(counts.max()) if len(counts) else 0
+    sent = np.repeat(np.arange(b), counts)
+    pos = np.arange(len(vectors)) - np.repeat(sentence_offsets[:-1], counts)
+    padded = np.zeros((b, t, vectors.shape[1]), dtype=np.float32)
+    padded[sent, pos] = vectors
+    valid = np.zeros((b, t), dtype=bool)
+    valid[sent, pos] = True
+    return padded, valid
+
+
+class _Padded(nn.Module):
+    def __init__(self, net: TransformerNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, vectors: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        return self.net.padded(vectors, valid)
+
+
+def _onnx_session(net: TransformerNet, threads: int):
+    """An ONNX Runtime session of ``net.padded``, exported in memory (nothing is written)."""
+    import io
+    import warnings
+
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ConfigError("the onnx runtime needs ONNX Runtime: pip install onnxruntime") from e
+    buf = io.BytesIO()
+    dummy = (torch.zeros(2, 3, net.cfg.embed_dim), torch.tensor([[True, True, True], [True, False, False]]))
+    with warnings.catch_warnings():  # the TorchScript-based exporter is deprecated (still in 2.13)
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Padded(net), dummy, buf, input_names=["vectors", "valid"], output_names=["out"],
+                          dynamic_axes={"vectors": {0: "batch", 1: "tokens"}, "valid": {0: "batch", 1: "tokens"}},
+                          opset_version=17, dynamo=False)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(buf.getvalue(), options, providers=["CPUExecutionProvider"])
