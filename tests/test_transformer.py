@@ -282,3 +282,7 @@ def test_encoders_built_in_memory_are_named_by_their_weights():
     da, db = TorchDAN(dcfg).export_weights("none"), TorchDAN(dcfg).export_weights("none")
     assert DANEncoder(dcfg, da).model_id != DANEncoder(dcfg, db).model_id
     assert DANEncoder(dcfg, da).model_id == DANEncoder(dcfg, dict(da)).model_id
+    # the same tensors read with other features give other vectors: another id
+    other = DANConfig.from_dict({"features": {"buckets": 1024, "char_ngrams": [2, 4]}, "embed_dim": 8,
+                                 "hidden": [16], "output_dim": 8})
+    assert DANEncoder(other, da).model_id != DANEncoder(dcfg, da).model_id

@@ -35,12 +35,13 @@ def uses_language(encoder) -> bool:
     return bool(getattr(encoder, "uses_language", True))
 
 
-def weights_digest(weights: dict[str, np.ndarray]) -> str:
-    """The first 16 hex digits of a sha256 over every tensor's name, dtype, shape and bytes:
-    the identity of an encoder built in memory (one loaded from a folder hashes its file)."""
+def weights_digest(weights: dict[str, np.ndarray], config: dict | None = None) -> str:
+    """The first 16 hex digits of a sha256 over the config (as JSON) and every tensor's name,
+    dtype, shape and bytes: the identity of an encoder built in memory (one loaded from a
+    folder hashes its file)."""
     import hashlib
 
-    h = hashlib.sha256()
+    h = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
     for name in sorted(weights):
         a = np.ascontiguousarray(weights[name])
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())

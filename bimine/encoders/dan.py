@@ -335,7 +335,7 @@ class DANEncoder:
         if model_id is None and weights_file is None:  # built in memory: named by its tensors
             from bimine.encoders.base import weights_digest
 
-            model_id = "dan-" + weights_digest(weights)
+            model_id = "dan-" + weights_digest(weights, config.to_dict())
         self._model_id = model_id
         self._weights_file = weights_file
         self.dim = config.output_dim

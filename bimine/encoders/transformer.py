@@ -340,7 +340,7 @@ class TransformerEncoder:
         if model_id is None and weights_file is None:  # built in memory: named by its tensors
             from bimine.encoders.base import weights_digest
 
-            model_id = "tfm-" + weights_digest(weights)
+            model_id = "tfm-" + weights_digest(weights, config.to_dict())
         self._model_id = model_id
         self._weights_file = weights_file
         table = None
