@@ -196,8 +196,7 @@ class TransformerNet(nn.Module):
         x = x + self.position.weight[index[1]]
         for layer in self.layers:
             x = layer(x, index, valid)
-        h = _pad(self.norm(x), index, valid)
-        return self.project_out(torch.cat([self._pool(kind, h, valid) for kind in self.cfg.pooling], dim=1))
+        return self._output(_pad(self.norm(x), index, valid), valid)
 
     def padded(self, vectors: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """:meth:`from_token_vectors` on the padded layout: ``vectors`` ``(B, T, embed_dim)``
@@ -207,7 +206,10 @@ class TransformerNet(nn.Module):
         x = self.project_in(vectors) + self.position.weight[: vectors.shape[1]]
         for layer in self.layers:
             x = layer.padded(x, valid)
-        h = self.norm(x) * valid[:, :, None]
+        return self._output(self.norm(x) * valid[:, :, None], valid)
+
+    def _output(self, h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """The poolings of padded ``h`` (zeros in the padding), concatenated and projected."""
         return self.project_out(torch.cat([self._pool(kind, h, valid) for kind in self.cfg.pooling], dim=1))
 
     def _pool(self, kind: str, h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -421,15 +423,8 @@ class TransformerEncoder:
 def pad_tokens(vectors: np.ndarray, sentence_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Packed token rows ``(N, E)`` laid out as ``(B, T, E)`` (zeros in the padding) and the
     ``(B, T)`` mask of real tokens."""
-    counts = np.diff(sentence_offsets)
-    b, t = len(counts), int(counts.max()) if len(counts) else 0
-    sent = np.repeat(np.arange(b), counts)
-    pos = np.arange(len(vectors)) - np.repeat(sentence_offsets[:-1], counts)
-    padded = np.zeros((b, t, vectors.shape[1]), dtype=np.float32)
-    padded[sent, pos] = vectors
-    valid = np.zeros((b, t), dtype=bool)
-    valid[sent, pos] = True
-    return padded, valid
+    index, valid = _layout(torch.from_numpy(sentence_offsets))
+    return _pad(torch.from_numpy(vectors), index, valid).numpy(), valid.numpy()
 
 
 class _Padded(nn.Module):
