@@ -24,6 +24,15 @@ def cluster():
         c.add_node(num_cpus=1)
     c.wait_for_nodes()
     ray.init(address=c.address)
+    # A worker process on each node before the tests: a node whose worker is still starting
+    # (seconds) cannot take a task, and the tests check where tasks land, not start-up times.
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.remote(num_cpus=1)(lambda: ray.get_runtime_context().get_node_id())
+    ids = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+    started = ray.get([here.options(scheduling_strategy=NodeAffinitySchedulingStrategy(i, soft=False)).remote()
+                       for i in ids])
+    assert sorted(started) == sorted(ids)
     yield c
     ray.shutdown()
     c.shutdown()

@@ -26,6 +26,13 @@ import numpy as np
 
 from bimine.errors import ConfigError
 
+# Ray's default strategy fills the driver's node before it spills tasks to the others (and
+# prefers the node holding a task's large arguments, here the driver's object store). Short
+# tasks then queued on one node while the others idled (a 3-node test cluster ran 9 of 9
+# embedding tasks on the driver's node). SPREAD hands the tasks round the nodes that have a
+# free CPU.
+SPREAD = "SPREAD"
+
 
 def require_ray():
     try:
@@ -104,7 +111,7 @@ def embed_shards(spec, jobs: Iterator[tuple[list[str], str]], lang: str, batch_s
     it: the DAN cuts a batch in slices of a fixed size whatever its threads.
     """
     ray = init(address)
-    task = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries)(embed_shard)
+    task = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries, scheduling_strategy=SPREAD)(embed_shard)
     limit = in_flight or cluster_cpus(address) // cpus_per_task + 2
     spec_ref = ray.put(spec.with_threads(threads_per_task or cpus_per_task))
     pending: deque = deque()
@@ -173,8 +180,9 @@ def knn_parts(trained, key_parts: list[tuple[int, object]], query_parts: list[tu
     shards' indexes, each read by every search task: ``index_reads`` times in all) and
     ``list_bytes`` (the neighbour lists sent back to the driver)."""
     ray = init(address)
-    fill = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries, num_returns=2)(_fill_key_part)
-    search = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries)(_search_query_part)
+    fill = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries, num_returns=2,
+                      scheduling_strategy=SPREAD)(_fill_key_part)
+    search = ray.remote(num_cpus=cpus_per_task, max_retries=max_retries, scheduling_strategy=SPREAD)(_search_query_part)
     base = ray.put(trained.to_bytes())
     args = (trained.cfg, trained.factory, trained.n_total)
     if not key_parts:  # no keys: the empty index answers "no neighbour"
@@ -286,7 +294,7 @@ class BlockPool:
             raise ConfigError(f"--executor ray: the pipeline's filters cannot be sent to Ray workers ({e}); "
                               "use the local executor") from None
         self._token = uuid.uuid4().hex
-        self._task = ray.remote(num_cpus=1, max_retries=max_retries)(_score_block)
+        self._task = ray.remote(num_cpus=1, max_retries=max_retries, scheduling_strategy=SPREAD)(_score_block)
         self.workers = cluster_cpus(address)
         self.tasks = 0
 
