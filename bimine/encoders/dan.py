@@ -331,7 +331,15 @@ class DANEncoder:
             table = table_from_tensors(weights)
             if table is None:
                 raise ConfigError("the model's features use transliteration, but its weights hold no translit.* table")
-        self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table)
+        pieces = None
+        if config.features.subwords:
+            from bimine.text.subwords import from_tensors
+
+            pieces = from_tensors(weights)
+            if pieces is None:
+                raise ConfigError("the model's features use subwords, but its weights hold no subwords.model")
+        self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table,
+                                     subword_model=pieces)
         if model_id is None and weights_file is None:  # built in memory: named by its tensors
             from bimine.encoders.base import weights_digest
 
@@ -354,10 +362,10 @@ class DANEncoder:
                 ]
             except KeyError as e:
                 raise ConfigError(f"model weights lack tensor {e.args[0]!r}") from None
-            if table.shape != (config.features.buckets, config.embed_dim):
+            if table.shape != (config.features.rows, config.embed_dim):
                 raise ConfigError(
                     f"embedding table has shape {table.shape}, config says "
-                    f"({config.features.buckets}, {config.embed_dim})"
+                    f"({config.features.rows}, {config.embed_dim})"
                 )
             self._towers[t] = (table, layers)
 

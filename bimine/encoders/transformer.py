@@ -84,6 +84,8 @@ class TransformerConfig:
             raise ValueError(f"pooling must list distinct items of {', '.join(POOLINGS)}, got {list(self.pooling)}")
         if tuple(self.features.word_ngrams) != (1,):
             raise ValueError("features.word_ngrams must be [1]: a token has no word bigrams")
+        if self.features.subwords:
+            raise ValueError("features.subwords is a DAN option: a transformer token is a word, not its pieces")
 
     #: one encoder for every language (the trainer's DAN option ``shared``)
     shared = True
@@ -116,6 +118,7 @@ class TokenFeaturizer:
         self.config = config
         self.inner = Featurizer(config.features, backend=backend, translit_table=translit_table)
         self.romanizer = self.inner.romanizer
+        self.pieces = None  # subword pieces are a DAN option (TransformerConfig refuses them)
         self.truncated = 0
         self._nospace = no_space_table()
 

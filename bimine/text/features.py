@@ -65,6 +65,10 @@ class FeatureConfig:
     ``translit``: words in non-Latin scripts written with spaces also give the word unigram
     and character n-grams of their ASCII romanisation (:mod:`bimine.text.translit`), appended
     after the sentence's own features.
+    ``subwords`` > 0: the sentence's pieces in a SentencePiece vocabulary of that many pieces
+    (:mod:`bimine.text.subwords`, trained by ``bimine train`` on ``subword_sample`` sentences
+    of each language) are appended too, as rows ``buckets + piece id``: the table then has
+    ``rows = buckets + subwords`` rows.
     """
 
     buckets: int = 1 << 18
@@ -77,10 +81,16 @@ class FeatureConfig:
     cross_word_chars: bool = True
     by_script: bool = False
     translit: bool = False
+    subwords: int = 0
+    subword_sample: int = 5000
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
             raise ConfigError("features.buckets must be >= 1")
+        if self.subwords < 0 or 0 < self.subwords < 100:
+            raise ConfigError("features.subwords must be 0 (off) or a vocabulary of at least 100 pieces")
+        if self.subword_sample < 1:
+            raise ConfigError("features.subword_sample must be >= 1")
         if not 1 <= self.num_hashes <= 4:
             raise ConfigError("features.num_hashes must be 1 to 4")
         if any(n not in (1, 2) for n in self.word_ngrams):
@@ -90,8 +100,16 @@ class FeatureConfig:
             if r is not None and (len(r) != 2 or not 1 <= r[0] <= r[1] <= 8):
                 raise ConfigError(f"features.{name} must be [min, max] with 1 <= min <= max <= 8")
 
+    @property
+    def rows(self) -> int:
+        """Rows of the embedding table: the hash buckets, then one per subword piece."""
+        return self.buckets + self.subwords
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not self.subwords:  # the config of a model without subwords reads as before
+            del d["subwords"], d["subword_sample"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> FeatureConfig:
@@ -203,6 +221,22 @@ def no_space_table() -> np.ndarray:
 _NO_TABLE = np.zeros(0, dtype=np.uint8)
 
 
+def _append(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, ids2: np.ndarray, off2: np.ndarray):
+    """``(ids, offsets)`` with the features ``ids2[off2[j]:off2[j + 1]]`` appended to those of
+    sentence ``rows[j]`` (``rows`` increasing)."""
+    n = len(offsets) - 1
+    cnt = np.diff(offsets)
+    cnt2 = np.zeros(n, dtype=np.int64)
+    cnt2[rows] = np.diff(off2)
+    new_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(cnt + cnt2, out=new_off[1:])
+    out = np.empty(new_off[-1], dtype=ids.dtype)
+    out[np.repeat(new_off[:-1] - offsets[:-1], cnt) + np.arange(len(ids))] = ids
+    start2 = (new_off[:-1] + cnt)[rows]
+    out[np.repeat(start2 - off2[:-1], np.diff(off2)) + np.arange(len(ids2))] = ids2
+    return out, new_off
+
+
 class Featurizer:
     """Turns a batch of sentences into a flat array of bucket ids plus offsets.
 
@@ -212,19 +246,24 @@ class Featurizer:
     """
 
     def __init__(self, config: FeatureConfig, backend: str | None = None,
-                 translit_table: dict[int, str] | None = None) -> None:
+                 translit_table: dict[int, str] | None = None, subword_model: bytes | None = None) -> None:
         """``translit_table``: the romanisation table of a ``translit`` model (stored in its
-        weights); built from anyascii when not given."""
+        weights); built from anyascii when not given. ``subword_model``: the SentencePiece
+        model of a ``subwords`` model (stored in its weights; a training run builds it and
+        sets it with :meth:`set_subword_model` before featurising)."""
         self.config = config
         self.backend = resolve_backend(backend)
         cfg = config
+        self.pieces = None
+        if subword_model is not None:
+            self.set_subword_model(subword_model)
         self.romanizer = None
         if cfg.translit:
             from bimine.text.translit import Romanizer, build_table
 
             self.romanizer = Romanizer(translit_table if translit_table is not None else build_table())
             # romanised words: unigrams and Latin character n-grams, hashed as Latin text is
-            self._extra = Featurizer(replace(cfg, word_ngrams=tuple(k for k in cfg.word_ngrams if k == 1),
+            self._extra = Featurizer(replace(cfg, word_ngrams=tuple(k for k in cfg.word_ngrams if k == 1), subwords=0,
                                              translit=False, by_script=True), backend=self.backend)
         # premultiplied salts, row j: 0 word unigrams, 1 bigrams, 2 + k character k-grams
         self._salts = np.array(
@@ -235,13 +274,35 @@ class Featurizer:
             dtype=np.uint64,
         )
 
+    def set_subword_model(self, model: bytes) -> None:
+        """Use the SentencePiece ``model`` (bytes) for the ``subwords`` pieces."""
+        from bimine.text.subwords import Pieces
+
+        if not self.config.subwords:
+            raise ConfigError("a subword model was given, but features.subwords is 0")
+        self.pieces = Pieces(model, self.config.subwords)
+
     def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+        if self.config.subwords and self.pieces is None:
+            raise ConfigError("features.subwords is set, but the featuriser has no subword model")
+        cps = None
         if self.backend == "numba":
-            ids, offsets = self._featurize_numba(sentences, lang)
+            cps = self.normalized_codepoints(sentences) if len(sentences) else None
+            ids, offsets = self._featurize_numba(sentences, lang, cps)
         else:
             ids, offsets = self._featurize_numpy(sentences, lang)
         if self.romanizer is not None:
             ids, offsets = self._add_romanized(sentences, ids, offsets)
+        if self.pieces is not None and len(sentences):
+            cfg = self.config
+            if cps is not None:  # the normalised batch the kernels used: " s1 \n s2 \n ..."
+                c, starts = cps
+                norm = [t.strip(" ") for t in c[: starts[-1] - 1].tobytes().decode("utf-32-le").split("\n")]
+            else:
+                mc = cfg.max_chars
+                norm = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase) for s in sentences]
+            ids2, off2 = self.pieces.encode(norm)
+            ids, offsets = _append(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
         return ids, offsets
 
     def _add_romanized(self, sentences: list[str], ids: np.ndarray, offsets: np.ndarray):
@@ -258,17 +319,7 @@ class Featurizer:
             return ids, offsets
         rows = np.array([idx[j] for j in keep], dtype=np.int64)
         ids2, off2 = self._extra.featurize([extra[j] for j in keep], "en")
-        n = len(sentences)
-        cnt = np.diff(offsets)
-        cnt2 = np.zeros(n, dtype=np.int64)
-        cnt2[rows] = np.diff(off2)
-        new_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(cnt + cnt2, out=new_off[1:])
-        out = np.empty(new_off[-1], dtype=ids.dtype)
-        out[np.repeat(new_off[:-1] - offsets[:-1], cnt) + np.arange(len(ids))] = ids
-        start2 = (new_off[:-1] + cnt)[rows]
-        out[np.repeat(start2 - off2[:-1], np.diff(off2)) + np.arange(len(ids2))] = ids2
-        return out, new_off
+        return _append(ids, offsets, rows, ids2, off2)
 
     def normalized_codepoints(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Code points of ``"\\n".join(" " + normalize_text(s) + " " for s in sentences)`` and
@@ -300,13 +351,14 @@ class Featurizer:
         starts = np.concatenate([[0], np.flatnonzero(c == _SEP) + 1, [len(c) + 1]]).astype(np.int64)
         return c, starts
 
-    def _featurize_numba(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+    def _featurize_numba(self, sentences: list[str], lang: str, cps=None) -> tuple[np.ndarray, np.ndarray]:
+        """``cps``: the batch's :meth:`normalized_codepoints`, when the caller has them."""
         from bimine.text import _kernels as K
 
         cfg = self.config
         if len(sentences) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        c, starts = self.normalized_codepoints(sentences)
+        c, starts = cps if cps is not None else self.normalized_codepoints(sentences)
         if cfg.by_script:
             rng, rng2, table = cfg.char_ngrams, cfg.nospace_char_ngrams, no_space_table()
         else:

@@ -82,7 +82,7 @@ def _text_ids(texts: list[str]) -> np.ndarray:
 
 
 def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int = 4096, *,
-               precompute: bool = True) -> Side:
+               precompute: bool = True, text_ids: np.ndarray | None = None) -> Side:
     if not precompute:
         return Side(texts, None, None, _text_ids(texts), featurizer, lang)
     ids_parts, lens = [], []
@@ -94,9 +94,15 @@ def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int =
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     if lens:
         np.cumsum(np.concatenate(lens), out=offsets[1:])
-    text_ids = _text_ids(texts)
+    text_ids = _text_ids(texts) if text_ids is None else text_ids
     # int32 storage (half the memory of millions of featurised sentences); batches are int64
-    return Side(texts, ids.astype(np.int32 if featurizer.config.buckets < 2**31 else np.int64), offsets, text_ids)
+    return Side(texts, ids.astype(np.int32 if featurizer.config.rows < 2**31 else np.int64), offsets, text_ids)
+
+
+def featurize_side(side: Side) -> Side:
+    """``side`` with every sentence's features computed now (a side made with ``precompute``
+    off, whose featuriser was completed after loading: a run's subword vocabulary)."""
+    return _featurize(side.featurizer, side.texts, side.lang, text_ids=side.text_ids)
 
 
 def load_groups(

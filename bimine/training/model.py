@@ -56,7 +56,7 @@ class SparseBag(nn.EmbeddingBag):
 class Tower(nn.Module):
     def __init__(self, cfg: DANConfig) -> None:
         super().__init__()
-        self.embedding = SparseBag(cfg.features.buckets, cfg.embed_dim)
+        self.embedding = SparseBag(cfg.features.rows, cfg.embed_dim)
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in cfg.layer_dims())
 
     def forward(self, ids: torch.Tensor, offsets: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

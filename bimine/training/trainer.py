@@ -26,7 +26,14 @@ from bimine.encoders.dan import DANConfig
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
 from bimine.text.features import Featurizer
-from bimine.training.data import BatchSchedule, CorpusSpec, PairGroup, TemperatureSchedule, load_groups
+from bimine.training.data import (
+    BatchSchedule,
+    CorpusSpec,
+    PairGroup,
+    TemperatureSchedule,
+    featurize_side,
+    load_groups,
+)
 from bimine.training.distill import DistillConfig, TeacherCache, english_pool, teacher_rows
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss
 from bimine.training.model import TorchDAN
@@ -343,7 +350,8 @@ def _save_checkpoint(
     shutil.rmtree(old, ignore_errors=True)
 
 
-def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: dict[int, str] | None = None) -> dict:
+def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: dict[int, str] | None = None,
+                    subword_model: bytes | None = None) -> dict:
     """What a checkpoint's state depends on: the training data (per language pair: size and a
     hash of every text, in order) and the settings that shape the model, the optimiser state
     and the batch sequence. Resuming with any of them changed would silently continue a
@@ -369,6 +377,10 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
         from bimine.text.translit import table_digest
 
         settings["translit_table"] = table_digest(translit_table)
+    if subword_model is not None:
+        from bimine.text.subwords import digest
+
+        settings["subword_model"] = digest(subword_model)
     return {"data": data, "settings": json.loads(json.dumps(settings, sort_keys=True, default=str))}
 
 
@@ -435,10 +447,10 @@ def _load_checkpoint(
 
 
 def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
-                 translit_table: dict[int, str] | None = None) -> None:
+                 translit_table: dict[int, str] | None = None, subword_model: bytes | None = None) -> None:
     """Write ``config.json`` + ``model.safetensors`` (atomically: temp folder, then rename).
     A ``translit`` model stores its romanisation table with the weights (the one the run
-    used; built from anyascii when not given)."""
+    used; built from anyascii when not given), a ``subwords`` one its SentencePiece model."""
     from safetensors.numpy import save_file
 
     tmp = out.with_name(out.name + ".tmp")
@@ -449,6 +461,12 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
         from bimine.text.translit import build_table, table_to_tensors
 
         weights.update(table_to_tensors(translit_table if translit_table is not None else build_table()))
+    if cfg.model.features.subwords:
+        from bimine.text.subwords import to_tensors
+
+        if subword_model is None:
+            raise ConfigError("features.subwords is set, but no subword model was given to export")
+        weights.update(to_tensors(subword_model))
     save_file(weights, str(tmp / "model.safetensors"))
     os.chmod(tmp / "model.safetensors", 0o644)  # safetensors writes it owner-only; a model is read by others
     meta = {
@@ -567,6 +585,33 @@ class Trainer:
                 f"{hn.per_example} in {time.time() - t0:.0f}s"
             )
 
+    def _subword_model(self, groups: list[PairGroup], resume: bool) -> None:
+        """Give the featuriser the run's SentencePiece model (``features.subwords``): on
+        ``resume`` the one in ``RUN/subwords.model`` (the checkpoint's fingerprint holds its
+        digest), else one trained now on a sample of ``features.subword_sample`` sentences of
+        each language and written there (a file left by a run killed before its first
+        checkpoint may come from other settings: it is never reused)."""
+        from bimine.text import subwords
+
+        fc = self.cfg.model.features
+        path = self.run / "subwords.model"
+        if resume and path.exists():
+            model = path.read_bytes()
+        else:
+            t0 = time.time()
+            by_lang: dict[str, list[list[str]]] = {}
+            for g in groups:
+                by_lang.setdefault(g.src_lang, []).append(g.src.texts)
+                by_lang.setdefault(g.tgt_lang, []).append(g.tgt.texts)
+            sample = subwords.sample_sentences(by_lang, fc.subword_sample, self.cfg.train.seed, fc.lowercase)
+            model = subwords.train_model(sample, fc.subwords, self.cfg.train.threads)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(model)
+            tmp.rename(path)
+            log.info(f"subword vocabulary: {fc.subwords} pieces from {len(sample)} sentences of "
+                     f"{len(by_lang)} languages in {time.time() - t0:.0f}s")
+        self.featurizer.set_subword_model(model)
+
     def _teach(self, groups: list[PairGroup], progress: bool) -> None:
         """Teacher vectors of the English side of a fixed sample of each language pair, or of
         the ``english_pool`` shared by all of them (``grp.teacher``, with
@@ -665,8 +710,14 @@ class Trainer:
 
         t_load = time.time()
         precompute = cfg.data.precompute_features and cfg.encoder == "dan"
+        with_pieces = bool(cfg.model.features.subwords)
         groups = load_groups(cfg.data.train, self.featurizer, cfg.data.root, dedupe=cfg.data.dedupe,
-                             precompute=precompute)
+                             precompute=precompute and not with_pieces)
+        if with_pieces:  # the vocabulary is learnt from the training texts, then they are featurised
+            self._subword_model(groups, resume)
+            if precompute:
+                for g in groups:
+                    g.src, g.tgt = featurize_side(g.src), featurize_side(g.tgt)
         dev = []
         for spec in cfg.data.dev:
             spec.max_pairs = spec.max_pairs or cfg.train.dev_max_pairs
@@ -678,8 +729,9 @@ class Trainer:
         )
 
         self._teach(groups, progress)
-        rom = self.featurizer.romanizer
-        fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None)
+        rom, sub = self.featurizer.romanizer, self.featurizer.pieces
+        fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None,
+                                      sub.model if sub is not None else None)
         model = self._new_model()
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
@@ -802,6 +854,7 @@ class Trainer:
         held = {c.name or c.src: c.skip_pairs for c in cfg.data.train if c.skip_pairs}
         if held:  # the first pairs of these corpora were never trained on (data.recipes[].holdout)
             info["held_out"] = held
-        rom = self.featurizer.romanizer
-        export_model(model, cfg, self.run / "model", info, rom.table if rom is not None else None)
+        rom, sub = self.featurizer.romanizer, self.featurizer.pieces
+        export_model(model, cfg, self.run / "model", info, rom.table if rom is not None else None,
+                     sub.model if sub is not None else None)
         return self.run / "model"
