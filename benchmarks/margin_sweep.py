@@ -12,9 +12,13 @@ goes on across sessions. Each model then gets:
 
 - BUCC-style F1 on the newstest sets of ``benchmarks.bucc_newstest`` (fr/de/es-en, Eq. 9,
   strategy max, threshold with the best F1 on the train split, F1 on the test split), their mean;
-- the mean cosine of the 3,003 translation pairs of newstest2012 en-fr/de/es (positives) and of
-  as many mismatched pairs (each English sentence with the translation of another, a fixed
-  random derangement; negatives), as 001 Figure 4 plots them.
+- the mean cosine of the 3,003 translation pairs of newstest2012 en-fr/de/es (positives), of
+  as many mismatched pairs (each English sentence with the translation of another: a fixed
+  random permutation whose fixed points move on by one), and of 001 Figure 4's own
+  negatives: for each English sentence whose translation is retrieved first (en->xx, exact
+  search over the file), the target retrieved second. These depend on the model (only the
+  sentences it retrieves right have one; their count is in the JSON).
+- the steps each run trained (a run bounded by minutes trains as many as the machine allows).
 
 ``--plot`` draws both against the margin, as 001 Figure 4 does (needs matplotlib). Skips
 (exit 0) when the data folder is absent.
@@ -50,18 +54,26 @@ def train(config: str, margin: float, minutes: float, steps: int, out: str) -> s
     return model
 
 
-def cosines(enc, data: str) -> tuple[float, float]:
-    pos, neg = [], []
+def cosines(enc, data: str) -> tuple[float, float, float, int]:
+    """Mean cosine of translations, of mismatched pairs, of 001's second-retrieved targets
+    (and how many English sentences have one)."""
+    pos, neg, hard = [], [], []
     rng = np.random.default_rng(0)
     for xx in LANGS:
         stem = os.path.join(data, f"dev/newstest/newstest2012.en-{xx}")
         en, other = list(read_lines(stem + ".en")), list(read_lines(f"{stem}.{xx}"))
         u, v = enc.encode(en, "en"), enc.encode(other, xx)
         perm = rng.permutation(len(en))
-        perm = np.where(perm == np.arange(len(en)), (perm + 1) % len(en), perm)  # never the translation
+        perm = np.where(perm == np.arange(len(en)), (perm + 1) % len(en), perm)  # never the translation (a fixed point moves on by one)
         pos.append(np.sum(u * v, axis=1))
         neg.append(np.sum(u * v[perm], axis=1))
-    return float(np.mean(np.concatenate(pos))), float(np.mean(np.concatenate(neg)))
+        sims = u @ v.T
+        top2 = np.argsort(-sims, axis=1, kind="stable")[:, :2]
+        right = np.flatnonzero(top2[:, 0] == np.arange(len(en)))
+        hard.append(sims[right, top2[right, 1]])
+    h = np.concatenate(hard)
+    return (float(np.mean(np.concatenate(pos))), float(np.mean(np.concatenate(neg))),
+            float(np.mean(h)) if len(h) else float("nan"), len(h))
 
 
 def bucc_f1(enc, data: str, out: str) -> dict[str, float]:
@@ -93,11 +105,15 @@ def main() -> None:
         return
     rows = []
     for m in args.margins:
-        enc = load_encoder(train(args.config, m, args.minutes, args.steps, args.out))
+        model = train(args.config, m, args.minutes, args.steps, args.out)
+        enc = load_encoder(model)
         f1 = bucc_f1(enc, args.data, args.out)
-        p, n = cosines(enc, args.data)
-        row = {"margin": m, "bucc_f1": f1, "bucc_f1_mean": round(float(np.mean(list(f1.values()))), 2),
-               "cos_positive": round(p, 4), "cos_negative": round(n, 4)}
+        p, n, h, nh = cosines(enc, args.data)
+        with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
+            steps = json.load(f)["training"]["steps"]
+        row = {"margin": m, "steps": steps, "bucc_f1": f1, "bucc_f1_mean": round(float(np.mean(list(f1.values()))), 2),
+               "cos_positive": round(p, 4), "cos_negative": round(n, 4), "cos_second_retrieved": round(h, 4),
+               "second_retrieved_pairs": nh}
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:
@@ -105,12 +121,14 @@ def main() -> None:
             json.dump(rows, f, indent=1)
     if args.plot:
         plot(rows, args.plot)
-    print("| margin | BUCC-style F1 fr / de / es (mean) | mean cos, positives | mean cos, negatives |")
-    print("|---:|---:|---:|---:|")
+    print("| margin | steps | BUCC-style F1 fr / de / es (mean) | mean cos, translations | mismatched | "
+          "second retrieved (pairs) |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         f = r["bucc_f1"]
-        print(f"| {r['margin']:g} | {f['fr']:.1f} / {f['de']:.1f} / {f['es']:.1f} ({r['bucc_f1_mean']:.1f}) | "
-              f"{r['cos_positive']:.3f} | {r['cos_negative']:.3f} |")
+        print(f"| {r['margin']:g} | {r['steps']:,} | {f['fr']:.1f} / {f['de']:.1f} / {f['es']:.1f} "
+              f"({r['bucc_f1_mean']:.1f}) | {r['cos_positive']:.3f} | {r['cos_negative']:.3f} | "
+              f"{r['cos_second_retrieved']:.3f} ({r['second_retrieved_pairs']:,}) |")
 
 
 def plot(rows: list[dict], path: str) -> None:
@@ -130,6 +148,8 @@ def plot(rows: list[dict], path: str) -> None:
     left.set_title("BUCC-style F1 on newstest (test split)")
     left.set_ylabel("F1 (%)")
     right.plot(m, [r["cos_positive"] for r in rows], marker="o", label="translation pairs")
+    right.plot(m, [r["cos_second_retrieved"] for r in rows], marker="o",
+               label="second retrieved, first right (001's negatives)")
     right.plot(m, [r["cos_negative"] for r in rows], marker="o", label="mismatched pairs")
     right.set_title("Mean cosine, newstest2012 en-fr/de/es")
     right.set_ylabel("cosine")
