@@ -286,3 +286,31 @@ def test_encoders_built_in_memory_are_named_by_their_weights():
     other = DANConfig.from_dict({"features": {"buckets": 1024, "char_ngrams": [2, 4]}, "embed_dim": 8,
                                  "hidden": [16], "output_dim": 8})
     assert DANEncoder(other, da).model_id != DANEncoder(dcfg, da).model_id
+
+
+def test_distillation_pulls_the_transformer_to_its_teacher(trained, tmp_path):
+    """``distill.teacher`` works for the transformer as for the DAN: with the teacher's loss,
+    both sides of the toy run end far closer to the teacher's vectors of the English side."""
+    from conftest import make_tiny_model
+
+    from bimine.encoders import load_encoder
+
+    torch.set_num_threads(1)
+    teacher = make_tiny_model(tmp_path / "teacher", dim=32, buckets=4096, seed=5)
+    over = {"distill.teacher": str(teacher), "distill.weight": 20.0, "distill.pairs_per_language": 500}
+    run = tmp_path / "run"
+    Trainer(load_train_config(toy_train_dict(**over)), run).fit(progress=False)
+    files = list((run / "teacher-cache").rglob("part-*.npz"))
+    assert files and sum(len(np.load(f)["emb"]) for f in files) == 500
+    en = ["The river flows past the village.", "Prices rose again this year.", "He was elected in May."]
+    fr = ["La rivière passe près du village.", "Les prix ont encore augmenté cette année.", "Il a été élu en mai."]
+    t = load_encoder(str(teacher)).encode(en, "en")
+
+    def closeness(folder: Path) -> tuple[float, float]:
+        enc = load_encoder(str(folder))
+        return (float(np.mean(np.sum(enc.encode(en, "en") * t, axis=1))),
+                float(np.mean(np.sum(enc.encode(fr, "fr") * t, axis=1))))
+
+    with_en, with_fr = closeness(run / "model")
+    base_en, base_fr = closeness(trained / "model")
+    assert with_en > base_en + 0.2 and with_fr > base_fr + 0.2, (with_en, base_en, with_fr, base_fr)
