@@ -29,7 +29,7 @@ from bimine.errors import ConfigError
 # Ray's default strategy fills the driver's node before it spills tasks to the others (and
 # prefers the node holding a task's large arguments, here the driver's object store). Short
 # tasks then queued on one node while the others idled (a 3-node test cluster ran 9 of 9
-# embedding tasks on the driver's node). SPREAD hands the tasks round the nodes that have a
+# embedding tasks on one node). SPREAD hands the tasks round the nodes that have a
 # free CPU.
 SPREAD = "SPREAD"
 
