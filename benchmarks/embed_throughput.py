@@ -222,7 +222,7 @@ def main() -> None:
                 env = {"BIMINE_BACKEND": backend}
                 whole_process(argv, env, out)  # untimed: file cache and numba cache warm
                 runs = [whole_process(argv, env, out) for _ in range(args.repeats)]
-                row = {"input": name, "model": "default", "backend": backend,
+                row = {"input": name, "model": args.model or "default", "backend": backend,
                        "workers": "default" if workers is None else workers, "lines": n, "runs": runs,
                        "lines_per_s": round(rate(n, runs), 1)}
                 results["whole_process"].append(row)
@@ -235,7 +235,7 @@ def main() -> None:
                 enc.encode(lines[:2048], lang)  # warm: kernels loaded, table pages touched, threads up
                 runs = [in_process(enc, src, out, workers, lang) for _ in range(args.repeats)]
                 enc.threads = None
-                row = {"input": name, "model": "default", "backend": backend, "workers": workers,
+                row = {"input": name, "model": args.model or "default", "backend": backend, "workers": workers,
                        "threads": threads or "default", "lines": n, "runs": runs,
                        "lines_per_s": round(rate(n, runs), 1)}
                 results["in_process"].append(row)
