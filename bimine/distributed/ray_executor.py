@@ -27,7 +27,8 @@ import numpy as np
 from bimine.errors import ConfigError
 
 # Ray's default strategy fills the driver's node before it spills tasks to the others (and
-# prefers the node holding a task's large arguments, here the driver's object store). Short
+# prefers the node holding a task's large arguments: the index and filter tasks' are in the
+# driver's object store; the embedding tasks' model spec is small). Short
 # tasks then queued on one node while the others idled (a 3-node test cluster ran 9 of 9
 # embedding tasks on one node). SPREAD hands the tasks round the nodes that have a
 # free CPU.
