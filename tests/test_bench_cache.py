@@ -22,3 +22,36 @@ def test_cache_is_keyed_by_the_weights_not_the_name(tmp_path):
     assert not np.allclose(a, b)
     again = CachedEncoder(str(model), cache_dir=cache)
     np.testing.assert_array_equal(again.encode(texts[::-1], "en"), b[::-1])  # from the cache file
+
+
+def test_xsim_resume_file_is_keyed_by_the_weights(tmp_path):
+    """A set measured for one model is skipped on resume for that model only."""
+    from benchmarks.xsim import evaluate
+
+    model = tmp_path / "model"
+    en = tmp_path / "en.txt"
+    fr = tmp_path / "fr.txt"
+    en.write_text("The cat sleeps.\nThe dog runs.\nI like tea.\nWe are here.\n")
+    fr.write_text("Le chat dort.\nLe chien court.\nJ'aime le thé.\nNous sommes ici.\n")
+    sets = [("fra", "fr", str(en), str(fr))]
+    resume = str(tmp_path / "xsim.json")
+    make_tiny_model(model, seed=0)
+    enc0 = CachedEncoder(str(model), cache_dir=str(tmp_path / "c"))
+    first = evaluate(enc0, sets, "m", resume)
+    # a forged entry for this model's id is what a resumed run returns, unmeasured
+    import json
+
+    with open(resume) as f:
+        saved = json.load(f)
+    assert saved[enc0.model_id]["ntrex"] == first
+    saved[enc0.model_id]["ntrex"]["fra"]["mean"] = 99.0
+    with open(resume, "w") as f:
+        json.dump(saved, f)
+    assert evaluate(enc0, sets, "m", resume)["fra"]["mean"] == 99.0
+    # another model (retrained in the same folder) measures the set again
+    make_tiny_model(model, seed=1)
+    enc1 = CachedEncoder(str(model), cache_dir=str(tmp_path / "c"))
+    assert enc1.model_id != enc0.model_id
+    again = evaluate(enc1, sets, "m", resume)
+    assert again["fra"]["mean"] != 99.0
+    assert again["fra"]["n"] == 4

@@ -46,7 +46,9 @@ def test_pieces_follow_the_hashed_features(model, backend):
         got = ids[off[i]:off[i + 1]]
         n0 = off0[i + 1] - off0[i]
         np.testing.assert_array_equal(got[:n0], ids0[off0[i]:off0[i + 1]])  # hashed n-grams first, unchanged
-        want = np.array(proc.encode(normalize_text(s), out_type=int), dtype=np.int64) + CFG.buckets
+        # each word cut on its own, in order
+        want = np.array([p for w in normalize_text(s).split() for p in proc.encode(w, out_type=int)],
+                        dtype=np.int64) + CFG.buckets
         np.testing.assert_array_equal(got[n0:], want)  # then the pieces, as rows after the buckets
         assert np.all(got < CFG.rows)
     assert off[2] == off[1]  # an empty sentence has no features and no pieces
@@ -132,3 +134,78 @@ def enc_texts(root):
     from bimine.text.io import read_lines
 
     return list(read_lines(str(root / "dev/tatoeba-test/tatoeba-test.en-fr.en")))
+
+
+MIXED = ["Le Chat dort.", "", "an unseen ZZZ word", "Москва и Санкт-Петербург", "東京は日本の首都です。",
+         "abc def abc def", "ÉCOLE ｆｕｌｌ", "word\twith\ttabs", "a " * 40 + "b"]
+
+
+def _batches(seed, n=30):
+    rng = np.random.default_rng(seed)
+    words = "le chat dort bien an unseen zzz word москва дом 東京 日本 école abcdé fghij klmno".split()
+    return [[" ".join(rng.choice(words, rng.integers(0, 12))) for _ in range(rng.integers(1, 9))] + MIXED[: rng.integers(0, 9)]
+            for _ in range(n)]
+
+
+def test_word_cache_gives_the_reference_pieces(model, monkeypatch):
+    """The compiled path (pieces kept per word, the cache emptied when full) gives the NumPy
+    reference's ids batch after batch, and the pieces of a sentence are its words' pieces."""
+    monkeypatch.setattr(subwords, "MAX_CACHED_WORDS", 12)  # resets every few batches
+    fast = Featurizer(CFG, backend="numba", subword_model=model)
+    ref = Featurizer(CFG, backend="numpy", subword_model=model)
+    for batch in _batches(0):
+        a, b = fast.featurize(batch, "fr"), ref.featurize(batch, "fr")
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_array_equal(a[0], b[0])
+    cache = fast.pieces.cache(CFG.buckets)
+    assert 0 < len(cache) <= 12 and cache.resets > 0
+    # a batch with more distinct new words than a cache holds is still right
+    big = [" ".join(f"w{i}x{j}" for j in range(5)) for i in range(10)]
+    np.testing.assert_array_equal(fast.featurize(big, "en")[0], ref.featurize(big, "en")[0])
+
+
+def test_word_cache_is_exact_whatever_the_hash(monkeypatch):
+    """Every word hashing alike (all in one probe chain): the code points decide, never the hash."""
+    from bimine.text import _piece_kernels as K
+
+    monkeypatch.setattr(K, "_hash", lambda c, a, b: np.uint64(7))  # seen by the kernels' Python versions
+    c = np.frombuffer(" ab ba abc \n".encode("utf-32-le"), dtype=np.uint32)
+    starts = np.array([0, 12], dtype=np.int64)
+    table = np.full(8, -1, dtype=np.int64)
+    slot_hash = np.zeros(4, dtype=np.uint64)
+    slot_word = np.zeros((4, 2), dtype=np.int64)
+    slot_piece = np.zeros((4, 2), dtype=np.int64)
+    word_cp = np.zeros(32, dtype=np.uint32)
+    piece_ids = np.zeros(16, dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)
+    spans = np.array([[1, 3], [4, 6], [7, 10], [1, 3]], dtype=np.int64)  # "ab" twice: stored once
+    pieces = np.array([10, 20, 21, 30, 99], dtype=np.int64)
+    piece_off = np.array([0, 1, 3, 4, 5], dtype=np.int64)
+    tables = (table, slot_hash, slot_word, slot_piece, word_cp, piece_ids)
+    K.insert.py_func(c, spans, pieces, piece_off, *tables, counts)
+    assert counts.tolist() == [3, 7, 4] and (table >= 0).sum() == 3
+    none, zero = np.zeros(0, np.int64), np.zeros(2, np.int64)
+    ids, off, miss = K.emit.py_func(c, starts, none, zero, *tables)
+    assert ids.tolist() == [10, 20, 21, 30] and off.tolist() == [0, 4] and not len(miss)
+    c2 = np.frombuffer(" ba zz ab ab \n".encode("utf-32-le"), dtype=np.uint32)
+    ids, off, miss = K.emit.py_func(c2, np.array([0, 14], dtype=np.int64), none, zero, *tables)
+    assert miss.tolist() == [[4, 6]]  # "zz" is none of the words stored, though all hash alike
+
+
+def test_word_cache_per_thread_and_pickled(model):
+    """Two threads featurising at once (as DANEncoder's slices do) each get the serial ids; a
+    pickled featuriser (a worker process) carries the vocabulary, not the caches."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    f = Featurizer(CFG, backend="numba", subword_model=model)
+    batches = _batches(2, 60)
+    want = [Featurizer(CFG, backend="numpy", subword_model=model).featurize(b, "fr") for b in batches]
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda b: f.featurize(b, "fr"), batches))
+    for (a, ao), (b, bo) in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(ao, bo)
+    g = pickle.loads(pickle.dumps(f))
+    assert g.pieces.model == model and not hasattr(g.pieces._local, "cache")
+    np.testing.assert_array_equal(g.featurize(batches[0], "fr")[0], want[0][0])

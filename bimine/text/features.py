@@ -295,14 +295,13 @@ class Featurizer:
             ids, offsets = self._add_romanized(sentences, ids, offsets)
         if self.pieces is not None and len(sentences):
             cfg = self.config
-            if cps is not None:  # the normalised batch the kernels used: " s1 \n s2 \n ..."
-                c, starts = cps
-                norm = [t.strip(" ") for t in c[: starts[-1] - 1].tobytes().decode("utf-32-le").split("\n")]
+            if cps is not None:  # the normalised batch the kernels used: " s1 \n s2 \n ...", and a word cache
+                ids, offsets = self.pieces.append(cps[0], cps[1], ids, offsets, cfg.buckets)
             else:
                 mc = cfg.max_chars
                 norm = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase) for s in sentences]
-            ids2, off2 = self.pieces.encode(norm)
-            ids, offsets = _append(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
+                ids2, off2 = self.pieces.encode(norm)
+                ids, offsets = _append(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
         return ids, offsets
 
     def _add_romanized(self, sentences: list[str], ids: np.ndarray, offsets: np.ndarray):
