@@ -95,7 +95,7 @@ def from_tensors(weights) -> bytes | None:
     return np.asarray(weights[TENSOR], dtype=np.uint8).tobytes()
 
 
-#: words kept per cache (per thread) before it is emptied and filled again: ~40 MB
+#: words kept per cache (per thread) before it is emptied and filled again: ~50-70 MB of arrays
 MAX_CACHED_WORDS = 1 << 19
 
 
