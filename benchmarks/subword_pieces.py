@@ -40,7 +40,7 @@ import numpy as np
 
 from bimine.encoders import load_encoder
 from bimine.text.features import Featurizer, _append, normalize_text
-from bimine.text.subwords import from_tensors, train_model
+from bimine.text.subwords import flatten, from_tensors, train_model
 
 INPUTS = {
     "tatoeba.en": ("train/tatoeba-manythings/tatoeba.en-fr.en.gz", "en", 100_000, 1),
@@ -71,10 +71,7 @@ def sentence_cut(ngrams: Featurizer, f: Featurizer, sentences: list[str], lang: 
     ids, off = ngrams.featurize(sentences, lang)
     cfg = f.config
     norm = [normalize_text(s[: cfg.max_chars], cfg.lowercase) for s in sentences]
-    pieces = f.pieces.processor.encode(norm, out_type=int)
-    off2 = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), out=off2[1:])
-    ids2 = np.fromiter(itertools.chain.from_iterable(pieces), dtype=np.int64, count=int(off2[-1]))
+    ids2, off2 = flatten(f.pieces.processor.encode(norm, out_type=int))
     return _append(ids, off, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
 
 

@@ -95,14 +95,16 @@ def pud_sets(data: str) -> list[tuple[str, str, str, str]]:
             for f in sorted(os.listdir(folder)) if f.startswith("pud.") and f != "pud.en"]
 
 
-def load_resume(path: str | None, model_id: str, part: str) -> dict[str, dict]:
-    """Sets already measured for this model in a ``--resume`` file (empty if none)."""
+def _resume_file(path: str | None) -> dict:
     if not path or not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as f:
-        done = json.load(f)
-    entry = done.get(model_id)
-    return dict(entry.get(part, {})) if entry else {}
+        return json.load(f)
+
+
+def load_resume(path: str | None, model_id: str, part: str) -> dict[str, dict]:
+    """Sets already measured for this model in a ``--resume`` file (empty if none)."""
+    return dict(_resume_file(path).get(model_id, {}).get(part, {}))
 
 
 def save_resume(path: str | None, model_id: str, part: str, results: dict[str, dict]) -> None:
@@ -110,10 +112,7 @@ def save_resume(path: str | None, model_id: str, part: str, results: dict[str, d
     model), so that a later run never reuses another model's figures."""
     if not path:
         return
-    done = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            done = json.load(f)
+    done = _resume_file(path)
     done.setdefault(model_id, {})[part] = results
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:

@@ -95,6 +95,14 @@ def from_tensors(weights) -> bytes | None:
     return np.asarray(weights[TENSOR], dtype=np.uint8).tobytes()
 
 
+def flatten(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, offsets)``: list ``i`` is ``ids[offsets[i]:offsets[i + 1]]`` (int64)."""
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=offsets[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(offsets[-1]))
+    return ids, offsets
+
+
 #: words kept per cache (per thread) before it is emptied and filled again: ~50-70 MB of arrays
 MAX_CACHED_WORDS = 1 << 19
 
@@ -181,10 +189,7 @@ class Pieces:
         flat = list(itertools.chain.from_iterable(word_lists))
         distinct = list(dict.fromkeys(flat))
         cut = dict(zip(distinct, self.words(distinct)))
-        per_word = [cut[w] for w in flat]
-        ids = np.fromiter(itertools.chain.from_iterable(per_word), dtype=np.int64)
-        ends = np.zeros(len(flat) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, per_word), dtype=np.int64, count=len(flat)), out=ends[1:])
+        ids, ends = flatten([cut[w] for w in flat])  # each word's pieces
         word_off = np.zeros(len(word_lists) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_off[1:])
         return ids, ends[word_off]
@@ -212,14 +217,11 @@ class Pieces:
             first: dict[str, int] = {}  # each distinct word once
             for k, (a, b) in enumerate(misses.tolist()):
                 first.setdefault(c[a:b].tobytes().decode("utf-32-le"), k)
-            misses = misses[list(first.values())]
-            cut = self.words(list(first))
-            piece_off = np.zeros(len(cut) + 1, dtype=np.int64)
-            np.cumsum(np.fromiter(map(len, cut), dtype=np.int64, count=len(cut)), out=piece_off[1:])
-            pieces = np.fromiter(itertools.chain.from_iterable(cut), dtype=np.int64, count=int(piece_off[-1]))
-            pieces += buckets
-            if len(misses) > wc.max_words:  # more new words than a cache holds: no cache for this batch
+            if len(first) > wc.max_words:  # more new words than a cache holds: no cache for this batch
                 break
+            misses = misses[list(first.values())]
+            pieces, piece_off = flatten(self.words(list(first)))
+            pieces += buckets
             wc.make_room(len(misses), int((misses[:, 1] - misses[:, 0]).sum()), len(pieces))
             K.insert(c, misses, pieces, piece_off, wc.table, wc.slot_hash, wc.slot_word, wc.slot_piece,
                      wc.word_cp, wc.piece_ids, wc.counts)
