@@ -70,8 +70,7 @@ def main() -> None:
                        "b_lines_per_s": round(len(lines) / statistics.median(secs["b"])),
                        "b_over_a_median_ratio": round(statistics.median(ratios), 4),
                        "ratios": [round(x, 4) for x in ratios],
-                       "others_cores_max": max(x for x in busy if x is not None) if any(
-                           x is not None for x in busy) else None}
+                       "others_cores_max": max((x for x in busy if x is not None), default=None)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 for key in ("a", "b"):

@@ -95,10 +95,16 @@ def from_tensors(weights) -> bytes | None:
     return np.asarray(weights[TENSOR], dtype=np.uint8).tobytes()
 
 
-def flatten(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, offsets)``: list ``i`` is ``ids[offsets[i]:offsets[i + 1]]`` (int64)."""
+def offsets_of(lists) -> np.ndarray:
+    """``[0, len(lists[0]), len(lists[0]) + len(lists[1]), ...]`` (int64)."""
     offsets = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=offsets[1:])
+    return offsets
+
+
+def flatten(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, offsets)``: list ``i`` is ``ids[offsets[i]:offsets[i + 1]]`` (int64)."""
+    offsets = offsets_of(lists)
     ids = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(offsets[-1]))
     return ids, offsets
 
@@ -190,9 +196,7 @@ class Pieces:
         distinct = list(dict.fromkeys(flat))
         cut = dict(zip(distinct, self.words(distinct)))
         ids, ends = flatten([cut[w] for w in flat])  # each word's pieces
-        word_off = np.zeros(len(word_lists) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists)), out=word_off[1:])
-        return ids, ends[word_off]
+        return ids, ends[offsets_of(word_lists)]
 
     def cache(self, buckets: int) -> WordCache:
         """This thread's word cache of rows ``buckets + piece``."""
