@@ -45,7 +45,6 @@ def _forge_mean(resume, model_id, value):
     saved[model_id]["ntrex"]["fra"]["mean"] = value
     with open(resume, "w") as f:
         json.dump(saved, f)
-    return saved
 
 
 def test_xsim_resume_file_is_keyed_by_the_weights(tmp_path):
