@@ -92,3 +92,66 @@ def test_truncated_gzip_is_a_clear_error(tmp_path):
     p.write_bytes(blob[: len(blob) // 2])
     with pytest.raises(InputError, match="truncated"):
         list(read_lines(p))
+
+
+def _zst_text(n: int = 20000) -> bytes:
+    return "".join(f"line {i * 7919 % 100003}\n" for i in range(n)).encode()
+
+
+@pytest.mark.parametrize("content_size", [True, False])  # False: a streamed frame, no size in its header
+def test_truncated_zstd_is_a_clear_error_not_an_empty_file(tmp_path, content_size):
+    from bimine.text.io import scan_text
+
+    data = _zst_text()
+    blob = zstandard.ZstdCompressor(write_content_size=content_size).compress(data)
+    for cut in (3000, len(blob) // 2, len(blob) - 1):
+        p = tmp_path / f"t{cut}.zst"
+        p.write_bytes(blob[:cut])
+        with pytest.raises(InputError, match=r"t\d+\.zst: cannot be read .*cut short"):
+            list(read_lines(p))
+        with pytest.raises(InputError, match="cut short"):
+            scan_text(p)
+    whole = tmp_path / "whole.zst"
+    whole.write_bytes(blob)
+    assert "\n".join(read_lines(whole)) + "\n" == data.decode()
+    assert scan_text(whole).lines == 20000
+
+
+def test_zstd_of_several_frames_reads_every_frame(tmp_path):
+    p = tmp_path / "two.zst"
+    c = zstandard.ZstdCompressor()
+    p.write_bytes(c.compress(b"a\nb\n") + c.compress(b"c\nd\n"))
+    assert list(read_lines(p)) == ["a", "b", "c", "d"]
+
+
+def test_zstd_of_random_bytes_is_a_one_line_error(tmp_path):
+    p = tmp_path / "rand.zst"
+    p.write_bytes(bytes(range(256)) * 20)
+    with pytest.raises(InputError, match="rand.zst: cannot be read .*not valid zstd"):
+        list(read_lines(p))
+
+
+@pytest.mark.parametrize("command", ["embed", "mine", "filter", "score"])
+def test_truncated_zstd_stops_every_command(tmp_path, command):
+    from click.testing import CliRunner
+
+    from bimine.cli import embed, filter, mine  # noqa: F401  (register the commands)
+    from bimine.cli.main import cli
+
+    blob = zstandard.ZstdCompressor().compress(_zst_text(3000))
+    bad = tmp_path / "t.en.zst"
+    bad.write_bytes(blob[: len(blob) // 2])
+    fr = tmp_path / "x.fr"
+    fr.write_text("".join(f"ligne {i}\n" for i in range(3000)))
+    out = tmp_path / "out"
+    args = {
+        "embed": ["embed", str(bad), "--lang", "en", "-o", f"{out}.npy"],
+        "mine": ["mine", str(bad), str(fr), "--src-lang", "en", "--tgt-lang", "fr", "-o", f"{out}.tsv"],
+        "filter": ["filter", "--src", str(bad), "--tgt", str(fr), "--src-lang", "en", "--tgt-lang", "fr",
+                   "-o", f"{out}.tsv"],
+        "score": ["score", str(bad), "--src-lang", "en", "--tgt-lang", "fr", "-o", f"{out}.tsv"],
+    }[command]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code != 0
+    assert "cut short" in r.output and "Traceback" not in r.output
+    assert not list(tmp_path.glob("out*"))

@@ -63,8 +63,65 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
             import zstandard
         except ImportError as e:  # pragma: no cover - zstandard is a dependency
             raise InputError(f"{p}: reading .zst files needs the 'zstandard' package") from e
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(p, "rb")))
+        return io.BufferedReader(_ZstdFrames(open(p, "rb"), zstandard), buffer_size=1 << 20)
     return open(p, "rb")
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a .zst file, every frame of it, that fails at the end of a
+    truncated file instead of ending quietly.
+
+    ``zstandard``'s ``stream_reader`` stops after the first frame (a file of concatenated
+    frames would lose the rest) and ends a stream cut short as if it were complete (a
+    truncated file reads as empty or short, exit 0). Here each frame is decompressed with a
+    ``decompressobj`` until its end marker, the next frame starts from the bytes left over,
+    and input that ends inside a frame raises :class:`EOFError`; data that is not zstd raises
+    :class:`OSError` (both are turned into a one-line :class:`InputError` by the readers)."""
+
+    def __init__(self, raw: BinaryIO, zstandard_module) -> None:
+        self._raw = raw
+        self._zstd = zstandard_module
+        self._obj = None  # the decompressor of the frame being read, None between frames
+        self._out = b""
+        self._pos = 0  # bytes of _out already given
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        while self._pos == len(self._out) and not self._eof:
+            self._out, self._pos = b"", 0
+            data = self._raw.read(1 << 17)
+            if not data:
+                self._eof = True
+                if self._obj is not None:
+                    raise EOFError("the zstd stream ends inside a frame (the file is cut short)")
+                return
+            while data:
+                if self._obj is None:
+                    self._obj = self._zstd.ZstdDecompressor().decompressobj()
+                try:
+                    self._out += self._obj.decompress(data)
+                except self._zstd.ZstdError as e:
+                    raise OSError(f"not valid zstd data: {e}") from None
+                if self._obj.eof:
+                    data = self._obj.unused_data
+                    self._obj = None
+                else:
+                    data = b""
+
+    def readinto(self, b) -> int:
+        self._fill()
+        n = min(len(b), len(self._out) - self._pos)
+        b[:n] = self._out[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
 
 
 @dataclass
@@ -196,7 +253,7 @@ def read_line_chunks(
             yield LineChunk(first, lines, text)
             first += len(lines)
     except (EOFError, OSError, lzma.LZMAError) as e:
-        raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated?") from e
+        raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated or damaged?") from e
     finally:
         if f is not sys.stdin.buffer:
             f.close()
@@ -333,7 +390,7 @@ def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool
                     raise InputError(f"{name}:{res.lines + 1}: invalid UTF-8 (a character cut off at the end "
                                      "of the file); fix the file or pass --encoding-errors replace") from None
     except (EOFError, OSError, lzma.LZMAError) as e:
-        raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated?") from e
+        raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated or damaged?") from e
     res.lines += last != b"\n"
     if column is not None and column > 1:
         with open_binary(path) as f:
