@@ -8,11 +8,17 @@ killed by SIGKILL cannot, so the next run removes temporaries whose process is g
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import logging
 import os
 import re
 import shutil
 import signal
+import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -26,8 +32,12 @@ def sweep_stale_temporaries(folder: str | os.PathLike, pattern: str) -> int:
     folder = Path(folder)
     if not folder.is_dir():
         return 0
-    for p in folder.glob(pattern):
-        m = re.search(r"tmp-(\d+)", p.name)
+    try:
+        found = list(folder.glob(pattern))
+    except OSError:  # an unreadable folder: nothing of ours can be there to remove
+        return 0
+    for p in found:
+        m = re.search(r"tmp-?(\d+)", p.name)
         if not m or pid_alive(int(m.group(1))):
             continue
         try:
@@ -39,6 +49,33 @@ def sweep_stale_temporaries(folder: str | os.PathLike, pattern: str) -> int:
             log.info(f"removed {p}, left by a run that was killed")
         except OSError:
             pass
+    return removed
+
+
+TEMP_PREFIX = "bimine-{what}-tmp-{pid}-"  # the name of every temporary folder a command makes
+
+
+def temp_prefix(what: str) -> str:
+    """The prefix of a temporary folder of command ``what`` (``bimine-filter-tmp-PID-``): every
+    command names its temporaries this way, so :func:`sweep_leftovers` finds them all."""
+    return TEMP_PREFIX.format(what=what, pid=os.getpid())
+
+
+def sweep_leftovers(*outputs: str | os.PathLike | None) -> int:
+    """Remove what runs killed by SIGKILL left behind, before a command writes: beside each
+    output, its ``NAME.tmp-PID`` files and the ``bimine-*-tmp-PID-*`` folders of any command;
+    in the temporary folder (TMPDIR), every ``bimine-*-tmp-PID-*``. Only temporaries whose
+    process is gone are touched. Every command that makes temporaries calls this. Returns how
+    many were removed."""
+    removed = 0
+    for out in outputs:
+        if out is None or str(out) == "-":
+            continue
+        out = Path(out).absolute()
+        # glob.escape: an output may be called a[1].tsv
+        removed += sweep_stale_temporaries(out.parent, f"{glob.escape(out.name)}.tmp-*")
+        removed += sweep_stale_temporaries(out.parent, "bimine-*-tmp-*")
+    removed += sweep_stale_temporaries(tempfile.gettempdir(), "bimine-*-tmp-*")
     return removed
 
 
@@ -67,3 +104,32 @@ def exit_cleanly_on_sigterm() -> None:
         raise Terminated(128 + signum)
 
     signal.signal(signal.SIGTERM, handler)
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a forked worker process: end it as soon as its parent ``parent_pid`` is gone, however the
+    parent died (``kill -9`` included; a worker blocked on its task pipe would otherwise wait for
+    ever, since its siblings hold the pipe open).
+
+    On Linux the kernel sends SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); everywhere, a
+    daemon thread checks once a second that the parent is still this process's parent (this also
+    covers a parent that died before the first line ran). Pass the parent's pid as read in the
+    parent, before the fork. A worker holds no temporaries of its own, so nothing is left behind."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watching thread alone
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="bimine-watch-parent", daemon=True).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent_pid:
+            os._exit(1)

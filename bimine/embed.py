@@ -118,7 +118,7 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
     spec = getattr(encoder, "spec", None)
     global _INHERITED_ENCODER
     _INHERITED_ENCODER = None if spec is not None else encoder
-    pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(spec,))
+    pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(spec, os.getpid()))
     pending: deque = deque()  # bounded: memory stays at a few batches
     try:
         for b in batches:
@@ -136,13 +136,18 @@ _INHERITED_ENCODER: Encoder | None = None  # only for encoders without a spec (f
 _WORKER_SPEC = None
 
 
-def _worker_init(spec=None) -> None:
-    """Workers die quietly on SIGTERM (the pool's terminate) and leave Ctrl-C to the parent."""
+def _worker_init(spec=None, parent_pid: int | None = None) -> None:
+    """Workers die quietly on SIGTERM (the pool's terminate), leave Ctrl-C to the parent, and
+    end when the parent dies (``kill -9`` included)."""
     import signal
+
+    from bimine.cleanup import die_with_parent
 
     global _WORKER_SPEC
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
     _WORKER_SPEC = spec
 
 
@@ -171,7 +176,7 @@ def embed_file(
     checked in one fast pass (UTF-8, NUL bytes; it also gives the bar its total), so a bad
     line stops the run before any work. Temporaries left by killed runs are removed.
     """
-    from bimine.cleanup import sweep_stale_temporaries
+    from bimine.cleanup import sweep_leftovers
     from bimine.outputs import check_output_file
     from bimine.progress import bar as progress_bar
     from bimine.text.io import scan_text
@@ -185,8 +190,7 @@ def embed_file(
     report = EmbedReport(path)
     stats = ReadStats()
     t0 = time.time()
-    out_dir = os.path.dirname(os.path.abspath(output))
-    sweep_stale_temporaries(out_dir, f"{os.path.basename(output)}.tmp-*")
+    sweep_leftovers(output)  # what runs killed by SIGKILL left
     tmp = f"{output}.tmp-{os.getpid()}"
     bar = progress_bar(total=total, unit=" lines", enabled=progress, desc="embed")
     try:

@@ -9,12 +9,14 @@ is how outputs are then written: under a temporary name, renamed when complete.
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
 
+from bimine.cleanup import sweep_stale_temporaries
 from bimine.errors import ConfigError
 
 PathLike = str | os.PathLike
@@ -106,7 +108,9 @@ def check_output_dir(path: PathLike, *, inputs: Iterable[PathLike | None] = (), 
 def atomic_path(path: PathLike):
     """Yield a temporary name beside ``path`` to write to; on success it is renamed to
     ``path``, on any failure (an exception, Ctrl-C) it is removed, so ``path`` never holds a
-    half-written file."""
+    half-written file. The ``PATH.tmp-PID`` files of killed runs are removed first."""
+    p = Path(path).absolute()
+    sweep_stale_temporaries(p.parent, f"{glob.escape(p.name)}.tmp-*")
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         yield tmp

@@ -107,6 +107,7 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
     target line 5; '[]:[6]' and '[7]:[]' are an insertion and a deletion. Every line of both
     files is in exactly one bead, in order.
     """
+    from bimine.cleanup import sweep_leftovers
     from bimine.documents.align import write_aligned_tsv, write_alignment
     from bimine.outputs import check_output_dir, check_output_file
 
@@ -137,6 +138,7 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
         jobs = _read_batch_list(batch)
         check_output_dir(output, inputs=[batch] + [p for j in jobs for p in j[:2]])
         os.makedirs(output, exist_ok=True)
+    sweep_leftovers(output, tsv)  # what runs killed by SIGKILL left
     aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight)
     from bimine.progress import bar as progress_bar
 
@@ -183,6 +185,7 @@ def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_l
     """Align the sentences of each matched document pair (``docs match`` output)."""
     import tempfile
 
+    from bimine.cleanup import sweep_leftovers, temp_prefix
     from bimine.documents.align import write_aligned_tsv, write_alignment
     from bimine.documents.collections import read_collection
     from bimine.errors import InputError
@@ -196,7 +199,8 @@ def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_l
     split = get_splitter()
     os.makedirs(output, exist_ok=True)
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bimine-align-docs-") as tmp:
+    sweep_leftovers(output)  # what runs killed by SIGKILL left
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("align")) as tmp:
         cols = []
         for name, path, lang in (("src", src_docs, src_lang), ("tgt", tgt_docs, tgt_lang)):
             cols.append(read_collection(path, os.path.join(tmp, f"{name}.txt"),

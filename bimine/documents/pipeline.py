@@ -22,7 +22,6 @@ sentence pairs behind an ``eq3``/``counts`` score, 0 for ``embedding``), or with
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.documents.collections import Collection, read_collection
 from bimine.documents.match import (
     Eq3Config,
@@ -137,6 +137,7 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
     from bimine.store.store import build_store, file_checksum
 
     check_output_file(output, inputs=(src, tgt, work_dir))
+    sweep_leftovers(output)  # what runs killed by SIGKILL left
     if config.method in ("eq3", "two-stage") and calibration is None:
         raise ConfigError(f"method {config.method} needs the model's calibrated confidence (f1 of Eq. 3): train a "
                           "head with 'bimine calibrate', or use --method counts / embedding")
@@ -147,7 +148,7 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
         work = Path(work_dir)
         work.mkdir(parents=True, exist_ok=True)
     else:
-        tmpdir = tempfile.TemporaryDirectory(prefix=f"bimine-docs-{os.getpid()}-")
+        tmpdir = tempfile.TemporaryDirectory(prefix=temp_prefix("docs"))
         work = Path(tmpdir.name)
     try:
         cols, stores = {}, {}

@@ -31,6 +31,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from bimine.cleanup import die_with_parent, sweep_leftovers, temp_prefix
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.filtering.base import PairFilter
@@ -440,7 +441,8 @@ def run_pipeline(
         pool = BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
         workers = pool.workers
     on_ray = pool is not None
-    spool = tempfile.TemporaryDirectory(prefix=f"bimine-filter-tmp-{os.getpid()}-", dir=folder)
+    sweep_leftovers(output, kept_output, report_path)  # what runs killed by SIGKILL left
+    spool = tempfile.TemporaryDirectory(prefix=temp_prefix("filter"), dir=folder)
     try:
         rows_path = os.path.join(spool.name, "rows.tsv")
         score_path = os.path.join(spool.name, "scores.f64")
@@ -503,7 +505,8 @@ def run_pipeline(
                     import multiprocessing as mp
 
                     _WORKER_FILTERS = filters
-                    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"))
+                    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),
+                                               initializer=die_with_parent, initargs=(os.getpid(),))
                 if pool is None:
                     finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless}, {})
                 else:

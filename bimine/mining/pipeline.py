@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bimine.cleanup import sweep_stale_temporaries
+from bimine.cleanup import sweep_leftovers, sweep_stale_temporaries, temp_prefix
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
 from bimine.index.faiss_index import (
@@ -701,15 +701,14 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
     }
     report = MineReport()
     tmpdir = None
+    sweep_leftovers(output)  # what runs killed by SIGKILL left (beside the output and in TMPDIR)
     if work_dir:
         work = Path(work_dir)
         work.mkdir(parents=True, exist_ok=True)
         sweep_stale_temporaries(work, "*.tmp-*")
     else:
-        sweep_stale_temporaries(tempfile.gettempdir(), "bimine-mine-tmp-*")
-        tmpdir = tempfile.TemporaryDirectory(prefix=f"bimine-mine-tmp-{os.getpid()}-")
+        tmpdir = tempfile.TemporaryDirectory(prefix=temp_prefix("mine"))
         work = Path(tmpdir.name)
-    sweep_stale_temporaries(Path(output).resolve().parent, f"{Path(output).name}.tmp-*")
     try:
         sides = {}
         for name, lang in (("src", src_lang), ("tgt", tgt_lang)):

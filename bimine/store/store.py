@@ -212,6 +212,8 @@ def build_store(
     from bimine.outputs import check_output_dir
 
     check_output_dir(out_dir, inputs=(input_path,))
+    if total_lines is None:  # one fast pass: bad input fails before any file is made; the count gives the ETA
+        total_lines = scan_text(input_path, errors=errors, column=column).lines
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lang = normalize_lang(lang)
@@ -243,8 +245,6 @@ def build_store(
     report = EmbedReport(input_path)
     stats = ReadStats()
     shards = []
-    if total_lines is None:  # one fast pass: bad input fails before any work; the count gives the ETA
-        total_lines = scan_text(input_path, errors=errors, column=column).lines
     bar = progress_bar(total=total_lines, unit=" lines", enabled=progress, desc=f"embed {os.path.basename(input_path)}")
     lines = read_lines(input_path, column=column, errors=errors, stats=stats)
     reused = 0
