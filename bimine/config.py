@@ -18,6 +18,7 @@ and the type expected:
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -156,9 +157,11 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
         if isinstance(value, str) and _SCI_FLOAT.match(value.strip()):
+            value = float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"{where}: must be a finite number, got {value}")
             return float(value)
     elif tp is str:
         if isinstance(value, str):

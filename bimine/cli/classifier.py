@@ -7,7 +7,7 @@ import os
 
 import click
 
-from bimine.cli.main import check_lang_option, cli, pair_input
+from bimine.cli.main import Finite, check_lang_option, cli, pair_input
 
 
 def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str], int]:
@@ -48,7 +48,7 @@ def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str]
               help="Passes over the pairs (default: bigru 15 as paper 003, fc 10, confidence 5).")
 @click.option("--batch-pairs", type=click.IntRange(min=2), default=None, show_default="128",
               help="Positive pairs per batch.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--lr", type=Finite(min=0, min_open=True), default=None,
               help="Adam learning rate (default: bigru 2e-4 as paper 003, 1e-3).")
 @click.option("--negatives", type=click.IntRange(min=1), default=7, show_default=True,
               help="bigru: random negatives per positive and epoch.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import check_lang_option, cli
+from bimine.cli.main import Finite, check_lang_option, cli
 
 
 def _io(f):
@@ -55,7 +55,7 @@ def divergence(div_model, **kw) -> None:
 
 @cli.command()
 @_io
-@click.option("--keep", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+@click.option("--keep", type=Finite(0, 1, min_open=True), default=0.5, show_default=True,
               help="The fraction of pairs to keep: the least divergent (004 §6 keeps half).")
 @click.option("--kept", type=click.Path(), default=None, help="Write the kept rows (input columns only) here too.")
 def select(div_model, keep, kept, **kw) -> None:
@@ -86,14 +86,14 @@ def select(div_model, keep, kept, **kw) -> None:
               help="Draw positives only among pairs whose sides both have at least this many words.")
 @click.option("--ratio", type=click.IntRange(min=1), default=5, show_default=True,
               help="Negatives per positive (004: 1:5).")
-@click.option("--hard", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+@click.option("--hard", type=Finite(0, 1), default=0.5, show_default=True,
               help="Share of the negatives replaced by finer-grained ones (phrase deleted, word replaced, "
               "sentence appended); 0 = the paper's recipe (product negatives only).")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+@click.option("--threshold", type=Finite(0, 1), default=0.5, show_default=True,
               help="The model's decision threshold on 'score' (what 'threshold: trained' in a filter pipeline "
               "uses), e.g. the best one on labelled development data.")
 @click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--prune", type=click.FloatRange(0, 1), default=1e-4, show_default=True,
+@click.option("--prune", type=Finite(0, 1), default=1e-4, show_default=True,
               help="mm: translation probabilities below this are not stored (0 keeps the full tables: a larger "
               "file, links exactly the aligner's).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)

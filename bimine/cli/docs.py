@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import check_lang_option, cli, resolve_lang
+from bimine.cli.main import Finite, check_lang_option, cli, resolve_lang
 from bimine.documents.collections import FORMATS
 from bimine.documents.match import POSITIONS, RANKS
 from bimine.documents.pipeline import METHODS
@@ -33,8 +33,8 @@ def docs() -> None:
                    "embedding: averaged sentence embeddings (001); two-stage: embedding candidates re-ranked by eq3.")
 @click.option("-n", "--neighbours", "n", type=click.IntRange(min=1), default=10, show_default=True,
               help="Nearest target sentences per source sentence (Eq. 3's N).")
-@click.option("--w1", type=float, default=5.0, show_default=True, help="Eq. 3: weight of the calibrated confidence.")
-@click.option("--w2", type=float, default=-2.0, show_default=True, help="Eq. 3: weight of the position difference.")
+@click.option("--w1", type=Finite(), default=5.0, show_default=True, help="Eq. 3: weight of the calibrated confidence.")
+@click.option("--w2", type=Finite(), default=-2.0, show_default=True, help="Eq. 3: weight of the position difference.")
 @click.option("--positions", type=click.Choice(POSITIONS), default="relative", show_default=True,
               help="Eq. 3's position difference in sentence numbers (as paper 000) or relative to document length.")
 @click.option("--rank", "rank", type=click.Choice(RANKS), default="inverted", show_default=True,

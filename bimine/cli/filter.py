@@ -7,7 +7,7 @@ import os
 
 import click
 
-from bimine.cli.main import check_lang_option, cli, pair_input
+from bimine.cli.main import Finite, check_lang_option, cli, pair_input
 
 MODEL_HELP = "Model of the embedding scores: 'default', 'e5-small' or a model folder."
 
@@ -82,7 +82,6 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
          classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
          token_budget=None, normalize=False, spec=None, pipeline_name=None, executor="local",
          ray_address=None) -> None:
-    import yaml
 
     from bimine.cli.embed import check_executor
     from bimine.filtering.config import build_filters, default_spec, parse_pipeline
@@ -117,8 +116,9 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
             if other and Path(report).resolve() == Path(other).resolve():
                 raise ConfigError(f"--report {report}: is also the {option} file; choose another name")
     if spec is None and config:
-        with open(config, encoding="utf-8") as f:
-            spec = parse_pipeline(yaml.safe_load(f), where=config)
+        from bimine.config import load_yaml  # YAML errors and !!python tags: one line, naming the file
+
+        spec = parse_pipeline(load_yaml(config), where=config)
     elif spec is None:
         spec = default_spec(rules, model=not no_model)
     for key, value in (("threshold", threshold), ("top_fraction", top_fraction), ("token_budget", token_budget)):
@@ -189,9 +189,9 @@ def score(**kw) -> None:
 
 @cli.command(name="filter")
 @_common
-@click.option("--threshold", type=float, default=None,
+@click.option("--threshold", type=Finite(), default=None,
               help="Also drop pairs whose combined 'score' is below this.")
-@click.option("--top-fraction", type=click.FloatRange(0, 1), default=None,
+@click.option("--top-fraction", type=Finite(0, 1), default=None,
               help="Keep only the best fraction (of the pairs the filters accept) by combined score.")
 @click.option("--token-budget", type=click.IntRange(min=0), default=None,
               help="Keep the best pairs by combined score up to this many target-side tokens (words).")

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 
 import click
 
 from bimine import __version__
 from bimine.errors import BimineError
+
+
+class Finite(click.FloatRange):
+    """A number option that refuses ``nan`` and ``inf`` (Python's ``float`` parses both, and a
+    range check passes ``nan``: ``--threshold nan`` would silently drop every pair). Takes
+    :class:`click.FloatRange`'s bounds; ``Finite()`` is any finite number."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        try:
+            finite = math.isfinite(float(value))
+        except (TypeError, ValueError):
+            finite = True  # not a number at all: click's own message says so
+        if not finite:  # before the range check, which passes nan
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class _Group(click.Group):

@@ -13,9 +13,9 @@ from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
 
 
-def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and math.isnan(value):
-        raise click.BadParameter("must be a number, not nan")
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"must be a finite number, not {value}")
     return value
 
 
@@ -26,7 +26,7 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) ->
         v = float(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a number (or 'trained', with --rescore)") from None
-    return _not_nan(ctx, param, v)
+    return _finite(ctx, param, v)
 
 
 @cli.command()

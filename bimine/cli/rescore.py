@@ -9,7 +9,7 @@ import time
 
 import click
 
-from bimine.cli.main import cli
+from bimine.cli.main import Finite, cli
 
 
 def _tsv_pairs(path: str, skip: int = 0, limit: int | None = None):
@@ -101,7 +101,7 @@ def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
               help="With --cross: e5 = started from multilingual-e5-small (the e5 extra); scratch = a small transformer "
                    "over bimine's hashed tokens trained from random weights (issue 15 (b); give it more "
                    "--cross-epochs, e.g. 10; --cross-layers does not apply).")
-@click.option("--cross-floor", type=click.FloatRange(min=0.0, max=1.0), default=0.001, show_default=True,
+@click.option("--cross-floor", type=Finite(min=0.0, max=1.0), default=0.001, show_default=True,
               help="With --cross: the trees' probability from which a candidate goes through the cross-encoder.")
 def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: str | None, holdout: int | None,
                        langs: int | None, gold: int, distractors: int, near: int, min_words: int, pool: int,

@@ -434,7 +434,7 @@ class WordAligner:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordAligner:
-        from bimine.encoders.calibration import read_safetensors
+        from bimine.weights import read_safetensors
 
         path = Path(path)
         metadata, arrays = read_safetensors(path, "numpy", "word-alignment model", "bimine train-divergence --aligner")

@@ -58,7 +58,7 @@ class DivergenceModel:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DivergenceModel:
-        from bimine.encoders.calibration import read_safetensors
+        from bimine.weights import read_safetensors
 
         path = Path(path)
         metadata, weights = read_safetensors(path, "numpy", "divergence model", "bimine train-divergence")

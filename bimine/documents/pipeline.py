@@ -152,7 +152,8 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
         work = Path(tmpdir.name)
     try:
         cols, stores = {}, {}
-        for name, path, lang, fmt in (("src", src, src_lang, src_format), ("tgt", tgt, tgt_lang, tgt_format)):
+        sides = (("src", src, src_lang, src_format), ("tgt", tgt, tgt_lang, tgt_format))
+        for name, path, lang, fmt in sides:  # both read (and so checked) before either is embedded
             t = time.time()
             split = (lambda text, _lang=lang: splitter(text, _lang)) if splitter is not None else None
             col = read_collection(path, str(work / f"{name}.sentences.txt"), fmt=fmt, split=split, errors=errors)
@@ -160,13 +161,16 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
             if col.stats["blank_sentences"] or col.stats["empty_documents"]:
                 report.notes.append(f"{path}: {col.stats['blank_sentences']} blank sentence(s) dropped, "
                                     f"{col.stats['empty_documents']} document(s) without any sentence")
+            cols[name] = col
+        for name, _, lang, _ in sides:
+            col = cols[name]
             t = time.time()
             digest = file_checksum(col.sentences_path)
             folder = work / f"{name}-{_side_fingerprint(digest, encoder, lang, 1_000_000)}.store"
             store, _ = build_store(col.sentences_path, folder, encoder, lang, progress=progress, workers=workers,
                                    input_sha256=digest)
             report.seconds[f"embed {name}"] = time.time() - t
-            cols[name], stores[name] = col, store
+            stores[name] = store
         sc, tc = cols["src"], cols["tgt"]
         report.src_docs, report.tgt_docs = sc.n_docs, tc.n_docs
         report.src_sentences, report.tgt_sentences = sc.n_sentences, tc.n_sentences

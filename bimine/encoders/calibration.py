@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.weights import read_safetensors
 
 CALIBRATION_FILE = "calibration.safetensors"
 
@@ -32,21 +33,6 @@ def model_folder(encoder) -> Path | None:
     """The folder an encoder was loaded from (``None`` for e5-small, which has none)."""
     f = getattr(encoder, "_weights_file", None)
     return Path(f).parent if f is not None else None
-
-
-def read_safetensors(path: str | os.PathLike, framework: str, what: str, how: str) -> tuple[dict, dict]:
-    """(metadata, tensors) of a safetensors file; a missing or unreadable file is a
-    :class:`ConfigError` that names ``what`` it should be and ``how`` to make one."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{what} {path}: no such file (train one with '{how}')")
-    try:
-        with safe_open(str(path), framework=framework) as f:
-            return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as e:  # noqa: BLE001 - safetensors raises several types on a bad file
-        raise ConfigError(f"{what} {path}: not a safetensors file ({e})") from None
 
 
 class Calibration:

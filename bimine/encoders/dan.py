@@ -37,6 +37,7 @@ from bimine.cores import usable_cores
 from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
+from bimine.weights import check_safetensors, load_safetensors, read_json
 
 
 @dataclass
@@ -382,16 +383,15 @@ class DANEncoder:
         workers share the pages.
         """
         path = Path(path)
-        meta = json.loads((path / "config.json").read_text())
+        meta = read_json(path / "config.json", "model config")
         if meta.get("architecture") != "dan":
             raise ConfigError(f"{path}/config.json: architecture {meta.get('architecture')!r} is not 'dan'")
         config = DANConfig.from_dict(meta["model"])
         wfile = path / "model.safetensors"
+        check_safetensors(wfile, "model weights")  # cut short or an absurd header: one line, not a traceback
         weights = _map_safetensors(wfile)
         if weights is None:
-            from safetensors.numpy import load_file
-
-            weights = load_file(str(wfile))
+            weights = load_safetensors(wfile, "numpy", "model weights")
         model_id = f"dan-{meta['model_id']}" if meta.get("model_id") else None
         enc = cls(config, weights, model_id=model_id, weights_file=wfile, **kwargs)
         enc.training = meta.get("training", {})  # the trainer's record (data, held-out pairs, dev figures)

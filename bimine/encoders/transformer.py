@@ -19,7 +19,6 @@ its stored (int8 / int4 / ...) form, decoding only the rows a batch uses.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import unicodedata
 from dataclasses import asdict, dataclass, field
@@ -31,6 +30,7 @@ from torch import nn
 
 from bimine.errors import ConfigError
 from bimine.text.features import _TOKEN_RE, FeatureConfig, Featurizer, no_space_table
+from bimine.weights import load_safetensors, read_json
 
 POOLINGS = ("max", "mean", "first", "attention")
 RUNTIMES = ("torch", "int8", "onnx")  # TransformerEncoder(runtime=...)
@@ -381,15 +381,13 @@ class TransformerEncoder:
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> TransformerEncoder:
-        from safetensors.numpy import load_file
-
         path = Path(path)
-        meta = json.loads((path / "config.json").read_text())
+        meta = read_json(path / "config.json", "model config")
         if meta.get("architecture") != "transformer":
             raise ConfigError(f"{path}/config.json: architecture {meta.get('architecture')!r} is not 'transformer'")
         config = TransformerConfig.from_dict(meta["model"])
         wfile = path / "model.safetensors"
-        enc = cls(config, load_file(str(wfile)), weights_file=wfile, **kwargs)
+        enc = cls(config, load_safetensors(wfile, "numpy", "model weights"), weights_file=wfile, **kwargs)
         enc.training = meta.get("training", {})
         return enc
 

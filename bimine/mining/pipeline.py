@@ -691,6 +691,10 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
                 f"{p}:{scans[p].first_tab_line}: contains a tab, which would break the score<TAB>src<TAB>tgt "
                 "columns of the TSV output; use --format jsonl (keeps tabs), or remove the tabs "
                 "(for a TSV corpus, first cut out the column to mine)")
+    for name in ("src", "tgt"):
+        if sum(scans[p].lines for p in files[name]) == 0:
+            raise InputError(f"{' '.join(files[name])}: {'is' if len(files[name]) == 1 else 'are'} empty, "
+                             f"so there is nothing to mine ({name.upper()} side)")
     _check_index(cfg.index, *(sum(scans[p].lines for p in files[n]) for n in ("src", "tgt")), encoder.dim)
     sums = {p: file_checksum(p) for p in every}
     given = {

@@ -24,6 +24,7 @@ and ``model.txt`` (LightGBM's own text format; no pickle).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError, InputError
+from bimine.weights import read_json
 
 FORMAT = 1
 META_FILE = "rescorer.json"
@@ -233,8 +235,6 @@ class Rescorer:
     @property
     def fingerprint(self) -> str:
         """A hash of the trees and the settings: what a cached rescoring was computed with."""
-        import hashlib
-
         h = hashlib.sha256(self.booster.model_to_string().encode())
         h.update(json.dumps(self.meta, sort_keys=True).encode())
         if self.cross is not None:
@@ -288,12 +288,14 @@ class Rescorer:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / (MODEL_FILE + ".tmp")
-        tmp.write_text(self.booster.model_to_string(), encoding="utf-8")
+        text = self.booster.model_to_string()
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, folder / MODEL_FILE)
         if self.cross is not None:
             self.cross.save(folder / CROSS_DIR)
         tmp = folder / (META_FILE + ".tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, **self.meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        meta = {"format": FORMAT, **self.meta, "model_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+        tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, folder / META_FILE)
 
     def trees_only(self) -> Rescorer:
@@ -313,14 +315,20 @@ class Rescorer:
         if not meta_path.is_file() or not model_path.is_file():
             raise InputError(f"{folder}: not a rescorer folder (expected {META_FILE} and {MODEL_FILE}; "
                              "'bimine train-rescorer -o FOLDER' writes one)")
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = read_json(meta_path, "rescorer config")
         if meta.get("format") != FORMAT:
             raise InputError(f"{meta_path}: rescorer format {meta.get('format')!r}; this bimine reads format {FORMAT}")
         names = list(meta.get("features", ()))
         if not names or any(f not in FEATURES for f in names) or names != sorted(names, key=FEATURES.index):
             raise InputError(f"{meta_path}: the rescorer was trained on other features than this bimine computes")
         lgb = _lightgbm()
-        booster = lgb.Booster(model_str=model_path.read_text(encoding="utf-8"))
+        try:
+            text = model_path.read_text(encoding="utf-8")
+            _check_trees_text(text, meta.pop("model_sha256", None))  # LightGBM crashes (SIGSEGV) on a file cut short
+            booster = lgb.Booster(model_str=text)
+        except (lgb.basic.LightGBMError, UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"rescorer trees {model_path}: damaged or not a LightGBM model "
+                              f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); copy it again") from None
         meta.pop("format")
         if "cross" in meta and not cross:
             return cls(booster, meta).trees_only()
@@ -330,6 +338,22 @@ class Rescorer:
 
             stage = CrossRescorer.load(folder / CROSS_DIR)
         return cls(booster, meta, stage)
+
+
+def _check_trees_text(text: str, sha256: str | None) -> None:
+    """Refuse a LightGBM model text that is cut short or altered before LightGBM parses it: its
+    parser crashes the process (SIGSEGV) on a truncated file instead of raising. Checks the
+    digest recorded at save time when there is one, else the format's own structure (a
+    ``tree_sizes`` line, that many ``Tree=`` blocks, the closing ``end of trees``)."""
+    if sha256 is not None:
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != sha256:
+            raise ValueError("its sha256 differs from the one recorded when it was saved")
+        return
+    sizes = re.search(r"^tree_sizes=([0-9 ]*)$", text, re.M)
+    if not text.startswith("tree\n") or sizes is None or "\nend of trees\n" not in text:
+        raise ValueError("cut short or not a model text (no 'tree_sizes' line or no 'end of trees')")
+    if len(sizes.group(1).split()) != len(re.findall(r"^Tree=\d+$", text, re.M)):
+        raise ValueError("its tree count differs from its 'tree_sizes' line")
 
 
 def default_rescorer_path() -> Path:
@@ -348,13 +372,13 @@ def load_rescorer(name: str, encoder=None) -> Rescorer:
         path = default_rescorer_path()
         if not (path / META_FILE).is_file():
             raise ConfigError("this bimine ships no default rescorer yet; train one with 'bimine train-rescorer'")
-        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        meta = read_json(path / META_FILE, "rescorer config")
         if name == "default" and "cross" in meta:
             _cross_extra()
         r = Rescorer.load(path, cross=name == "default")
     else:
         path = Path(name)
-        if (path / META_FILE).is_file() and "cross" in json.loads((path / META_FILE).read_text(encoding="utf-8")):
+        if (path / META_FILE).is_file() and "cross" in read_json(path / META_FILE, "rescorer config"):
             _cross_extra()
         r = Rescorer.load(path)
     if encoder is not None:

@@ -38,6 +38,7 @@ from bimine.training.distill import DistillConfig, TeacherCache, english_pool, t
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss
 from bimine.training.model import TorchDAN
 from bimine.training.optim import RowAdam
+from bimine.weights import load_safetensors, read_json
 
 log = logging.getLogger(__name__)
 
@@ -421,13 +422,11 @@ def check_resume_fingerprint(saved: dict | None, now: dict) -> None:
 def _load_checkpoint(
     run: Path, model: TorchDAN, opts: list[torch.optim.Optimizer], groups: list[PairGroup]
 ) -> dict:
-    from safetensors.torch import load_file
-
     ck = run / "checkpoint"
     if not ck.exists() and (run / "checkpoint.old").exists():
         ck = run / "checkpoint.old"  # a crash between the two renames
-    tensors = load_file(str(ck / "state.safetensors"))
-    meta = json.loads((ck / "state.json").read_text())
+    tensors = load_safetensors(ck / "state.safetensors", "pt", "checkpoint", "bimine train without --resume")
+    meta = read_json(ck / "state.json", "checkpoint")
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
     for o, opt in enumerate(opts):
         m = meta["opt"][o]
