@@ -75,6 +75,58 @@ def check_cover(beads, n, m):
         assert list(b.src) == list(range(b.src[0], b.src[0] + len(b.src))) if b.src else True
 
 
+def test_dp_with_paragraph_breaks_matches_brute_force_and_never_crosses_one():
+    """Runs across a paragraph break (a removed blank line) are no bead: the compiled DP still
+    finds the brute-force optimum of the problem with those beads at +inf."""
+    rng = np.random.default_rng(11)
+    config = AlignConfig(max_side=3, max_total=5, skip_quantile=0.3)
+    for n, m in itertools.product(range(1, 6), range(1, 6)):
+        src, tgt = random_overlaps(n, 3, 8, rng), random_overlaps(m, 3, 8, rng)
+        src.gaps, tgt.gaps = rng.random(n) < 0.4, rng.random(m) < 0.4
+        a = align_overlaps(src, tgt, config)
+        check_cover(a.beads, n, m)
+        for b in a.beads:
+            assert not src.gaps[list(b.src[1:])].any() and not tgt.gaps[list(b.tgt[1:])].any(), (b, src.gaps)
+        p = level0_problem(src, tgt, config)
+        assert path_cost(p, a.beads) == pytest.approx(brute_force(p), rel=1e-5, abs=1e-6), (n, m)
+
+
+class WordsEncoder:
+    """A fake encoder: the normalised bag of hashed words (a joined run is close to its parts)."""
+
+    dim = 16
+
+    def encode(self, texts, lang):
+        v = np.zeros((len(texts), self.dim), np.float32)
+        for r, t in enumerate(texts):
+            for w in t.split():
+                v[r, sum(map(ord, w)) % self.dim] += 1.0
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+
+def test_blank_lines_are_never_in_a_bead_with_text():
+    """Issue 41: blank lines were aligned to sentences ('[0,1,2]:[0]' for three blank lines) and
+    joined into beads with text. Each is now its own cost-0 deletion or insertion, in place."""
+    from bimine.documents.align import Aligner
+
+    aligner = Aligner(WordsEncoder())
+    src = ["alpha beta", "", " ", "gamma delta", "", "epsilon zeta", ""]
+    tgt = ["alpha beta gamma delta", "", "epsilon zeta"]
+    a = aligner.align(src, tgt, "xx", "yy")
+    check_cover(a.beads, len(src), len(tgt))
+    for b in a.beads:
+        lines = [src[i] for i in b.src] + [tgt[j] for j in b.tgt]
+        if any(not x.strip() for x in lines):  # a blank line: alone in its bead, cost 0
+            assert len(lines) == 1 and b.cost == 0.0, b
+    # the 2:1 bead 'alpha beta' + 'gamma delta' would cross the blank lines 1-2: not allowed
+    assert ((5,), (2,)) in [(b.src, b.tgt) for b in a.beads]
+    assert (a.n_src, a.n_tgt, a.blank_src, a.blank_tgt) == (7, 3, 4, 1)
+    # a document of blank lines aligns nothing: every line is a skip
+    a = aligner.align(["", "  ", "", ""], ["un", "deux"], "xx", "yy")
+    check_cover(a.beads, 4, 2)
+    assert all(not b.src or not b.tgt for b in a.beads) and len(a.beads) == 6
+
+
 @pytest.mark.parametrize("length_weight", [0.0, 0.3])
 def test_dp_matches_brute_force_on_tiny_inputs(length_weight):
     rng = np.random.default_rng(7)
@@ -242,6 +294,26 @@ def test_cli_align_writes_beads_and_tsv(tmp_path):
     rows = (tmp_path / "out.tsv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == "src_lines\ttgt_lines\tcost\tsrc\ttgt" and len(rows) == len(beads) + 1
     assert rows[1].split("\t")[3:] == [src[0], tgt[0]]
+
+
+def test_cli_align_of_blank_lines(tmp_path):
+    """Issue 41: 'bimine align' of a document of blank lines wrote '[0,1,2]:[0]:1.14'; now every
+    blank line is its own cost-0 deletion, with a one-line warning, and every line is in a bead."""
+    (tmp_path / "blank.en").write_text("\n\n\n\n", encoding="utf-8")
+    (tmp_path / "two.fr").write_text("Bonjour le monde.\nC'est une phrase.\n", encoding="utf-8")
+    (tmp_path / "mix.en").write_text("Hello world.\n\n\nThis is a sentence.\n\n", encoding="utf-8")
+    out = tmp_path / "out.align"
+    r = run_cli("align", str(tmp_path / "blank.en"), str(tmp_path / "two.fr"), "-o", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    beads = [parse_bead(x) for x in out.read_text().splitlines()]
+    assert sorted(beads) == sorted([((i,), ()) for i in range(4)] + [((), (j,)) for j in range(2)])
+    assert all(x.endswith(":0.000000") for x in out.read_text().splitlines())
+    assert "warning: " in r.stderr and "blank.en has no text (4 blank lines)" in r.stderr
+    r = run_cli("align", str(tmp_path / "mix.en"), str(tmp_path / "two.fr"), "-o", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    beads = [parse_bead(x) for x in out.read_text().splitlines()]
+    assert beads == [((0,), (0,)), ((1,), ()), ((2,), ()), ((3,), (1,)), ((4,), ())]
+    assert "3 and 0 blank" in r.stderr and "warning" not in r.stderr
 
 
 def test_cli_align_batch_and_errors(tmp_path):

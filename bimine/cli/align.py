@@ -62,8 +62,20 @@ def _aligner(model: str, src_lang, tgt_lang, max_side: int, max_total: int, over
 def _summary(a, seconds: float) -> str:
     ones = sum(1 for b in a.beads if len(b.src) == 1 and len(b.tgt) == 1)
     skips = sum(1 for b in a.beads if not b.src or not b.tgt)
-    return (f"{a.n_src} source and {a.n_tgt} target sentences: {len(a.beads)} beads ({ones} 1:1, "
+    blanks = (f" ({a.blank_src} and {a.blank_tgt} blank, each its own cost-0 deletion/insertion)"
+              if a.blank_src or a.blank_tgt else "")
+    return (f"{a.n_src} source and {a.n_tgt} target lines{blanks}: {len(a.beads)} beads ({ones} 1:1, "
             f"{skips} insertions/deletions, {len(a.beads) - ones - skips} larger) in {seconds:.2f} s")
+
+
+def _warn_no_text(a, src: str, tgt: str) -> None:
+    """A one-line warning when a document has no text at all (empty or only blank lines): then
+    nothing can align, every line of the other document is an insertion or deletion."""
+    for name, n, blank in ((src, a.n_src, a.blank_src), (tgt, a.n_tgt, a.blank_tgt)):
+        if n == blank:
+            what = "is empty" if n == 0 else f"has no text ({n} blank line{'s' if n != 1 else ''})"
+            click.echo(f"warning: {name} {what}: nothing is aligned, every line is an insertion or deletion",
+                       err=True)
 
 
 @cli.command()
@@ -154,6 +166,7 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
         if tsv is not None or tsv_all:
             write_aligned_tsv(tsv if name is None else os.path.join(output, name + ".tsv"), a, s, t)
         bar.clear()
+        _warn_no_text(a, src_path, tgt_path)
         click.echo(f"{name or out}: " + _summary(a, time.perf_counter() - t0), err=True)
     bar.close()
     if len(jobs) > 1:

@@ -53,8 +53,11 @@ def bead_cost(a, b, xr, yr, X, nx, lx, Y, ny, ly, length_weight):
 
 
 @njit(cache=True, nogil=True)
-def banded_dp(n, m, lo, hi, off, ta, tb, X, xstart, nx, lx, Y, ystart, ny, ly, skip, length_weight):
+def banded_dp(n, m, lo, hi, off, ta, tb, X, xstart, nx, lx, Y, ystart, ny, ly, skip, length_weight, xcut, ycut):
     """Fill the DP over the band; return (cumulative cost, move) per stored cell.
+
+    ``xcut``/``ycut`` (one flag per overlap row of ``X``/``Y``) forbid the beads whose run of
+    sentences crosses a paragraph break (a blank line of the document, removed before).
 
     ``move`` is the index of the bead type in ``ta``/``tb`` that reached the cell, ``T`` for a
     deletion, ``T + 1`` for an insertion, -1 for the start or an unreachable cell.
@@ -93,8 +96,11 @@ def banded_dp(n, m, lo, hi, off, ta, tb, X, xstart, nx, lx, Y, ystart, ny, ly, s
                 prev = D[off[pi] - lo[pi] + pj]
                 if prev >= best:  # costs are >= 0: this bead cannot win (also skips +inf)
                     continue
-                v = prev + bead_cost(a, b, xstart[a - 1] + pi, ystart[b - 1] + pj, X, nx, lx, Y, ny, ly,
-                                     length_weight)
+                xr = xstart[a - 1] + pi
+                yr = ystart[b - 1] + pj
+                if xcut[xr] or ycut[yr]:
+                    continue
+                v = prev + bead_cost(a, b, xr, yr, X, nx, lx, Y, ny, ly, length_weight)
                 if v < best:
                     best = v
                     arg = t

@@ -24,6 +24,12 @@ The method is Vecalign's (Thompson & Koehn 2019), written from its description:
 The result is a list of beads covering every sentence of both documents once, in order; a
 bead's reported cost is its DP cost divided by ``a * b`` (lower = better; a skip reports
 the skip cost).
+
+**Blank lines** (empty or only white space) are paragraph breaks, not sentences: they are
+taken out before the search (so they neither get embedded nor bias the normalisers, the skip
+cost or the length ratio), no bead with text spans one, and each comes back as its own
+deletion ``[i]:[]`` or insertion ``[]:[j]`` of cost 0, in its place. A document that is all
+blank thus aligns nothing: every line of the other is a skip.
 """
 
 from __future__ import annotations
@@ -94,13 +100,16 @@ class Overlaps:
 
     Layer ``s`` (runs of ``s`` sentences) occupies rows ``start[s-1] .. start[s-1] + n - s``
     of ``vectors``; row ``start[s-1] + i`` is the run of sentences ``i .. i+s-1``.
-    ``lengths`` holds the characters of each run (joined by one space).
+    ``lengths`` holds the characters of each run (joined by one space). ``gaps`` (optional,
+    one flag per sentence) marks the sentences that a paragraph break (a removed blank line)
+    separates from the one before: no run may cross one.
     """
 
     vectors: np.ndarray
     start: np.ndarray
     lengths: np.ndarray
     n: int
+    gaps: np.ndarray | None = None
 
     @property
     def k(self) -> int:
@@ -108,6 +117,20 @@ class Overlaps:
 
     def single(self) -> np.ndarray:
         return self.vectors[self.start[0] : self.start[0] + self.n]
+
+    def cut_rows(self) -> np.ndarray:
+        """One flag (uint8) per row of ``vectors``: 1 when its run crosses a paragraph break."""
+        cut = np.zeros(len(self.vectors), np.uint8)
+        if self.gaps is None or not self.gaps[1:].any():
+            return cut
+        crossed = np.concatenate([[0], np.cumsum(self.gaps[1:], dtype=np.int64)])  # breaks before sentence i
+        for s in range(2, self.k + 1):
+            rows = self.n - s + 1
+            if rows <= 0:
+                break
+            i = np.arange(rows)
+            cut[self.start[s - 1] : self.start[s - 1] + rows] = crossed[i + s - 1] > crossed[i]
+        return cut
 
 
 def _layer_starts(n: int, k: int) -> np.ndarray:
@@ -189,11 +212,15 @@ class Problem:
     skip: float
     length_weight: float
     types: list[tuple[int, int]] = field(default_factory=list)
+    xcut: np.ndarray | None = None  #: per row of X: 1 = the run crosses a paragraph break (no bead)
+    ycut: np.ndarray | None = None
 
     def cost(self, a: int, b: int, i: int, j: int) -> float:
         """Cost of the bead of source sentences ``i..i+a-1`` and target ``j..j+b-1`` (NumPy
-        reference of the compiled cost)."""
+        reference of the compiled cost; +inf for a run across a paragraph break)."""
         xr, yr = self.xstart[a - 1] + i, self.ystart[b - 1] + j
+        if (self.xcut is not None and self.xcut[xr]) or (self.ycut is not None and self.ycut[yr]):
+            return math.inf
         dist = max(0.0, 1.0 - float(np.dot(self.X[xr].astype(np.float64), self.Y[yr].astype(np.float64))))
         c = 2.0 * a * b * dist / max(float(self.nx[xr] + self.ny[yr]), 1e-6)
         if self.length_weight > 0:
@@ -291,9 +318,11 @@ def solve(problem: Problem, lo: np.ndarray | None = None, hi: np.ndarray | None 
     off = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
     ta = np.array([t[0] for t in problem.types], np.int64)
     tb = np.array([t[1] for t in problem.types], np.int64)
+    xcut = problem.xcut if problem.xcut is not None else np.zeros(len(problem.X), np.uint8)
+    ycut = problem.ycut if problem.ycut is not None else np.zeros(len(problem.Y), np.uint8)
     D, B = banded_dp(n, m, lo, hi, off, ta, tb, problem.X, problem.xstart, problem.nx, problem.lx,
                      problem.Y, problem.ystart, problem.ny, problem.ly, float(problem.skip),
-                     float(problem.length_weight))
+                     float(problem.length_weight), xcut, ycut)
     moves, ei, ej = backtrack(n, m, lo, off, ta, tb, B)
     if len(moves) == 0 and (n or m):
         raise RuntimeError("alignment search band holds no path (a bug: please report it)")
@@ -313,6 +342,8 @@ class Alignment:
     skip_cost: float
     levels: int  # down-sampling levels used (0 = exact DP)
     cells: int  # DP cells filled at the finest level
+    blank_src: int = 0  # blank lines of each document (each its own cost-0 skip bead)
+    blank_tgt: int = 0
 
     def lines(self) -> list[str]:
         return [format_bead(b) for b in self.beads]
@@ -343,8 +374,10 @@ def level0_problem(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> Problem
     """The DP problem of the full-resolution documents: every bead type that fits."""
     types = [t for t in config.bead_types() if t[0] <= src.k and t[1] <= tgt.k]
     rng = np.random.default_rng([config.seed, 0])
-    return make_problem(src.vectors, src.start, src.lengths, src.n, tgt.vectors, tgt.start, tgt.lengths, tgt.n,
-                        types, config, rng)
+    p = make_problem(src.vectors, src.start, src.lengths, src.n, tgt.vectors, tgt.start, tgt.lengths, tgt.n,
+                     types, config, rng)
+    p.xcut, p.ycut = src.cut_rows(), tgt.cut_rows()
+    return p
 
 
 def align_overlaps(src: Overlaps, tgt: Overlaps, config: AlignConfig | None = None) -> Alignment:
@@ -380,8 +413,50 @@ class Aligner:
                               progress=progress)
 
     def align(self, src: list[str], tgt: list[str], src_lang: str, tgt_lang: str, progress=None) -> Alignment:
-        return align_overlaps(self.embed(src, src_lang, progress), self.embed(tgt, tgt_lang, progress),
-                              self.config)
+        """Align two documents (one sentence per line); blank lines are paragraph breaks (see the
+        module docstring), every line is in exactly one bead."""
+        skeep, tkeep = text_lines(src), text_lines(tgt)
+        so = self.embed([src[i] for i in skeep], src_lang, progress)
+        to = self.embed([tgt[j] for j in tkeep], tgt_lang, progress)
+        so.gaps, to.gaps = _gaps(skeep), _gaps(tkeep)
+        return with_blank_lines(align_overlaps(so, to, self.config), skeep, len(src), tkeep, len(tgt))
+
+
+def text_lines(sentences: list[str]) -> list[int]:
+    """Numbers of the lines that hold text (not empty, not only white space)."""
+    return [i for i, s in enumerate(sentences) if s.strip()]
+
+
+def _gaps(keep: list[int]) -> np.ndarray:
+    """Per kept line: whether blank lines separate it from the kept line before it."""
+    k = np.asarray(keep, np.int64)
+    return np.concatenate([[False], np.diff(k) > 1]) if len(k) else np.zeros(0, bool)
+
+
+def with_blank_lines(a: Alignment, src_keep: list[int], n_src: int, tgt_keep: list[int], n_tgt: int) -> Alignment:
+    """The alignment ``a`` of the text lines ``src_keep``/``tgt_keep`` of two documents of
+    ``n_src``/``n_tgt`` lines, in the documents' own line numbers, each blank line put back
+    as its own cost-0 deletion or insertion just before the next bead of its side."""
+    out: list[Bead] = []
+    si = ti = 0  # next line of each document not yet in a bead
+
+    def blanks_until(s_end: int, t_end: int) -> None:
+        nonlocal si, ti
+        out.extend(Bead((i,), (), 0.0) for i in range(si, s_end))
+        out.extend(Bead((), (j,), 0.0) for j in range(ti, t_end))
+        si, ti = max(si, s_end), max(ti, t_end)
+
+    for b in a.beads:
+        s = tuple(src_keep[i] for i in b.src)
+        t = tuple(tgt_keep[j] for j in b.tgt)
+        if not (s or t) or any(side and side[-1] - side[0] != len(side) - 1 for side in (s, t)):
+            raise RuntimeError(f"a bead spans a blank line: {s}:{t} (a bug: please report it)")
+        blanks_until(s[0] if s else si, t[0] if t else ti)
+        out.append(Bead(s, t, b.cost))
+        si, ti = (s[-1] + 1 if s else si), (t[-1] + 1 if t else ti)
+    blanks_until(n_src, n_tgt)
+    return Alignment(beads=out, n_src=n_src, n_tgt=n_tgt, skip_cost=a.skip_cost, levels=a.levels, cells=a.cells,
+                     blank_src=n_src - len(src_keep), blank_tgt=n_tgt - len(tgt_keep))
 
 
 def write_alignment(path: str | os.PathLike, alignment: Alignment) -> None:
