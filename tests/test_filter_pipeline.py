@@ -76,13 +76,16 @@ def test_score_with_a_model_and_a_tsv_with_extra_columns(tmp_path, tiny_model):
 
     enc = load_encoder(tiny_model)
     want = np.einsum("ij,ij->i", enc.encode(SRC, "en"), enc.encode(TGT, "fr"))
-    np.testing.assert_allclose([float(x["cosine"]) for x in rows], want, atol=1e-5)
+    blank = np.array([not s.strip() or not t.strip() for s, t in zip(SRC, TGT)])
+    assert blank.any()  # a blank side has no cosine (NaN), not the cosine of two empty vectors
+    np.testing.assert_allclose([float(x["cosine"]) for x in rows], np.where(blank, np.nan, want), atol=1e-5)
     from bimine.filtering.scores import corpus_margin
 
     margin = corpus_margin(enc.encode(SRC, "en"), enc.encode(TGT, "fr"), k=4, valid_src=np.array([0, 2, 3, 4, 5, 6, 7]))
     np.testing.assert_allclose(np.array([float(x["margin"]) for x in rows])[[0, 2, 3]], margin[[0, 2, 3]], rtol=1e-5)
     # the combined score: the sum of the two graded scores (002 Eq. 3), a NaN margin counting 0
-    np.testing.assert_allclose([float(x["score"]) for x in rows], want + np.nan_to_num(margin), atol=1e-5)
+    np.testing.assert_allclose([float(x["score"]) for x in rows], np.where(blank, 0, want) + np.nan_to_num(margin),
+                               atol=1e-5)
 
 
 def test_malformed_tsv_rows_name_the_line(tmp_path):

@@ -232,3 +232,33 @@ def test_short_sentences_pass_the_pairwise_language_rule():
 
     with pytest.raises(ConfigError, match="lang mode"):
         LanguageId(mode="top1")
+
+
+def test_near_copy_catches_edited_copies_and_spares_translations():
+    from bimine.filtering.rules import NearCopy, copy_share
+
+    src = "The committee approved the new budget on Tuesday after a long debate."
+    copies = [src.lower(), src.rstrip("."), "- " + src, src.replace("new ", ""),
+              src.replace("long", "lengthy"), src + " Read more"]
+    translations = ["Le comité a approuvé le nouveau budget mardi après un long débat.",
+                    "Der Ausschuss hat den neuen Haushalt am Dienstag nach langer Debatte gebilligt.",
+                    "El comité aprobó el nuevo presupuesto el martes tras un largo debate."]
+    r = NearCopy(src_lang="en", tgt_lang="fr")
+    s = r.score([src] * (len(copies) + len(translations)), copies + translations)
+    assert (s[: len(copies)] >= 0.8).all() and not r.accept(s[: len(copies)]).any(), s
+    assert (s[len(copies):] < 0.5).all() and r.accept(s[len(copies):]).all(), s
+    # names, numbers and code are what a translation keeps: they are not counted as copied words
+    assert copy_share("Barack Obama met Angela Merkel in 2015 about getValue()",
+                      "Barack Obama a rencontré Angela Merkel en 2015 au sujet de getValue()") < 0.5
+    # hand count: shorter side 'cat sat mat' (3 words), 2 of them in the other side
+    assert copy_share("cat sat mat", "the cat sat on the rug") == pytest.approx(2 / 3)
+    # one word on the shorter side: left to the identical rule
+    assert copy_share("Home", "Home") == 0.0
+
+
+def test_near_copy_is_off_between_close_relatives():
+    from bimine.filtering.rules import NearCopy
+
+    a, b = "Vlada je danas usvojila novi zakon o porezima.", "Vlada je danas usvojila novi zakon o porezima."
+    assert NearCopy(src_lang="hr", tgt_lang="sr").score([a], [b])[0] == 0.0
+    assert NearCopy(src_lang="hr", tgt_lang="en").score([a], [b])[0] == 1.0

@@ -102,3 +102,32 @@ def test_approximate_margin_stays_close_to_the_exact_one():
 
     with pytest.raises(ConfigError, match="nprobe"):
         MarginScore(nprobe=0)
+
+
+def test_blank_pairs_get_no_cosine_and_rank_below_translations(tmp_path):
+    """Two blank sides embed to the same vector (cosine 1.0): that is no evidence of a
+    translation, so the cosine and the confidence are NaN there and `score` ranks the pair
+    below every real translation (issue 42: blank/blank pairs scored 1.0)."""
+    from bimine import load_encoder
+    from bimine.filtering.scores import ConfidenceScore, CosineScore
+
+    enc = load_encoder("default")
+    src = ["The cat sits on the mat.", "", "   ", "I like apples very much.", "Hello"]
+    tgt = ["Le chat est assis sur le tapis.", "", "  ", "J'aime beaucoup les pommes.", ""]
+    for f in (CosineScore(encoder=enc, src_lang="en", tgt_lang="fr"),
+              ConfidenceScore(encoder=enc, src_lang="en", tgt_lang="fr")):
+        s = f.score(src, tgt)
+        assert np.isnan(s[[1, 2, 4]]).all() and np.isfinite(s[[0, 3]]).all(), (f.name, s)
+    from click.testing import CliRunner
+
+    from bimine.cli import filter  # noqa: F401  (registers score)
+    from bimine.cli.main import cli
+
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src, tgt)))
+    out = tmp_path / "o.tsv"
+    r = CliRunner().invoke(cli, ["score", str(tsv), "--src-lang", "en", "--tgt-lang", "fr", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    score = [float(r[-1]) for r in rows[1:]]
+    assert min(score[0], score[3]) > max(score[1], score[2], score[4])

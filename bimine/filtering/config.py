@@ -121,7 +121,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             if kind not in RULE_NAMES:
                 raise ConfigError(f"{here}: unknown rule {kind!r}; rules: {', '.join(RULE_NAMES)}")
             cls = LanguageId if kind == "lang" else RULES[kind]
-            extra = {"src_lang": src_lang, "tgt_lang": tgt_lang} if kind == "lang" else {}
+            extra = {"src_lang": src_lang, "tgt_lang": tgt_lang} if kind in ("lang", "copy") else {}
         else:
             kind = item.pop("score")
             if kind not in SCORE_NAMES:

@@ -50,7 +50,17 @@ class CosineScore(PairFilter):
     def score(self, src, tgt):
         u = embed(self.encoder, src, self.src_lang)
         v = embed(self.encoder, tgt, self.tgt_lang)
-        return np.einsum("ij,ij->i", u, v).astype(np.float64)
+        return _blank_nan(np.einsum("ij,ij->i", u, v).astype(np.float64), src, tgt)
+
+
+def _blank_nan(scores: np.ndarray, src: list[str], tgt: list[str]) -> np.ndarray:
+    """NaN where a side is blank: two blank sides embed to the same vector (cosine 1), which
+    says nothing about a translation; NaN counts as 0 in the combined score and fails a
+    threshold, as the margin's blank rows do."""
+    blank = np.fromiter((not a.strip() or not b.strip() for a, b in zip(src, tgt)), dtype=bool, count=len(src))
+    if blank.any():
+        scores = np.where(blank, np.nan, scores)
+    return scores
 
 
 @dataclass
@@ -76,7 +86,8 @@ class ConfidenceScore(PairFilter):
         self.cal = Calibration.for_encoder(self.encoder, self.path)
 
     def score(self, src, tgt):
-        return self.cal.confidence(embed(self.encoder, src, self.src_lang), embed(self.encoder, tgt, self.tgt_lang))
+        conf = self.cal.confidence(embed(self.encoder, src, self.src_lang), embed(self.encoder, tgt, self.tgt_lang))
+        return _blank_nan(np.asarray(conf, dtype=np.float64), src, tgt)
 
 
 MARGIN_EXACT_BELOW = 50_000
