@@ -288,11 +288,37 @@ def test_train_classifier_cli(tmp_path, shared_data):
     out = tmp_path / "clf.safetensors"
     r = CliRunner().invoke(cli, ["train-classifier", "bigru", "--src", str(tmp_path / "a.en"), "--tgt",
                                  str(tmp_path / "a.fr"), "--src-lang", "en", "--tgt-lang", "fr", "-o", str(out),
-                                 "--epochs", "1", "--dev-size", "100", "--no-progress", "--hidden", "16"])
+                                 "--epochs", "1", "--dev-size", "100", "--no-progress", "--hidden", "16",
+                                 "--min-dev-auc", "0"])  # one epoch learns little: plumbing only
     assert r.exit_code == 0, r.output
     assert "skipped 1 pair(s) with an empty side" in r.output and "ROC-AUC" in r.output
     clf = PairClassifier.load(out)
     assert clf.config["train_pairs"] == len(src) - 100 and clf.config["skipped_empty"] == 1
+
+
+def test_train_classifier_refuses_one_that_learnt_nothing(tmp_path):
+    """Issue 41: on pairs that are not translations (the targets shuffled) train-classifier wrote a
+    classifier with dev ROC-AUC 0.49 and exited 0; now it is a one-line error naming the AUC."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from bimine.cli import classifier  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+
+    rows = (Path(__file__).resolve().parents[1] / "examples" / "train.en-fr.tsv").read_text().splitlines()
+    src, tgt = [r.split("\t")[0] for r in rows], [r.split("\t")[1] for r in rows]
+    np.random.default_rng(0).shuffle(tgt)
+    (tmp_path / "a.en").write_text("\n".join(src) + "\n")
+    (tmp_path / "a.fr").write_text("\n".join(tgt) + "\n")
+    out = tmp_path / "clf.safetensors"
+    r = CliRunner().invoke(cli, ["train-classifier", "confidence", "--src", str(tmp_path / "a.en"), "--tgt",
+                                 str(tmp_path / "a.fr"), "--src-lang", "en", "--tgt-lang", "fr", "-o", str(out),
+                                 "--dev-size", "200", "--epochs", "2", "--no-progress"])
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: the confidence classifier learnt nothing: dev ROC-AUC 0.")
+    assert "translations" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not out.exists()
 
 
 def test_filter_cli_classifier_flag_and_output_checks(tmp_path):

@@ -9,6 +9,8 @@ import click
 
 from bimine.cli.main import Finite, check_lang_option, cli, pair_input
 
+MIN_DEV_AUC = 0.6  # = bimine.filtering.train_classifier.MIN_DEV_AUC (not imported here: it loads the classifiers)
+
 
 def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str], int]:
     """Sources, targets and the number of pairs skipped for an empty side, from pair blocks
@@ -57,11 +59,14 @@ def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str]
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Torch threads (one is fastest when other work shares the cores).")
+@click.option("--min-dev-auc", type=Finite(min=0, max=1), default=MIN_DEV_AUC, show_default=True,
+              help="Refuse to write a classifier whose dev ROC-AUC is below this (0.5 = chance: the pairs are "
+                   "probably not translations line by line); 0 writes whatever was learnt.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any_languages, output, model,
                          dev_src, dev_tgt, dev_size, max_pairs, epochs, batch_pairs, lr, negatives, hidden, seed,
-                         threads, encoding_errors, no_progress) -> None:
+                         threads, min_dev_auc, encoding_errors, no_progress) -> None:
     """Train a KIND classifier on the clean pairs of INPUT (a TSV) or --src/--tgt.
 
     \b
@@ -69,12 +74,18 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
     fc          a ReLU layer on the model's embeddings, synthetic negatives (002 §2.3)
     bigru       siamese BiGRU on hashed tokens, random negatives (003 §3; no model)
 
-    Pairs with an empty side are skipped and counted. Use the result in a pipeline file
+    Pairs with an empty side are skipped and counted. A classifier whose dev ROC-AUC is below
+    --min-dev-auc (0.6; chance is 0.5) learnt nothing and is not written. Use the result in a pipeline file
     (`- score: classifier` with `path: OUT`) or with `bimine filter --classifier OUT`.
     """
     from bimine.errors import ConfigError
     from bimine.filtering.pipeline import read_pair_blocks
-    from bimine.filtering.train_classifier import ClassifierTrainConfig, describe, train_classifier
+    from bimine.filtering.train_classifier import (
+        ClassifierTrainConfig,
+        check_learnt,
+        describe,
+        train_classifier,
+    )
     from bimine.outputs import check_output_file
 
     cols = pair_input(input, src, tgt, columns)
@@ -104,6 +115,7 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
                            tgt_lang=None if any_languages else tgt_lang, encoder=encoder, dev=dev,
                            dev_size=dev_size, progress=not no_progress)
     clf.config["skipped_empty"] = skipped
+    check_learnt(clf, min_dev_auc)
     clf.save(output)
     note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
     click.echo(f"{describe(clf)}{note}; wrote {output}", err=True)
@@ -129,10 +141,13 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
 @click.option("--one-direction", is_flag=True, help="Train on INPUT's source -> target only (default: both ways).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Torch threads.")
+@click.option("--min-dev-auc", type=Finite(min=0, max=1), default=MIN_DEV_AUC, show_default=True,
+              help="Refuse to write a classifier whose dev ROC-AUC is below this (0.5 = chance: the pairs are "
+                   "probably not translations line by line); 0 writes whatever was learnt.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs, retrieved, one_direction, seed, threads,
-                  encoding_errors, no_progress) -> None:
+                  min_dev_auc, encoding_errors, no_progress) -> None:
     """Train the calibrated confidence of MODEL's cosine (paper 000 §2.4.2) on held-out pairs.
 
     Each INPUT is a TSV of translation pairs (source<TAB>target, one language pair per file)
@@ -147,7 +162,12 @@ def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs,
     from bimine.encoders.calibration import CALIBRATION_FILE, model_folder
     from bimine.errors import ConfigError
     from bimine.filtering.pipeline import read_pair_blocks
-    from bimine.filtering.train_classifier import ClassifierTrainConfig, describe, train_classifier
+    from bimine.filtering.train_classifier import (
+        ClassifierTrainConfig,
+        check_learnt,
+        describe,
+        train_classifier,
+    )
     from bimine.outputs import check_output_file
 
     cols = pair_input(inputs[0], None, None, columns)
@@ -192,6 +212,7 @@ def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs,
     clf.config["skipped_empty"] = skipped
     clf.config["inputs"] = [os.path.basename(p) for p in inputs]
     clf.config["both_directions"] = not one_direction
+    check_learnt(clf, min_dev_auc)
     clf.save(output)
     note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
     click.echo(f"{describe(clf)}{note}; wrote {output}", err=True)

@@ -27,6 +27,10 @@ from bimine.filtering.classifiers import (
 
 log = logging.getLogger(__name__)
 
+#: Below this dev ROC-AUC a trained classifier is refused (0.5 is chance): it learnt nothing,
+#: most often because the two sides are not translations line by line (shuffled, out of step).
+MIN_DEV_AUC = 0.6
+
 
 @dataclass
 class ClassifierTrainConfig:
@@ -375,6 +379,17 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
     y = np.r_[np.ones(len(hs), bool), np.zeros(len(rows), bool)]
     clf.config.update(_dev_figures(s, y))
     return clf
+
+
+def check_learnt(clf: PairClassifier, floor: float = MIN_DEV_AUC) -> None:
+    """Refuse (:class:`ConfigError`) a classifier whose dev ROC-AUC is below ``floor``: it tells
+    translations from its negatives no better than chance, and would score every pair alike."""
+    auc = float(clf.config["dev_roc_auc"])
+    if not auc >= floor:
+        raise ConfigError(
+            f"the {clf.config['kind']} classifier learnt nothing: dev ROC-AUC {auc:.4f} (chance 0.5, floor "
+            f"{floor:g}); are the two sides translations of each other line by line (not shuffled or out of "
+            "step)? Too few pairs or epochs can also cause this; --min-dev-auc 0 writes it anyway")
 
 
 def describe(clf: PairClassifier) -> str:
