@@ -219,11 +219,16 @@ def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_
     (["fr:{d}/missing.tsv"], "missing.tsv"),
     (["PAIRS", "-o", "{d}/taken"], "already holds a rescorer"),
     (["PAIRS", "--cross", "--cross-kind", "bert"], "'bert' is not one of 'e5', 'scratch'"),
+    # issue 41: a folder without a recipe raised FileNotFoundError
+    (["--recipe", "{d}"], "not a folder of 'bimine data build' (no manifest.json)"),
+    (["--recipe", "{d}/badrecipe"], "badrecipe/manifest.json: not a manifest of 'bimine data build'"),
 ])
 def test_train_rescorer_user_mistakes_end_in_one_error_line(tmp_path, args, says):
     (tmp_path / "f.tsv").write_text("Hello world\tBonjour le monde\nbad line\n", encoding="utf-8")
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "rescorer.json").write_text("{}")
+    (tmp_path / "badrecipe").mkdir()
+    (tmp_path / "badrecipe" / "manifest.json").write_text('{"languages": [1]}')
     args = [a.replace("PAIRS", f"fr:{tmp_path}/f.tsv").replace("{d}", str(tmp_path)) for a in args]
     if "-o" not in args:
         args += ["-o", str(tmp_path / "out")]
@@ -232,3 +237,51 @@ def test_train_rescorer_user_mistakes_end_in_one_error_line(tmp_path, args, says
     lines = [x for x in r.output.splitlines() if x.lower().startswith("error:")]
     assert len(lines) == 1 and says in lines[0] and "Traceback" not in r.output, r.output
     assert not (tmp_path / "out" / "rescorer.json").exists()
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train.en-fr.tsv"
+
+
+def test_train_rescorer_refuses_pairs_without_a_found_gold_pair(tmp_path):
+    """Issue 41: on pairs that are not translations (the French side shuffled) the miner finds
+    no gold pair, and train-rescorer wrote a rescorer trained on 0 positives (threshold 1e-15 or
+    0); now a one-line error, and nothing written."""
+    rows = [r.split("\t") for r in EXAMPLE.read_text(encoding="utf-8").splitlines()]
+    fr = [r[1] for r in rows]
+    np.random.default_rng(0).shuffle(fr)
+    (tmp_path / "s.tsv").write_text("".join(f"{r[0]}\t{f}\n" for r, f in zip(rows, fr)), encoding="utf-8")
+    r = CliRunner().invoke(cli, ["train-rescorer", f"fr:{tmp_path}/s.tsv", "--gold", "10", "--distractors", "200",
+                                 "--near", "0", "--trees", "20", "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    errors = [x for x in r.output.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and "no gold pair among the" in errors[0] and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "out" / "rescorer.json").exists()
+
+
+def test_train_rescorer_refuses_one_class_in_the_library():
+    from bimine.errors import ConfigError
+    from bimine.mining.rescore import FEATURES, train_rescorer
+
+    x = np.random.default_rng(0).random((50, len(FEATURES)))
+    with pytest.raises(ConfigError, match="0 of 50 training rows are gold pairs"):
+        train_rescorer(x, np.zeros(50), trees=2)
+    y = np.r_[np.ones(25), np.zeros(25)]
+    with pytest.raises(ConfigError, match="no gold pair among the 10 dev rows"):
+        train_rescorer(x, y, x_dev=x[:10], y_dev=np.zeros(10), trees=2)
+
+
+def test_train_rescorer_warns_when_lang_is_not_the_files_language(tmp_path):
+    """Issue 41: 'train-rescorer de:FILE' of French text recorded 'de' without a word; now the
+    language warning of embed and mine (and one when the columns are the wrong way round)."""
+    r = CliRunner().invoke(cli, ["train-rescorer", f"de:{EXAMPLE}", "--gold", "50", "--distractors", "200",
+                                 "--near", "0", "--trees", "20", "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    warnings = [x for x in r.output.splitlines() if x.startswith("warning:")]
+    assert len(warnings) == 1 and "declared 'de'" in warnings[0] and "French" in warnings[0], r.output
+    assert f"is the LANG of de:{EXAMPLE} right?" in warnings[0]
+    rows = [r.split("\t") for r in EXAMPLE.read_text(encoding="utf-8").splitlines()]
+    (tmp_path / "rev.tsv").write_text("".join(f"{b}\t{a}\n" for a, b in rows), encoding="utf-8")
+    r = CliRunner().invoke(cli, ["train-rescorer", f"fr:{tmp_path}/rev.tsv", "--gold", "50", "--distractors",
+                                 "200", "--near", "0", "--trees", "20", "-o", str(tmp_path / "out2")])
+    assert r.exit_code == 0, r.output
+    assert "column order ('English<TAB>translation')" in r.output, r.output

@@ -9,7 +9,7 @@ import time
 
 import click
 
-from bimine.cli.main import Finite, cli
+from bimine.cli.main import Finite, cli, language_checks
 
 
 def _tsv_pairs(path: str, skip: int = 0, limit: int | None = None):
@@ -51,6 +51,41 @@ def _held_out_then_rest(path: str, holdout: int, gold: int, min_words: int = 0):
                          + (f" of {min_words}+ English words" if min_words > 1 else "")
                          + f", fewer than --gold {gold}")
     return itertools.chain(held, _long_enough(_tsv_pairs(path, holdout), min_words))
+
+
+def _recipe_languages(recipe: str) -> dict[str, int]:
+    """Pairs per language of a 'bimine data build' folder (its manifest.json), or a one-line
+    error when the folder holds none."""
+    from bimine.errors import InputError
+
+    path = os.path.join(recipe, "manifest.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {k: int(v["pairs"]) for k, v in json.load(f)["languages"].items()}
+    except FileNotFoundError:
+        raise InputError(f"{recipe}: not a folder of 'bimine data build' (no manifest.json); give the folder "
+                         "'bimine data build OUT' wrote") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{path}: not a manifest of 'bimine data build' ({type(e).__name__}: {e}); "
+                         "rebuild it with 'bimine data build'") from None
+
+
+def _check_both_classes(y, train, dev, gold: int) -> None:
+    """Refuse training data without a positive (a gold pair among the mined candidates) or a
+    negative in training or dev: trees learn nothing from one class, and the threshold
+    (best dev F1) would be meaningless (it was 1e-15 or 0 on such data)."""
+    from bimine.errors import ConfigError
+
+    for name, rows in (("training", train), ("dev", dev)):
+        pos = int(y[rows].sum())
+        if pos == 0:
+            raise ConfigError(
+                f"no gold pair among the {int(rows.sum()):,} {name} rows: the miner found (almost) none of the "
+                f"planted translations; are the files 'English<TAB>translation' lines that translate each other "
+                f"(not shuffled or out of step), with the right LANG? Else raise --gold (now {gold})")
+        if pos == int(rows.sum()):
+            raise ConfigError(f"the {int(rows.sum()):,} {name} rows are all gold pairs: no negative to learn from; "
+                              "raise --distractors")
 
 
 @cli.command("train-rescorer")
@@ -130,9 +165,11 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
         raise click.UsageError("give either --recipe or PAIRS (LANG:FILE ...)")
     if os.path.exists(os.path.join(output, "rescorer.json")):
         raise click.UsageError(f"{output} already holds a rescorer; choose another folder")
+    count = _recipe_languages(recipe) if recipe else {}
     encoder = load_encoder(model)
     training = getattr(encoder, "training", {}) or {}
     corpora = []
+    checks = []  # (file, language, what to check, column): the language warnings of embed and mine
     if recipe:
         held = training.get("held_out", {})
         if holdout is None:
@@ -140,8 +177,6 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
                 raise ConfigError(f"model {model} records no held-out pairs (trained without data.recipes[].holdout); "
                                   "give --holdout N only if its training held out the first N pairs of each language")
             holdout = max(held.values())
-        with open(os.path.join(recipe, "manifest.json"), encoding="utf-8") as f:
-            count = {k: v["pairs"] for k, v in json.load(f)["languages"].items()}
         chosen = [k for k in sorted(count, key=lambda k: -count[k]) if count[k] >= 10 * holdout
                   and (not held or held.get(f"recipe.en-{k}") == holdout)][:langs]
         if gold > holdout // 2:
@@ -154,6 +189,8 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
             if not sep or not path:
                 raise click.UsageError(f"{item!r}: expected LANG:FILE")
             corpora.append((normalize_lang(lang), _long_enough(_tsv_pairs(path), min_words)))
+            checks += [(path, lang, f"the LANG of {item}", 2),
+                       (path, "en", "its column order ('English<TAB>translation')", 1)]
     if not corpora:
         raise click.UsageError("no language to train on")
     if cross:
@@ -167,8 +204,9 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
             weights_path()  # the e5 extra, before minutes of mining
     t0 = time.time()
     texts: list | None = [] if cross else None
-    x, y, ids, row_langs = training_rows(encoder, corpora, gold=gold, distractors=distractors, near=near, pool=pool,
-                                         seed=seed, log=lambda m: click.echo(m, err=True), texts=texts)
+    with language_checks(checks):
+        x, y, ids, row_langs = training_rows(encoder, corpora, gold=gold, distractors=distractors, near=near,
+                                             pool=pool, seed=seed, log=lambda m: click.echo(m, err=True), texts=texts)
     rng = np.random.default_rng(seed)
     dev_ids = rng.random(int(ids.max()) + 1) < 0.2
     dev = dev_ids[ids]
@@ -178,6 +216,7 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
         keep = rng.choice(neg, size=min(len(neg), ratio * int((train & (y == 1)).sum())), replace=False)
         train = train & (y == 1)
         train[keep] = True
+    _check_both_classes(y, train, dev, gold)
     t1 = time.time()
     r = train_rescorer(x[train], y[train], x_dev=x[dev], y_dev=y[dev], encoder=encoder.model_id,
                        features=FEATURES if all_features else DEFAULT_FEATURES, trees=trees,

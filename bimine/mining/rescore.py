@@ -431,6 +431,11 @@ def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = N
     x = np.asarray(x, np.float64)
     if x.ndim != 2 or x.shape[1] != len(FEATURES):
         raise ValueError(f"expected {len(FEATURES)} features per pair, got shape {x.shape}")
+    if not 0 < int(np.sum(y)) < len(y):
+        raise ConfigError(f"{int(np.sum(y)):,} of {len(y):,} training rows are gold pairs: the rescorer needs both "
+                          "gold pairs and other candidates to learn from")
+    if y_dev is not None and len(y_dev) and not np.any(y_dev):
+        raise ConfigError(f"no gold pair among the {len(y_dev):,} dev rows: no threshold can be set")
     params = {"objective": "binary", "learning_rate": learning_rate, "num_leaves": leaves, "min_data_in_leaf": 20,
               "feature_fraction": 0.9, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
               "deterministic": True, "force_row_wise": True, "num_threads": threads, "verbose": -1}
