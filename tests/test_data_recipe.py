@@ -156,6 +156,47 @@ def test_unknown_source_and_missing_keys_are_errors(tmp_path):
         recipe.build(str(tmp_path / "o"), sources=["udhr"], keys=str(tmp_path / "missing.txt"), progress=False)
 
 
+@pytest.mark.parametrize("content, says", [
+    ("hello\n", "bad.txt:1: expected one hexadecimal key of 16 digits per line"),
+    ("0123456789abcdef\n0123456789abcdef0\n", "bad.txt:2: expected one hexadecimal key"),
+    ("\n", "bad.txt: holds no key"),
+])
+def test_a_bad_key_list_stops_the_build_before_any_download(fake, tmp_path, monkeypatch, content, says):
+    """Issue 41: '--decontam' with a bad key file was refused only after every source had been
+    downloaded and extracted (the list was read when combining); now before anything."""
+    from click.testing import CliRunner
+
+    from bimine.cli import data  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+    from bimine.errors import InputError
+
+    src, _ = fake
+    downloads = []
+    monkeypatch.setattr(recipe, "download", lambda *a: downloads.append(a))
+    bad = tmp_path / "bad.txt"
+    bad.write_text(content)
+    with pytest.raises(InputError, match=says):
+        recipe.build(str(tmp_path / "out"), keys=str(bad), progress=False)
+    r = CliRunner().invoke(cli, ["data", "build", str(tmp_path / "out"), "--decontam", str(bad), "--no-progress"])
+    assert r.exit_code == 2 and r.output.startswith("error: ") and says in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+    assert downloads == [] and src.calls == [] and not (tmp_path / "out").exists()
+
+
+def test_decontam_and_no_decontam_together_are_refused(fake, tmp_path):
+    """Issue 41: 'data build --decontam KEYS --no-decontam' ran (decontaminating); now refused."""
+    from click.testing import CliRunner
+
+    from bimine.cli import data  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+
+    src, keys = fake
+    r = CliRunner().invoke(cli, ["data", "build", str(tmp_path / "out"), "--decontam", keys, "--no-decontam"])
+    assert r.exit_code == 2 and "contradict each other" in r.output, r.output
+    assert [x for x in r.output.splitlines() if x.startswith("error:")] == r.output.splitlines()[:1]
+    assert src.calls == [] and not (tmp_path / "out").exists()
+
+
 def _gz(path, lines):
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt", encoding="utf-8") as f:

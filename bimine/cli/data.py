@@ -35,6 +35,8 @@ def build_cmd(output: str, keys: str | None, no_decontam: bool, sources: str | N
 
     if keys is None and not no_decontam:
         raise click.UsageError("give --decontam KEYS (the held-out key list), or --no-decontam")
+    if keys is not None and no_decontam:
+        raise click.UsageError("--decontam KEYS and --no-decontam contradict each other: give one of them")
     logging.getLogger("bimine").setLevel(logging.INFO)
     names = [s.strip() for s in sources.split(",") if s.strip()] if sources else None
     res = build(output, sources=names, keys=keys, local=local, progress=not no_progress)

@@ -80,11 +80,20 @@ class HeldOutKeys:
     kept as a sorted uint64 array (8 bytes per key)."""
 
     def __init__(self, keys: Iterable[str], name: str = "keys") -> None:
-        try:
-            arr = np.array([int(k, 16) for k in keys if k.strip()], dtype=np.uint64)
-        except ValueError:
-            raise InputError(f"{name}: expected one hexadecimal key per line") from None
-        self.keys = np.unique(arr)
+        is_key = re.compile(r"[0-9a-fA-F]{16}").fullmatch
+        values = []
+        for no, k in enumerate(keys, 1):
+            k = k.strip()
+            if not k:
+                continue
+            if not is_key(k):
+                raise InputError(f"{name}:{no}: expected one hexadecimal key of 16 digits per line (a held-out key "
+                                 f"list), got {k[:40]!r}")
+            values.append(int(k, 16))
+        if not values:
+            raise InputError(f"{name}: holds no key (expected one 16-hex-digit key per line); give the held-out key "
+                             "list ('bimine data build --no-decontam' builds without one)")
+        self.keys = np.unique(np.array(values, dtype=np.uint64))
 
     @classmethod
     def load(cls, path: str) -> HeldOutKeys:

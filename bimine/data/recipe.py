@@ -535,13 +535,15 @@ def local_corpora(root: str) -> Iterator[tuple[str, str, Callable[[], Iterator[t
 
 
 def combine(out: str, units: list[Unit], keys_path: str | None, local: str | None = None, *,
-            progress: bool = True) -> dict:
+            progress: bool = True, keys=None) -> dict:
     """Pool, normalise, de-duplicate and decontaminate; write ``pairs/``, ``manifest.json``
-    and ``README.md``. Returns the manifest."""
+    and ``README.md``. Returns the manifest. ``keys``: the key list of ``keys_path`` already
+    loaded (:class:`~bimine.data.decontam.HeldOutKeys`), else it is loaded here."""
     from bimine.data.decontam import HeldOutKeys
     from bimine.progress import bar
 
-    keys = HeldOutKeys.load(keys_path) if keys_path else None
+    if keys is None and keys_path:
+        keys = HeldOutKeys.load(keys_path)
     split = os.path.join(out, "tmp", "bylang")
     shutil.rmtree(split, ignore_errors=True)
     os.makedirs(split)
@@ -698,9 +700,12 @@ def build(out: str, *, sources: list[str] | None = None, keys: str | None, local
         raise InputError(f"{keys}: no such key list")
     if local is not None and not os.path.isdir(local):
         raise InputError(f"{local}: no such folder")
+    from bimine.data.decontam import HeldOutKeys
+
+    loaded = HeldOutKeys.load(keys) if keys is not None else None  # a bad key list stops before any download
     os.makedirs(out, exist_ok=True)
     with _exclusive(out):
-        return _build(out, names, keys, local, progress)
+        return _build(out, names, keys, local, progress, loaded)
 
 
 @contextlib.contextmanager
@@ -722,7 +727,7 @@ def _exclusive(out: str):
         f.close()
 
 
-def _build(out: str, names: list[str], keys: str | None, local: str | None, progress: bool) -> dict:
+def _build(out: str, names: list[str], keys: str | None, local: str | None, progress: bool, loaded=None) -> dict:
     from bimine.cleanup import sweep_stale_temporaries
 
     with contextlib.suppress(OSError):
@@ -734,7 +739,7 @@ def _build(out: str, names: list[str], keys: str | None, local: str | None, prog
     if os.path.exists(os.path.join(out, "plan.json")):
         with open(os.path.join(out, "plan.json"), encoding="utf-8") as f:
             every = [Unit(**u) for name, us in json.load(f).items() if name in SOURCES for u in us]
-    manifest = combine(out, every, keys, local, progress=progress)
+    manifest = combine(out, every, keys, local, progress=progress, keys=loaded)
     return {"extract": counts, "manifest": manifest}
 
 
