@@ -182,13 +182,18 @@ def read_tsv(path: str) -> tuple[list[str], list[list[str]]]:
     return rows[0], rows[1:]
 
 
-def pipeline_spec(path: str | None):
+def pipeline_spec(path: str | None, model: str = "default"):
+    """The pipeline evaluated: ``path``, or what ``bimine score -m MODEL`` runs by default (the
+    combined pipeline where the model ships a combiner)."""
     import yaml
 
     from bimine.filtering.config import default_spec, parse_pipeline
 
     if path is None:
-        return default_spec()
+        from bimine.encoders import load_encoder
+        from bimine.filtering.combine import combiners_for
+
+        return default_spec(combiner=combiners_for(load_encoder(model)) is not None)
     with open(path, encoding="utf-8") as f:
         return parse_pipeline(yaml.safe_load(f), where=path)
 
@@ -197,6 +202,8 @@ def write_pipeline(spec, path: str) -> None:
     import yaml
 
     data = {"filters": spec.filters, "normalize": spec.normalize}
+    if spec.combine is not None:
+        data["combine"] = spec.combine
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(data, f, sort_keys=False, allow_unicode=True)
 
@@ -594,7 +601,7 @@ def main() -> None:
               "(the shared data folder ../shared/data, or BIMINE_SHARED_DATA)")
         return
     os.makedirs(OUT, exist_ok=True)
-    spec = pipeline_spec(args.pipeline)
+    spec = pipeline_spec(args.pipeline, args.model)
     pipeline_yaml = os.path.join(OUT, "pipeline.yaml")
     write_pipeline(spec, pipeline_yaml)
     peers: dict[str, tuple[str | None, str | None]] = {}

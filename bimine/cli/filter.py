@@ -121,21 +121,46 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
         spec = parse_pipeline(load_yaml(config), where=config)
     elif spec is None:
         spec = default_spec(rules, model=not no_model)
+    default_pipeline = not config and pipeline_name is None and not no_model
     for key, value in (("threshold", threshold), ("top_fraction", top_fraction), ("token_budget", token_budget)):
         if value is not None:
             setattr(spec, key, value)
     if normalize:
-        spec.normalize = True
-    spec.filters = list(spec.filters) + [{"score": "classifier", "path": p} for p in classifiers]
-    selection = spec.selection()
+        spec.normalize, spec.combine = True, "minmax"
+    # a classifier given here takes part in the decision (its own threshold, best dev F1) and in the score
+    spec.filters = list(spec.filters) + [{"score": "classifier", "path": p, "threshold": "trained"} for p in classifiers]
     # a classifier needs the model when it scores embeddings (it says so if --no-model)
-    needs_model = any(item.get("score") in ("cosine", "margin", "confidence", "rescore")
+    needs_model = any(item.get("score") in ("cosine", "margin", "confidence", "rescore", "cover")
                       or (item.get("score") in ("classifier", "divergence") and not no_model) for item in spec.filters)
-    encoder = None
+    encoder = combiners = None
     if needs_model:
         from bimine.encoders import load_encoder
+        from bimine.filtering.combine import combiners_for
 
         encoder = load_encoder(model)
+        combiners = combiners_for(encoder)
+        if default_pipeline and combiners is not None and spec.combine is None:  # the default pipeline with the model's trained combination
+            extended = default_spec(rules, model=True, combiner=True)
+            extended.filters += spec.filters[len(default_spec(rules, model=True).filters):]  # the --classifier items
+            for key in ("threshold", "top_fraction", "token_budget"):
+                setattr(extended, key, getattr(spec, key))
+            spec = extended
+    # the trained combination: the default pipeline with a model that ships one, or a pipeline saying combine: model
+    selection = spec.selection(combiners if spec.combine == "model" else None)
+    cut_note = None
+    if (filtering and selection.combine == "model" and selection.threshold is None and selection.top_fraction is None
+            and selection.token_budget is None):
+        from bimine.filtering.combine import SERVED_XSIM, poorly_served
+        from bimine.langs import normalize_lang
+
+        weak = poorly_served(encoder, [normalize_lang(src_lang), normalize_lang(tgt_lang)])
+        if weak:  # its genuine pairs score low: a fixed cut would drop many of them
+            what = ", ".join(f"{lang} ({'no dev figure' if e is None else f'dev xsim error {e:g} %'})"
+                             for lang, e in weak)
+            cut_note = (f"no default cut on score: the model serves {what} less well (above {SERVED_XSIM:g} %), so "
+                        "genuine pairs score low there; sort by score, pass --threshold, or use -m e5-small")
+        else:
+            selection.threshold = combiners.full.cut  # the default cut, chosen on dev (docs/filtering.md)
     filters = build_filters(spec, src_lang=src_lang, tgt_lang=tgt_lang, encoder=encoder,
                             where=config or "the command-line pipeline")
     # the whole input is checked (binary, UTF-8) and counted before any work
@@ -164,6 +189,10 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     finally:
         progress.close()
     result.notes.extend(notes)
+    if cut_note:
+        result.notes.append(cut_note)
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
     if os.environ.get("BIMINE_TIMINGS"):
         click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.seconds.items()), err=True)
     click.echo(result.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else "")

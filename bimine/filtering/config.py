@@ -30,7 +30,10 @@ from bimine.filtering.base import PairFilter
 from bimine.filtering.rules import RULES
 
 RULE_NAMES = (*RULES, "lang")
-SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence", "rescore")
+SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence", "rescore", "cover", "punct", "menu",
+               "sentences", "length_log", "repeat")
+FEATURES_WITHOUT_MODEL = ("punct", "menu", "sentences", "length_log", "repeat")  # text alone: no encoder
+COMBINE_MODES = ("model", "sum", "minmax")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
 _COMMON = {"name", "threshold"}
@@ -45,12 +48,19 @@ class PipelineSpec:
     normalize: bool = False
     top_fraction: float | None = None
     token_budget: int | None = None
+    combine: str | None = None  # model | sum | minmax; None: sum (minmax with normalize)
 
-    def selection(self):
+    def selection(self, combiners=None):
+        """The decision of this pipeline; ``combiners``: the :class:`~bimine.filtering.combine.Combiners`
+        shipped with the encoder (``combine: model``)."""
         from bimine.filtering.pipeline import Selection
 
-        return Selection(normalize=self.normalize, threshold=self.threshold, top_fraction=self.top_fraction,
-                         token_budget=self.token_budget)
+        mode = self.combine or ("minmax" if self.normalize else "sum")
+        if mode == "model" and combiners is None:
+            raise ConfigError("combine: model needs the combiner shipped with the model (the default model has one; "
+                              "use combine: sum or minmax with this one)")
+        return Selection(normalize=mode == "minmax", threshold=self.threshold, top_fraction=self.top_fraction,
+                         token_budget=self.token_budget, combine=mode, combiners=combiners if mode == "model" else None)
 
 
 def _refuse_non_finite(value: object, where: str) -> None:
@@ -70,7 +80,7 @@ def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with 'filters', got {type(data).__name__}")
     _refuse_non_finite(data, where)
-    known = ("filters", "threshold", "normalize", "top_fraction", "token_budget")
+    known = ("filters", "threshold", "normalize", "top_fraction", "token_budget", "combine")
     unknown = set(data) - set(known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {', '.join(known)}")
@@ -91,9 +101,15 @@ def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
         raise ConfigError(f"{where}: top_fraction must be a number, got {frac!r}")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
         raise ConfigError(f"{where}: token_budget must be a whole number, got {budget!r}")
-    spec = PipelineSpec(filters=list(items), threshold=thr, normalize=norm, top_fraction=frac, token_budget=budget)
-    try:
-        spec.selection()
+    mode = data.get("combine")
+    if mode is not None and mode not in COMBINE_MODES:
+        raise ConfigError(f"{where}: combine must be one of {', '.join(COMBINE_MODES)}, got {mode!r}")
+    if mode is not None and norm and mode != "minmax":
+        raise ConfigError(f"{where}: normalize: true is combine: minmax; drop one of the two")
+    spec = PipelineSpec(filters=list(items), threshold=thr, normalize=norm, top_fraction=frac, token_budget=budget,
+                        combine=mode)
+    try:  # the selection's own checks; whether the model ships a combiner is known once it is loaded
+        dataclasses.replace(spec, combine=None if mode == "model" else mode).selection()
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     return spec
@@ -102,11 +118,13 @@ def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
 def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=None,
                   where: str = "pipeline") -> list[PairFilter]:
     """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
+    from bimine.filtering.features import LengthLog, Punctuation, RepeatedSide, SentenceCount, Separators
     from bimine.filtering.langid import LanguageId
     from bimine.filtering.scores import (
         ClassifierScore,
         ConfidenceScore,
         CosineScore,
+        Coverage,
         DivergenceScore,
         MarginScore,
         RescoreScore,
@@ -126,11 +144,14 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             kind = item.pop("score")
             if kind not in SCORE_NAMES:
                 raise ConfigError(f"{here}: unknown score {kind!r}; scores: {', '.join(SCORE_NAMES)}")
-            if encoder is None and kind not in ("classifier", "divergence"):
+            if encoder is None and kind not in ("classifier", "divergence", *FEATURES_WITHOUT_MODEL):
                 raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
             cls = {"cosine": CosineScore, "margin": MarginScore, "confidence": ConfidenceScore,
-                   "classifier": ClassifierScore, "divergence": DivergenceScore, "rescore": RescoreScore}[kind]
-            extra = {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang}
+                   "classifier": ClassifierScore, "divergence": DivergenceScore, "rescore": RescoreScore,
+                   "cover": Coverage, "punct": Punctuation, "menu": Separators, "sentences": SentenceCount,
+                   "length_log": LengthLog, "repeat": RepeatedSide}[kind]
+            extra = ({} if kind in FEATURES_WITHOUT_MODEL else
+                     {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang})
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
         bad = set(item) - options
         if bad:
@@ -147,9 +168,14 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
     return out
 
 
-def default_spec(rules: str = "default", model: bool = True) -> PipelineSpec:
+COMBINED_SCORES = ("cosine", "confidence", "margin", "cover", "punct", "menu", "sentences", "length_log", "repeat")
+
+
+def default_spec(rules: str = "default", model: bool = True, combiner: bool = False) -> PipelineSpec:
     """The pipeline of the command-line flags: ``rules`` is ``default`` (all rules), ``none``,
-    or a comma-separated list; ``model`` adds the embedding cosine and the in-corpus margin."""
+    or a comma-separated list; ``model`` adds the embedding cosine and the in-corpus margin;
+    ``combiner`` (the model ships one) adds the copy rule and every score the combined ``score``
+    reads (:data:`COMBINED_SCORES`: 002's sum becomes the trained combination)."""
     if rules == "default":
         names = list(DEFAULT_RULES)
     elif rules == "none":
@@ -159,5 +185,10 @@ def default_spec(rules: str = "default", model: bool = True) -> PipelineSpec:
         bad = [r for r in names if r not in RULE_NAMES]
         if bad:
             raise ConfigError(f"--rules: unknown rule(s) {bad}; rules: {', '.join(RULE_NAMES)}")
+    if model and combiner:
+        if rules == "default":
+            names.insert(names.index("identical") + 1, "copy")
+        items = [{"rule": r} for r in names] + [{"score": s} for s in COMBINED_SCORES]
+        return PipelineSpec(filters=items, combine="model")
     items = [{"rule": r} for r in names] + ([{"score": "cosine"}, {"score": "margin"}] if model else [])
     return PipelineSpec(filters=items)

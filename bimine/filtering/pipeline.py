@@ -292,6 +292,7 @@ class FilterReport:
     failed: Counter = field(default_factory=Counter)
     dropped_by: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # one line each, printed as 'warning: ...'
     # wall-clock seconds of this process per phase: reading blocks, scoring (or waiting for the
     # workers) and spooling, whole-corpus scores (the margin's kNN), decisions, writing the
     # outputs, the report (``BIMINE_TIMINGS=1 bimine filter ...`` prints them)
@@ -353,6 +354,8 @@ class Selection:
     threshold: float | None = None
     top_fraction: float | None = None
     token_budget: int | None = None
+    combine: str = "sum"  # model | sum (002 Eq. 3) | minmax (Eq. 4): bimine.filtering.combine
+    combiners: object = None  # the model's Combiners, for combine == "model"
 
     def __post_init__(self) -> None:
         if self.top_fraction is not None and self.token_budget is not None:
@@ -363,11 +366,19 @@ class Selection:
             raise ConfigError(f"token budget must be >= 0, got {self.token_budget}")
 
 
-def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize: bool = False) -> np.ndarray:
-    """The ``score`` column: the sum of the graded scores oriented clean-high (002 Eq. 3;
-    each min-max normalised first with ``normalize``, Eq. 4; NaN components count 0), or the
-    share of the other filters passed when there is no graded score."""
+def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize: bool = False,
+            selection: Selection | None = None, notes: list[str] | None = None) -> np.ndarray:
+    """The ``score`` column (:mod:`bimine.filtering.combine`). With ``selection.combine ==
+    "model"``: 0 for a pair that some filter with a threshold rejects, else the combiner's
+    probability that the pair is clean, each other probability score (a classifier, the
+    divergence model) adding its log-odds. Else the sum of the graded scores oriented
+    clean-high (002 Eq. 3; each min-max normalised first with ``normalize``, Eq. 4; NaN
+    components count 0), or the share of the other filters passed when there is no graded
+    score. ``notes`` receives what the user should hear (a score left out, and why)."""
     from bimine.filtering.select import combine_scores
+
+    if selection is not None and selection.combine == "model":
+        return _combine_model(filters, scores, selection.combiners, notes if notes is not None else [])
 
     n = len(next(iter(scores.values()))) if scores else 0
     graded = [f for f in filters if f.kind == "score"]
@@ -378,6 +389,39 @@ def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize:
         return np.ones(n)
     passed = sum(f.accept(scores[f.name]).astype(np.float64) for f in rules)
     return passed / len(rules)
+
+
+UNRELATED_MIN_PAIRS = 20  # the warning that a corpus looks non-parallel needs at least this many pairs
+
+
+def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], combiners, notes: list[str]) -> np.ndarray:
+    from bimine.filtering.combine import gated, sigmoid
+
+    n = len(next(iter(scores.values()))) if scores else 0
+    combiner, note = combiners.pick(n)
+    if note:
+        notes.append(note)
+    missing = [c for c in combiner.columns if c not in scores]
+    if missing:
+        raise ConfigError(f"combine: model reads the score column(s) {', '.join(missing)}, which this pipeline lacks; "
+                          "add them, or use combine: sum")
+    logit = combiner.logit(scores)
+    read = set(combiner.columns)
+    for f in filters:
+        if f.name in read or f.kind != "score":
+            continue
+        if getattr(f, "probability", False):  # a classifier's P(clean): its log-odds join the combiner's
+            p = np.clip(np.nan_to_num(np.asarray(scores[f.name], dtype=np.float64), nan=0.5), 1e-6, 1 - 1e-6)
+            p = p if f.clean_high else 1 - p
+            logit = logit + np.log(p / (1 - p))
+        else:
+            notes.append(f"score {f.name!r} is not part of the combined score (combine: model reads probabilities "
+                         "and its own columns; use combine: sum to add it)")
+    passed = np.ones(n, dtype=bool)
+    for f in filters:
+        if f.threshold is not None:
+            passed &= f.accept(scores[f.name])
+    return gated(sigmoid(logit), passed)
 
 
 def run_pipeline(
@@ -535,7 +579,15 @@ def run_pipeline(
         if corpus:
             report.seconds["corpus scores"] = time.perf_counter() - t_corpus
         scores = {f.name: table[:, i] for i, f in enumerate(filters)}
-        total = combine(filters, scores, sel.normalize) if filters else np.ones(n)
+        total = combine(filters, scores, sel.normalize, selection=sel, notes=report.notes) if filters else np.ones(n)
+        if sel.combine == "model":
+            cut = sel.combiners.full.cut
+            passing = int((total > 0).sum())
+            low = int(((total > 0) & (total < cut)).sum())
+            if passing >= UNRELATED_MIN_PAIRS and low > passing / 2:
+                report.warnings.append(
+                    f"{low:,} of the {passing:,} pairs that pass the rules score below {cut:g}: most pairs do not "
+                    "look like translations of each other; are the two sides aligned line by line?")
         keep = np.ones(n, dtype=bool)
         reason_of = np.full(n, -1, dtype=np.int64)  # index into reasons
         reasons = [f.reason for f in filters]
