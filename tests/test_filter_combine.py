@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bimine.cli import filter  # noqa: F401  (registers score and filter)
+from bimine.cli import classifier, filter  # noqa: F401  (registers train-classifier, score and filter)
 from bimine.cli.main import cli
 
 EX = Path(__file__).resolve().parents[1] / "examples"
@@ -144,3 +144,25 @@ def test_sum_and_minmax_stay_available(tmp_path):
             def mm(v):
                 return (v - v.min()) / (v.max() - v.min())
             np.testing.assert_allclose(total, mm(cos) + mm(mar), atol=2e-5)
+
+
+def test_a_classifier_on_the_command_line_takes_part_in_the_decision(tmp_path):
+    """Before issue 42, `--classifier conf.safetensors` changed nothing: pairs with confidence
+    1.9e-08 were kept. Now its stored threshold decides too, and its log-odds enter `score`."""
+    pytest.importorskip("torch")
+    clf = tmp_path / "conf.safetensors"
+    code, out = _run("train-classifier", "confidence", EX / "train.en-fr.tsv", *PAIR, "-o", clf, "--dev-size", "200")
+    assert code == 0, out
+    code, out = _run("filter", "--src", EX / "sample.en", "--tgt", EX / "sample.fr", *PAIR, "-o", tmp_path / "o.tsv",
+                     "--classifier", clf)
+    assert code == 0, out
+    rows = _tsv(tmp_path / "o.tsv")
+    assert "confidence_classifier" in rows[0]  # named apart from the pipeline's own confidence column
+    low = [r for r in rows if float(r["confidence_classifier"]) < 0.01]
+    assert low and all(r["keep"] == "0" for r in low)
+    # its log-odds are part of score: the same pairs without it score higher where it is low
+    code, _ = _run("score", "--src", EX / "sample.en", "--tgt", EX / "sample.fr", *PAIR, "-o", tmp_path / "p.tsv")
+    plain = {i: float(r["score"]) for i, r in enumerate(_tsv(tmp_path / "p.tsv"))}
+    both = [(plain[i], float(r["score"])) for i, r in enumerate(rows)
+            if float(r["confidence_classifier"]) < 0.01 and plain[i] > 0]
+    assert both and all(b < a for a, b in both)

@@ -162,9 +162,12 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
         elif thr is not None and thr != "unset" and (isinstance(thr, bool) or not isinstance(thr, (int, float))):
             raise ConfigError(f"{here}: threshold must be a number or null, got {thr!r}")
         try:
-            out.append(cls(**item, **extra))
+            f = cls(**item, **extra)
         except (TypeError, ValueError, ConfigError) as e:
             raise ConfigError(f"{here}: {e}") from None
+        if kind == "classifier" and "name" not in item and any(g.name == f.name for g in out):
+            f.name = f"{f.name}_classifier"  # named after its kind, which the pipeline has already (confidence)
+        out.append(f)
     return out
 
 

@@ -189,10 +189,13 @@ def _direction(f: PairFilter) -> str:
 
 
 def _kind(f: PairFilter) -> str:
-    return "graded score" if f.kind == "score" else "rule"
+    return {"score": "graded score", "feature": "feature"}.get(f.kind, "rule")
 
 
 def _combined_desc(filters: Sequence[PairFilter], selection: Selection) -> str:
+    if selection.combine == "model":
+        return ("0 when a rule fails, else the probability that the pair is clean (the model's trained combination "
+                "of the graded scores and features; higher = cleaner)")
     graded = [f.name for f in filters if f.kind == "score"]
     if graded:
         s = "sum of " + " + ".join(graded)
@@ -631,8 +634,9 @@ def render_report(
             if v:
                 out.append(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
         out.append("</dl>")
-    if report.notes:
-        out.append('<ul class="ul note">' + "".join(f"<li>{_e(x)}</li>" for x in report.notes) + "</ul>")
+    if report.notes or report.warnings:
+        out.append('<ul class="ul note">' + "".join(f"<li><b>warning:</b> {_e(x)}</li>" for x in report.warnings)
+                   + "".join(f"<li>{_e(x)}</li>" for x in report.notes) + "</ul>")
 
     head = ["#", "filter", "kind", "clean when", "fail it"]
     if filtering:
