@@ -156,8 +156,21 @@ def _module(cfg: VDPWIConfig, dim: int):
 
         def forward(self, xs, ls, xt, lt):
             c, mask = self.cube(xs, ls, xt, lt)
-            f = self.focus(c, mask)
-            h = self.cnn(f)
+            h = self.focus(c, mask)
+            # Each pair as if computed alone at its own size, whatever the batch's padding: after
+            # every ReLU the cells outside the pair's (pooled) extent are set to 0, which is what
+            # the next convolution's zero padding and a pooling window cut at the edge would see
+            # (ReLU outputs are >= 0, so a 0 never wins a max). Without it the biases lit the
+            # padding, and a pair's score depended on the longest sentence of its batch.
+            rs, rt = ls.to(h.device).clamp(min=1), lt.to(h.device).clamp(min=1)
+            for layer in self.cnn:
+                h = layer(h)
+                if isinstance(layer, nn.ReLU):
+                    keep = (torch.arange(h.shape[2], device=h.device)[None, :] < rs[:, None])[:, :, None] & \
+                           (torch.arange(h.shape[3], device=h.device)[None, :] < rt[:, None])[:, None, :]
+                    h = h * keep[:, None].to(h.dtype)
+                elif isinstance(layer, nn.MaxPool2d):
+                    rs, rt = (rs + 1) // 2, (rt + 1) // 2  # ceil_mode
             h = torch.amax(h, dim=(2, 3))
             return torch.log_softmax(self.fc(h), dim=-1)
 
