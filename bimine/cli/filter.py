@@ -148,6 +148,9 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     # the trained combination: the default pipeline with a model that ships one, or a pipeline saying combine: model
     selection = spec.selection(combiners if spec.combine == "model" else None)
     cut_note = None
+    if default_pipeline and encoder is not None and combiners is None:
+        cut_note = (f"model {model!r} ships no trained combination: score is the sum of cosine and margin (paper 002 "
+                    "Eq. 3), which does not see the rules; sort by it only among the pairs the rules keep")
     if (filtering and selection.combine == "model" and selection.threshold is None and selection.top_fraction is None
             and selection.token_budget is None):
         from bimine.filtering.combine import SERVED_XSIM, poorly_served
