@@ -5,6 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from bimine.distributed.ray_executor import prepare_driver
+
+# The Ray tests start their own clusters (ray.init in fixtures), two sessions in this process:
+# the same driver settings as bimine's own ray.init, set before any (issue 41: without them a
+# thread of Ray's could crash this process at exit, after the summary).
+prepare_driver()
+
 SHARED = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 

@@ -35,6 +35,26 @@ from bimine.errors import ConfigError
 SPREAD = "SPREAD"
 
 
+# Ray's settings for a driver (this process), set before each ``ray.init`` unless the user set
+# them. OpenTelemetry metrics off (issue 41): once a process has run a second Ray session
+# (``ray.init`` after ``ray.shutdown()``: the test suite's two clusters, a program mining twice),
+# Ray 2.60's OpenTelemetry exporter thread outlives ``ray.shutdown()`` and wakes every 10 s to
+# export to the gone metrics agent and log the failure. At interpreter exit that thread keeps
+# running while the static destructors run; a wake-up after Ray's logging (spdlog) has been
+# destroyed jumps through freed memory: SIGSEGV (exit status 139) after the work is done, at
+# random (docs/decisions.md). Ray then records its metrics through OpenCensus, its other metrics
+# path, whose exporter stops with the session.
+DRIVER_ENV = {"RAY_enable_open_telemetry": "0"}
+
+
+def prepare_driver() -> None:
+    """Set :data:`DRIVER_ENV` in this process (and so in a local cluster it starts) where unset;
+    call before ``ray.init``. :func:`init` does; so does ``tests/conftest.py`` for the tests
+    that start their own clusters."""
+    for key, value in DRIVER_ENV.items():
+        os.environ.setdefault(key, value)
+
+
 def require_ray():
     try:
         import ray
@@ -48,6 +68,7 @@ def init(address: str | None = None):
     ray = require_ray()
     if not ray.is_initialized():
         _check_reachable(address)
+        prepare_driver()
         try:
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=True)
         except (ConnectionError, ValueError, RuntimeError) as e:  # no cluster there, or a malformed address
