@@ -16,6 +16,7 @@ from bimine.filtering.rules import (
     MinLength,
     NumbersDiffer,
     UrlsDiffer,
+    _units,
     length_units,
     numbers,
 )
@@ -28,13 +29,26 @@ def run(rule, pairs):
 
 def test_length_units():
     assert length_units("The cat sleeps.") == 3
-    assert length_units("猫在睡觉。") == 4
+    assert length_units("猫在睡觉。") == 3  # 4 Han characters at 1.5 a unit, rounded up
     assert length_units("iPhone手机") == 3
     assert length_units("...") == 0
     assert length_units("") == 0
     assert length_units("don't e-mail") == 4  # \w+ runs
     assert length_units("Привет, мир!") == 2
-    assert length_units("สวัสดีครับ") == 10  # Thai: one unit per character
+    assert length_units("สวัสดีครับ") == 2  # Thai: 10 code points at 6 a unit, rounded up
+    assert length_units("日本語のテキストです") == 5  # 3 Han (4 sixths each) + 7 kana (2 each): 26 sixths
+    assert length_units("一") == 1
+
+
+def test_khmer_and_thai_translations_pass_the_length_rules():
+    """One unit per character made 99 % of NTREX's English-Khmer pairs fail length_ratio 3 (a
+    Khmer word is about 6 code points): python -m benchmarks.length_units."""
+    pairs = [("Welsh AMs worried about 'looking like muppets'", "Welsh AMs ព្រួយបារម្ភអំពី 'រូបរាងដូចតុត្តាម៉ូផេត'"),
+             ("The city's airport has been reopened.", "สนามบินของเมืองได้เปิดให้บริการอีกครั้ง")]
+    s, ok = run(LengthRatio(), pairs)
+    assert all(ok) and max(s) < 2, s
+    tgt = [b for _, b in pairs]
+    assert _units(tgt).tolist() == [float(length_units(t)) for t in tgt]
 
 
 def test_empty_side():
@@ -65,8 +79,24 @@ def test_numbers():
     assert numbers("٢٠١٩") == {"2019": 1}
     pairs = [("In 2019, 3 cats.", "En 2019, 3 chats."), ("In 2019.", "En 2018."), ("No digits.", "Pas de chiffres."),
              ("3 and 3", "3"), ("In 2019", "في ٢٠١٩")]
-    s, ok = run(NumbersDiffer(), pairs)
+    s, ok = run(NumbersDiffer(), pairs)  # a changed number fails; a number on one side only is not a change
+    assert s == [0.0, 1.0, 0.0, 0.0, 0.0] and ok == [True, False, True, True, True]
+    s, ok = run(NumbersDiffer(one_sided=True), pairs)  # the rule before issue 42: every number without an equal
     assert s == [0.0, 2.0, 0.0, 1.0, 0.0] and ok == [True, False, True, False, True]
+
+
+def test_numbers_changed_against_left_over():
+    from bimine.filtering.features import LoneNumbers
+
+    pairs = [("Between forty and fifty percent.", "Entre 40 et 50 %."),  # spelt out on one side: not changed
+             ("He left in 2001 and came back in 2008.", "Il part en 2011."),  # 2001/2008 against 2011: one changed
+             ("It has 480 seats, 530 rooms.", "Il a 5500 places."),
+             ("On 26 June.", "Le 26 juin 1956."),  # a date one side leaves out
+             ("Price: 45 euros", "Prix : 99 euros")]
+    s, ok = run(NumbersDiffer(), pairs)
+    assert s == [0.0, 1.0, 1.0, 0.0, 1.0] and ok == [True, False, False, True, False]
+    lone = LoneNumbers().score([a for a, _ in pairs], [b for _, b in pairs])
+    assert lone.tolist() == [2.0, 1.0, 1.0, 1.0, 0.0]
 
 
 def test_numbers_one_number_in_any_convention():
@@ -91,7 +121,7 @@ def test_numbers_a_separator_only_joins_groups_of_three():
                                   ("It costs 2.5 euros.", "Ça coûte 2,50 euros."),
                                   ("It costs 2.5 euros.", "Ça coûte 25 euros."),
                                   ("1,000 men", "1 000 hommes"), ("1,000 men", "100 hommes")])
-    assert s == [0.0, 0.0, 2.0, 0.0, 2.0] and ok == [True, True, False, True, False]
+    assert s == [0.0, 0.0, 1.0, 0.0, 1.0] and ok == [True, True, False, True, False]
 
 
 def test_urls():

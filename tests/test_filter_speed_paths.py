@@ -313,7 +313,8 @@ def _ref_rule_scores(name, src, tgt):
     if name == "bad_chars":
         return [bad_chars(a) + bad_chars(b) for a, b in zip(src, tgt)]
     if name == "numbers":
-        return [sum(((numbers(a) - numbers(b)) + (numbers(b) - numbers(a))).values()) for a, b in zip(src, tgt)]
+        return [min(sum((numbers(a) - numbers(b)).values()), sum((numbers(b) - numbers(a)).values()))
+                for a, b in zip(src, tgt)]
     if name == "urls":
         return [sum(((urls(a) - urls(b)) + (urls(b) - urls(a))).values()) if _may_hold_url(a) or _may_hold_url(b)
                 else 0 for a, b in zip(src, tgt)]

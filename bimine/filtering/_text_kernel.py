@@ -5,8 +5,9 @@ numba loop reads each code point once, looking it up in tables built from Python
 ``str`` methods (so that ``\\w``, ``str.split()`` and ``str.casefold()`` mean here exactly
 what they mean in :mod:`bimine.filtering.rules`' reference functions):
 
-* ``units``: :func:`~bimine.filtering.rules.length_units` (``\\w+`` runs, plus one unit per
-  character of a script written without spaces, which also ends a run);
+* ``units``: :func:`~bimine.filtering.rules.length_units` (``\\w+`` runs, plus the characters of
+  scripts written without spaces, each of which also ends a run, in sixths of a unit: 4 per Han
+  character, 2 per kana, 1 per Thai, Lao, Tibetan, Myanmar or Khmer code point; rounded up);
 * ``nonspace``: characters that are not white space (``len("".join(s.split()))``);
 * ``bad``: :func:`~bimine.filtering.rules.bad_chars` (categories Cc and Cs, U+FFFD, and the
   mojibake pairs of ``_MOJIBAKE_RE`` matched left to right without overlap);
@@ -37,13 +38,16 @@ SPACE = 2  # str.isspace(): what str.split() splits on
 NOSPACE = 4  # a script written without spaces (bimine.text.features.NO_SPACE_RANGES)
 CONTROL = 8  # category Cc (C0, DEL, C1) or Cs (surrogates); fixed by Unicode's stability policy
 DECIMAL = 16  # str.isdecimal(): re's \d
+SYLLABLE = 32  # of a no-space script that writes a syllable with several code points (1/6 unit each)
+KANA = 64  # Hiragana and Katakana (1/3 unit each); other no-space characters: Han (2/3 unit each)
 MULTI = 0x110000  # fold[c] >= MULTI: the folded letters are multi[fold[c] - MULTI]
 
-_VERSION = 1  # of the tables' layout and meaning: part of the cache key
+_VERSION = 2  # of the tables' layout and meaning: part of the cache key
 _TABLES = None
 
 
 def _build_tables() -> dict[str, np.ndarray]:
+    from bimine.filtering.rules import KANA_RANGES, SYLLABLE_RANGES
     from bimine.text.features import NO_SPACE_RANGES
 
     n = 0x110000
@@ -54,6 +58,10 @@ def _build_tables() -> dict[str, np.ndarray]:
     flags |= np.fromiter(map(str.isdecimal, chars), dtype=bool, count=n).astype(np.uint8) * DECIMAL
     for a, b in NO_SPACE_RANGES:
         flags[a : b + 1] |= NOSPACE
+    for a, b in SYLLABLE_RANGES:
+        flags[a : b + 1] |= SYLLABLE
+    for a, b in KANA_RANGES:
+        flags[a : b + 1] |= KANA
     flags[0x00:0x20] |= CONTROL
     flags[0x7F:0xA0] |= CONTROL
     flags[0xD800:0xE000] |= CONTROL
@@ -86,10 +94,11 @@ def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     global _TABLES
     if _TABLES is None:
         from bimine.filtering._cache import cached_arrays
+        from bimine.filtering.rules import KANA_RANGES, SYLLABLE_RANGES
         from bimine.text.features import NO_SPACE_RANGES
 
         key = (f"text tables v{_VERSION}; python {sys.version}; unicode {unicodedata.unidata_version}; "
-               f"no-space ranges {NO_SPACE_RANGES}")
+               f"no-space ranges {NO_SPACE_RANGES}; syllable {SYLLABLE_RANGES}; kana {KANA_RANGES}")
         t = cached_arrays("text-tables", key, _build_tables)
         _TABLES = (t["flags"], t["fold"], t["multi"])
     return _TABLES
@@ -139,6 +148,7 @@ def text_stats(cps, offsets, flags, fold, multi):
     url = np.zeros(n, dtype=np.bool_)
     for i in range(n):
         u = 0
+        sixths = 0  # no-space characters, in sixths of a unit
         ns = 0
         b = 0
         kl = 0
@@ -159,7 +169,7 @@ def text_stats(cps, offsets, flags, fold, multi):
             f = flags[c]
             # length units
             if f & NOSPACE:
-                u += 1
+                sixths += 1 if f & SYLLABLE else (2 if f & KANA else 4)
                 in_word = False
             elif (f & ALNUM) or c == 95:
                 if not in_word:
@@ -216,7 +226,7 @@ def text_stats(cps, offsets, flags, fold, multi):
             p3 = p2
             p2 = p1
             p1 = c
-        units[i] = u
+        units[i] = u + (sixths + 5) // 6
         nonspace[i] = ns
         bad[i] = b
         key_len[i] = kl

@@ -45,6 +45,8 @@ TRANSFORMS = {
     "length_log_sq": ("length_log",),
     "sentences": ("sentences",),
     "cover": ("cover",),
+    "bare_repeat": ("punct", "repeat"),
+    "lone_numbers": ("lone_numbers",),
 }
 
 
@@ -86,6 +88,10 @@ def transform(name: str, cols: dict[str, np.ndarray]) -> np.ndarray:
         return np.minimum(np.nan_to_num(c("sentences"), nan=0.0), 3.0)
     if name == "cover":
         return np.clip(np.nan_to_num(c("cover"), nan=0.0), -0.5, 0.5)
+    if name == "bare_repeat":  # a recurring pair with no sentence punctuation: boilerplate, a menu item
+        return (np.nan_to_num(c("punct"), nan=1.0) == 0) * np.log(np.maximum(np.nan_to_num(c("repeat"), nan=1.0), 1.0))
+    if name == "lone_numbers":
+        return np.log1p(np.maximum(np.nan_to_num(c("lone_numbers"), nan=0.0), 0.0))
     raise ConfigError(f"unknown combiner feature {name!r}")
 
 

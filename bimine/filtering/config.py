@@ -31,8 +31,8 @@ from bimine.filtering.rules import RULES
 
 RULE_NAMES = (*RULES, "lang")
 SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence", "rescore", "cover", "punct", "menu",
-               "sentences", "length_log", "repeat")
-FEATURES_WITHOUT_MODEL = ("punct", "menu", "sentences", "length_log", "repeat")  # text alone: no encoder
+               "sentences", "length_log", "repeat", "lone_numbers")
+FEATURES_WITHOUT_MODEL = ("punct", "menu", "sentences", "length_log", "repeat", "lone_numbers")  # text alone: no encoder
 COMBINE_MODES = ("model", "sum", "minmax")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
@@ -118,7 +118,14 @@ def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
 def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=None,
                   where: str = "pipeline") -> list[PairFilter]:
     """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
-    from bimine.filtering.features import LengthLog, Punctuation, RepeatedSide, SentenceCount, Separators
+    from bimine.filtering.features import (
+        LengthLog,
+        LoneNumbers,
+        Punctuation,
+        RepeatedSide,
+        SentenceCount,
+        Separators,
+    )
     from bimine.filtering.langid import LanguageId
     from bimine.filtering.scores import (
         ClassifierScore,
@@ -149,7 +156,7 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             cls = {"cosine": CosineScore, "margin": MarginScore, "confidence": ConfidenceScore,
                    "classifier": ClassifierScore, "divergence": DivergenceScore, "rescore": RescoreScore,
                    "cover": Coverage, "punct": Punctuation, "menu": Separators, "sentences": SentenceCount,
-                   "length_log": LengthLog, "repeat": RepeatedSide}[kind]
+                   "length_log": LengthLog, "repeat": RepeatedSide, "lone_numbers": LoneNumbers}[kind]
             extra = ({} if kind in FEATURES_WITHOUT_MODEL else
                      {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang})
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
@@ -171,7 +178,8 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
     return out
 
 
-COMBINED_SCORES = ("cosine", "confidence", "margin", "cover", "punct", "menu", "sentences", "length_log", "repeat")
+COMBINED_SCORES = ("cosine", "confidence", "margin", "cover", "punct", "menu", "sentences", "length_log", "repeat",
+                   "lone_numbers")
 
 
 def default_spec(rules: str = "default", model: bool = True, combiner: bool = False) -> PipelineSpec:

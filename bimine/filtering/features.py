@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.filtering.base import PairFilter
-from bimine.filtering.rules import _units
+from bimine.filtering.rules import _units, unmatched_numbers
 
 _END_RE = re.compile(r"[.!?…。！？;:؟।][\"'»”’)\]]*\s*$")
 # a menu bar or breadcrumb trail: not », ›, · (French and German quotes, the Catalan l·l)
@@ -147,3 +147,21 @@ class RepeatedSide(PairFilter):
             counts.append(n[inverse])
         self._keys = []
         return np.maximum(counts[0], counts[1]).astype(np.float64)
+
+
+@dataclass
+class LoneNumbers(PairFilter):
+    """Score: numbers written on one side with no equal and nothing to have been changed into on
+    the other (``|a - b|`` of :func:`bimine.filtering.rules.unmatched_numbers`): a date or a
+    figure one side leaves out (a partial translation), or a number spelt out in words on the
+    other side (``forty`` / ``40``, ``XIIe`` / ``12th``). Graded, not a rule: the ``numbers`` rule
+    rejects numbers *changed* between the sides."""
+
+    name: str = "lone_numbers"
+    threshold: float | None = None
+    clean_high: bool = False
+    kind: str = "feature"
+
+    def score(self, src, tgt):
+        a, b = unmatched_numbers(src, tgt)
+        return np.abs(a - b)

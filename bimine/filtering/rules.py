@@ -23,15 +23,34 @@ from bimine.text.features import NO_SPACE_RANGES
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
 _WORD_RE = re.compile(r"\w+")
+# How many characters of a script written without spaces make one length unit (about one English
+# word, measured on NTREX-128 against the English source: python -m benchmarks.length_units):
+# Han 1.5 characters, kana 3, and the scripts that write syllables with several code points
+# (Thai, Lao, Tibetan, Myanmar, Khmer: vowel signs, subscripts and tone marks are code points of
+# their own) 6. Counted in sixths of a unit.
+SYLLABLE_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),
+                   (0x19E0, 0x19FF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F))
+KANA_RANGES = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
+SIXTHS = {"syllable": 1, "kana": 2, "han": 4}  # per character; every other no-space range counts as Han
+_SYLLABLE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in SYLLABLE_RANGES) + "]")
+_KANA_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in KANA_RANGES) + "]")
 
 
 def length_units(s: str) -> int:
-    """Words (``\\w+`` runs) outside scripts written without spaces, plus one per character
-    of those scripts: ``"The cat sleeps."`` 3, ``"猫在睡觉。"`` 4, ``"iPhone手机"`` 3."""
+    """Words (``\\w+`` runs) outside scripts written without spaces, plus, for those scripts, their
+    characters in units of about one word (Han 1.5 characters, kana 3, Thai, Lao, Tibetan, Myanmar
+    and Khmer 6; rounded up over the text): ``"The cat sleeps."`` 3, ``"猫在睡觉。"`` 3,
+    ``"iPhone手机"`` 3. One unit per character, as before issue 42, made every genuine English-Khmer
+    pair fail a length ratio of 3."""
     if s.isascii():
         return len(_WORD_RE.findall(s))
     rest, n = _NO_SPACE_RE.subn(" ", s)
-    return n + len(_WORD_RE.findall(rest))
+    if not n:
+        return len(_WORD_RE.findall(rest))
+    syllable = len(_SYLLABLE_RE.findall(s))
+    kana = len(_KANA_RE.findall(s))
+    sixths = syllable * SIXTHS["syllable"] + kana * SIXTHS["kana"] + (n - syllable - kana) * SIXTHS["han"]
+    return -(-sixths // 6) + len(_WORD_RE.findall(rest))
 
 
 class TextStats(NamedTuple):
@@ -293,28 +312,39 @@ def numbers(s: str) -> Counter:
     return out
 
 
+def unmatched_numbers(src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair, how many numbers of the source have no equal on the target side, and how many
+    of the target none on the source (multiset differences of :func:`numbers`)."""
+    a_out, b_out = np.zeros(len(src)), np.zeros(len(src))
+    find = _NUMBER_RE.findall
+    maybe = np.flatnonzero(text_stats(src).digit | text_stats(tgt).digit)  # no digit: no number
+    for i in maybe.tolist():
+        a, b = src[i], tgt[i]
+        if find(a) == find(b):  # same numbers spelt the same (or none): nothing differs
+            continue
+        na, nb = numbers(a), numbers(b)
+        a_out[i], b_out[i] = sum((na - nb).values()), sum((nb - na).values())
+    return a_out, b_out
+
+
 @dataclass
 class NumbersDiffer(PairFilter):
-    """Score: numbers found on one side but not on the other (multiset difference, both
-    ways); clean when at most ``threshold`` (0)."""
+    """Score: numbers changed between the sides, that is numbers of each side that have no
+    equal on the other *while the other side has a number left over too* (``in 2019`` /
+    ``en 2018``: 1); clean when at most ``threshold`` (0). A number written on one side only
+    (``forty`` / ``40``, a date one side leaves out) is not a change: the ``lone_numbers``
+    feature grades it. ``one_sided: true`` counts those too (every number without an equal on
+    the other side, the rule before issue 42)."""
 
     name: str = "numbers"
     threshold: float = 0
     clean_high: bool = False
     reason: str = "the sides hold different numbers"
+    one_sided: bool = False
 
     def score(self, src, tgt):
-        out = np.zeros(len(src))
-        find = _NUMBER_RE.findall
-        maybe = np.flatnonzero(text_stats(src).digit | text_stats(tgt).digit)  # no digit: no number
-        for i in maybe.tolist():
-            a, b = src[i], tgt[i]
-            fa, fb = find(a), find(b)
-            if fa == fb:  # same numbers spelt the same (or none): nothing differs
-                continue
-            na, nb = numbers(a), numbers(b)
-            out[i] = sum(((na - nb) + (nb - na)).values())
-        return out
+        a, b = unmatched_numbers(src, tgt)
+        return a + b if self.one_sided else np.minimum(a, b)
 
 
 _URL_RE = re.compile(r"(?:https?://|www\.)[^\s<>\"]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
