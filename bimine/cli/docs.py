@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import Finite, check_lang_option, cli, resolve_lang
+from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, load_model, resolve_lang
 from bimine.documents.collections import FORMATS
 from bimine.documents.match import POSITIONS, RANKS
 from bimine.documents.pipeline import METHODS
@@ -27,7 +27,7 @@ def docs() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="TSV with a header: src_doc, tgt_doc, score, rank, votes.")
 @click.option("-m", "--model", default="default", show_default=True,
-              help="'default' (shipped model), 'e5-small' or a model folder.")
+              help=MODEL_CHOICES_HELP)
 @click.option("--method", type=click.Choice(METHODS), default="eq3", show_default=True,
               help="eq3: sentence neighbours vote by paper 000's Eq. 3; counts: mutually nearest sentence pairs; "
                    "embedding: averaged sentence embeddings (001); two-stage: embedding candidates re-ranked by eq3.")
@@ -66,14 +66,13 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
     """
     from bimine.documents.match import Eq3Config
     from bimine.documents.pipeline import DocMatchConfig, match_documents
-    from bimine.encoders import load_encoder
 
     src, tgt = src or src_opt, tgt or tgt_opt
     if src is None or tgt is None or (src_opt and src != src_opt) or (tgt_opt and tgt != tgt_opt):
         raise click.UsageError("give the two collections, as SRC TGT or with --src and --tgt")
     cfg = DocMatchConfig(method=method, eq3=Eq3Config(n=n, w1=w1, w2=w2, positions=positions, rank=rank), top=top,
                          one_to_one=one_to_one, candidates=candidates, index=index)
-    encoder = load_encoder(model)
+    encoder = load_model(model, [src_lang, tgt_lang], "docs match")
     cal = None
     if method in ("eq3", "two-stage"):
         from bimine.encoders.calibration import Calibration

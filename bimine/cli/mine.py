@@ -7,7 +7,7 @@ import math
 import click
 
 from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
-from bimine.cli.main import check_lang_option, cli, language_checks, resolve_lang
+from bimine.cli.main import check_lang_option, cli, language_checks, load_model, resolve_lang
 from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
@@ -107,7 +107,6 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     FILE:LINE. Steps: embed both sides, index the keys, kNN both ways, score, select, filter, write.
     Output (tsv): score<TAB>source sentence<TAB>target sentence, best first, texts exactly as in the inputs.
     """
-    from bimine.encoders import load_encoder
     from bimine.index.faiss_index import IndexConfig
     from bimine.mining.pipeline import MineConfig, mine_files
 
@@ -115,7 +114,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     check_executor(executor, ray_address)
     if threshold == "trained" and rescore is None:
         raise click.UsageError("--threshold trained is the rescorer's threshold: use it with --rescore")
-    encoder = load_encoder(model)
+    encoder = load_model(model, [src_lang, tgt_lang], "mine")
     rescorer = None
     if rescore is not None:
         from bimine.mining.rescore import load_rescorer

@@ -195,35 +195,6 @@ def combiners_for(encoder) -> Combiners | None:
     return c if c.model_id == getattr(encoder, "model_id", None) else None
 
 
-LANGUAGES_FILE = "languages.json"
-SERVED_XSIM = 15.0  # a language the model serves well: dev (NTREX-128) xsim error at most this, in %
-
-
-def poorly_served(encoder, langs: list[str]) -> list[tuple[str, float | None]]:
-    """The languages of ``langs`` that ``encoder`` serves poorly by its stored dev figures
-    (``languages.json`` beside its weights, :data:`SERVED_XSIM`), with the figure (None: no
-    figure, not trained or not measured). English, the figures' pivot, is served. A model without
-    the file says nothing (an empty list)."""
-    from bimine.encoders.calibration import model_folder
-    from bimine.weights import read_json
-
-    folder = model_folder(encoder) if encoder is not None else None
-    if folder is None or not (Path(folder) / LANGUAGES_FILE).is_file():
-        return []
-    d = read_json(Path(folder) / LANGUAGES_FILE, "language figures")
-    if d.get("model_id") != getattr(encoder, "model_id", None):
-        return []
-    figures = d.get("languages", {})
-    out = []
-    for lang in dict.fromkeys(langs):
-        if lang == "en":
-            continue
-        err = (figures.get(lang) or {}).get("ntrex_xsim")
-        if err is None or err > SERVED_XSIM:
-            out.append((lang, err))
-    return out
-
-
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """(mean, scale, weights, bias) of an L2-regularised logistic regression of ``y`` (1 = clean)
     on the columns of ``x``, standardised; L-BFGS from zeros, so the same data give the same fit."""

