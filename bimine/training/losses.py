@@ -91,3 +91,19 @@ def distill_loss(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
     MSE of the raw vectors; both models here are compared by cosine, so the directions are
     what is matched."""
     return (F.normalize(student, dim=1) - F.normalize(teacher, dim=1)).pow(2).sum(dim=1).mean()
+
+
+def word_distill_loss(student: torch.Tensor, teacher: torch.Tensor, *, weight: float, rank_weight: float,
+                      scale: float, margin: float, exclude: torch.Tensor | None = None) -> torch.Tensor:
+    """Teacher vocabulary distillation (issue 43, :mod:`bimine.training.words`) of a batch of
+    words: ``weight`` x :func:`distill_loss` (each student row toward its teacher row) plus
+    ``rank_weight`` x the in-batch ranking loss with the student rows as sources and the teacher
+    rows as targets, cosine, additive ``margin``, ``scale``, both directions
+    (:func:`ranking_loss`); ``exclude`` marks pairs of rows holding the same word."""
+    loss = student.new_zeros(())
+    if weight:
+        loss = loss + weight * distill_loss(student, teacher)
+    if rank_weight:
+        cfg = LossConfig(similarity="cosine", scale=scale, margin=margin, bidirectional=True)
+        loss = loss + rank_weight * ranking_loss(student, teacher.to(student.dtype), cfg, exclude=exclude)
+    return loss

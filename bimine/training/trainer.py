@@ -35,9 +35,10 @@ from bimine.training.data import (
     load_groups,
 )
 from bimine.training.distill import DistillConfig, TeacherCache, english_pool, teacher_rows
-from bimine.training.losses import LossConfig, distill_loss, ranking_loss
+from bimine.training.losses import LossConfig, distill_loss, ranking_loss, word_distill_loss
 from bimine.training.model import TorchDAN
 from bimine.training.optim import RowAdam
+from bimine.training.words import WordDistillConfig, check_word_config, load_word_batches
 from bimine.weights import load_safetensors, read_json
 
 log = logging.getLogger(__name__)
@@ -141,6 +142,7 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     hard_negatives: HardNegConfig = field(default_factory=HardNegConfig)
     distill: DistillConfig = field(default_factory=DistillConfig)
+    words: WordDistillConfig = field(default_factory=WordDistillConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: LoopConfig = field(default_factory=LoopConfig)
     export_quantize: str = "int8"
@@ -206,6 +208,7 @@ def _check_values(cfg: TrainConfig) -> None:
         raise ConfigError("distill: pairs_per_language, english_pool and batch_size must be >= 1, weight > 0")
     if loss.similarity not in ("cosine", "dot"):
         raise ConfigError(f"loss.similarity: must be cosine or dot, got {loss.similarity!r}")
+    check_word_config(cfg.words)
 
 
 def check_train_files(cfg: TrainConfig) -> None:
@@ -372,6 +375,8 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
     settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim", "distill")}
     settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
                     sampling_temperature=cfg.data.sampling_temperature)
+    if cfg.words.lists:  # absent when unused: older checkpoints keep their fingerprint
+        settings["words"] = d["words"]
     if cfg.data.language_weights:  # absent when unused: older checkpoints keep their fingerprint
         settings["language_weights"] = dict(sorted(cfg.data.language_weights.items()))
     if translit_table is not None:
@@ -539,6 +544,7 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike) -> None:
         self.cfg = cfg
         self.run = Path(run_dir)
+        self.word_batches = None  # teacher vocabulary distillation (words.lists), loaded by fit
         if cfg.encoder == "transformer":
             from bimine.encoders.transformer import TokenFeaturizer
 
@@ -659,6 +665,24 @@ class Trainer:
         idx = torch.from_numpy(sel)
         return self.cfg.distill.weight * (distill_loss(u[idx], target) + distill_loss(v[idx], target))
 
+    def _words_loss(self, model: TorchDAN, step: int) -> torch.Tensor | None:
+        """Teacher vocabulary distillation (:mod:`bimine.training.words`) at ``step``."""
+        wb = self.word_batches
+        if wb is None:
+            return None
+        rows = wb.rows(step)
+        if len(rows) < 2:
+            return None
+        outs = []
+        for lang in dict.fromkeys(wb.lang_of[i] for i in rows.tolist()):  # rows come grouped by language
+            part = [i for i in rows.tolist() if wb.lang_of[i] == lang]
+            outs.append(model(*self.featurizer.featurize([wb.words[i] for i in part], lang), lang))
+        student = torch.cat(outs)
+        teacher = torch.from_numpy(wb.teacher[rows].astype(np.float32))
+        wc, lc = self.cfg.words, self.cfg.loss
+        return word_distill_loss(student, teacher, weight=wc.weight, rank_weight=wc.rank_weight, scale=lc.scale,
+                                 margin=lc.margin)
+
     def _batch(self, grp: PairGroup, rows: np.ndarray, model: TorchDAN, feats=None):
         s_feats, t_feats = feats if feats is not None else (grp.src.gather(rows), grp.tgt.gather(rows))
         u = model(*s_feats, grp.src_lang)
@@ -728,6 +752,8 @@ class Trainer:
         )
 
         self._teach(groups, progress)
+        self.word_batches = load_word_batches(cfg.words, cfg.data.root, str(self.run), cfg.model.output_dim,
+                                              cfg.train.seed, progress=progress)
         rom, sub = self.featurizer.romanizer, self.featurizer.pieces
         fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None,
                                       sub.model if sub is not None else None)
@@ -791,6 +817,9 @@ class Trainer:
             u, v, excl, hard, excl_h = self._batch(grp, rows, model, feats)
             loss = ranking_loss(u, v, cfg.loss, hard_negatives=hard, exclude=excl, exclude_hard=excl_h)
             extra = self._distill(grp, rows, u, v)
+            if extra is not None:
+                loss = loss + extra
+            extra = self._words_loss(model, step)
             if extra is not None:
                 loss = loss + extra
             dense.zero_grad(set_to_none=True)
