@@ -244,7 +244,7 @@ SOURCES: dict[str, Source] = {
                _fixed("cldr-names", "pip", lambda: [CLDR_WHEEL]), _names("cldr_pairs")),
         Source("iso-codes", "pip", "ISO 3166 country and subdivision, 639 language, 4217 currency and 15924 script "
                "names of the iso-codes catalogs in the pycountry wheel",
-               "LGPL-2.1+ (iso-codes translations, pycountry)",
+               "LGPL-2.1 (iso-codes translations; pycountry LGPL-2.1-only)",
                _fixed("iso-codes", "pip", lambda: [ISO_WHEEL]), _names("iso_pairs")),
         Source("freedict", "deb", "FreeDict English->X dictionaries (dict-freedict-eng-*), headword and translation",
                "per dictionary (GPL-2+/GPL-3+, CC-BY-SA-3.0, GPL-3+ and GFDL-1.2+); one whose license does not "
