@@ -32,17 +32,17 @@ def test_clean_word_filters_and_nfc():
     assert V.clean_word("x" * 40)[0] == "x" * 40
 
 
-def test_clean_words_dedupes_case_variants_first_spelling_wins():
+def test_clean_words_dedupes_case_variants_lower_case_wins():
     drops: Counter = Counter()
-    assert list(V.clean_words(["Paris", "paris", "PARIS", "x", "42", "Lyon"], drops)) == ["Paris", "Lyon"]
+    assert V.clean_words(["OF", "Paris", "of", "PARIS", "x", "42", "Lyon"], drops) == ["of", "Paris", "Lyon"]
     assert drops == {"duplicate": 2, "length": 1, "not_letters": 1}
 
 
 def test_count_words_casing_min_count_and_order():
     drops: Counter = Counter()
-    lines = ["The cat and the dog.", "the cat", "Open the File", "file file x9 once"]
+    lines = ["The cat and the dog.", "the cat", "Open the File", "file file x9 once", "Paris", "Paris", "Paris", "Paris", "paris"]
     got = V.count_words(lines, min_count=2, drops=drops)
-    assert got == [("the", 4), ("file", 3), ("cat", 2)]
+    assert got == [("Paris", 5), ("the", 4), ("file", 3), ("cat", 2)]  # "paris" is 1 in 5: "Paris"
     assert drops["rare"] == 4  # and, dog, open, once ("x" is no candidate: a letter then a digit)
 
 
@@ -80,7 +80,7 @@ def test_wordfreq_parts_large_over_small_unknown_skipped(tmp_path):
     words, info = parts["fr"].run()
     assert words == ["de", "la", "le", "été"]  # the large list; "42" dropped
     assert info["drops"] == {"not_letters": 1} and "CC BY-SA 4.0" in info["license"]
-    assert parts["de"].run()[0] == ["und", "Haus"] and parts["de"].ranked
+    assert parts["de"].run()[0] == ["und", "haus"] and parts["de"].ranked
 
 
 def test_read_dic_flags_escapes_and_encoding(tmp_path):
@@ -89,6 +89,11 @@ def test_read_dic_flags_escapes_and_encoding(tmp_path):
     dic = tmp_path / "xx.dic"
     dic.write_bytes("4\ncaf\u00e9/AaBb\nand\\/or\nmaison/S po:noun\nrue\tst:rue\n".encode("latin-1"))
     assert V.dic_encoding(str(aff)) == "ISO8859-1"
+    bom = tmp_path / "bom.aff"  # hunspell-th and hunspell-kk start their files with a UTF-8 BOM
+    bom.write_bytes(b"\xef\xbb\xbfSET UTF-8\n")
+    bdic = tmp_path / "bom.dic"
+    bdic.write_bytes("\ufeff2\nаба/AB\nผม\n".encode("utf-8"))
+    assert V.dic_encoding(str(bom)) == "UTF-8" and V.read_dic(str(bdic), "UTF-8") == ["аба", "ผม"]
     assert V.dic_encoding(None) == "ISO-8859-1"
     assert V.read_dic(str(dic), V.dic_encoding(str(aff))) == ["café", "and/or", "maison", "rue"]
 

@@ -39,8 +39,9 @@ Cleaning (every source): NFC; a word is letters (Unicode L*, with combining mark
 letter) with at most single internal ``-``, ``'``, ``’``, ``·``, ZWNJ or ZWJ between letters
 (so no digits, no punctuation around it); 2 to 40 characters, except that one Han ideograph or
 one Hangul syllable is a word. Within a language, words equal but for case are one entry
-(:meth:`str.lower`), spelled as the first source of ``hunspell, recipe, local, e5, wordfreq``
-that has it spells it (the dictionary's and the corpus's casing over wordfreq's lower case).
+(:meth:`str.lower`), spelled in lower case where a source that keeps case (all but wordfreq,
+which lower-cases everything) has it so, else as the first source of ``hunspell, recipe, local,
+e5, wordfreq`` that has it spells it ("Haus", "Paris", but "of" beside a dictionary's "OF").
 
 Order and cap: words with a rank come first, by their best (smallest) rank over the sources
 that rank them (the lists are merged as if interleaved), then the others, those found in more
@@ -83,7 +84,7 @@ from bimine.errors import BimineError, ConfigError, InputError
 log = logging.getLogger(__name__)
 
 FORMAT = "bimine-vocab/1"
-CODE_VERSION = "vocab-parts/1"  # bump when a part's content would change
+CODE_VERSION = "vocab-parts/2"  # bump when a part's content would change
 SOURCES = ("recipe", "local", "wordfreq", "e5", "hunspell")
 DEFAULT_SOURCES = ("wordfreq", "e5", "hunspell")  # plus recipe / local when their folder is given
 # the spelling of a word found in several sources with different case: the first source's
@@ -147,21 +148,25 @@ def clean_word(word: str) -> tuple[str | None, str | None]:
     return w, None
 
 
-def clean_words(words: Iterable[str], drops: Counter) -> Iterator[str]:
-    """The words of ``words`` that pass :func:`clean_word`, in NFC, first spelling of each
-    lower-cased form only; ``drops`` counts the others by reason (``duplicate`` included)."""
-    seen: set[str] = set()
+def clean_words(words: Iterable[str], drops: Counter) -> list[str]:
+    """The words of ``words`` that pass :func:`clean_word`, in NFC, one per lower-cased form,
+    in order of first appearance, spelled in lower case where one of its spellings is (a
+    dictionary's "OF" beside "of" is "of"; "Paris" alone stays "Paris"), else as first seen;
+    ``drops`` counts the others by reason (``duplicate`` included)."""
+    out: dict[str, str] = {}
     for raw in words:
         w, why = clean_word(raw)
         if w is None:
             drops[why] += 1
             continue
         k = w.lower()
-        if k in seen:
+        if k in out:
             drops["duplicate"] += 1
+            if w == k:
+                out[k] = w
             continue
-        seen.add(k)
-        yield w
+        out[k] = w
+    return list(out.values())
 
 
 def text_words(line: str) -> list[str]:
@@ -182,7 +187,10 @@ def count_words(lines: Iterable[str], min_count: int, drops: Counter) -> list[tu
     out = []
     for forms in by_lower.values():
         total = sum(c for c, _ in forms)
-        form = min(forms, key=lambda cw: (-cw[0], cw[1]))[1]
+        lower = [c for c, w in forms if w == w.lower()]
+        # lower case where it is at least a quarter of the uses (not just sentence starts and
+        # title-case menu items), else the most frequent spelling ("Paris")
+        form = forms[0][1].lower() if lower and 4 * lower[0] >= total else min(forms, key=lambda cw: (-cw[0], cw[1]))[1]
         w, why = clean_word(form)
         if w is None:
             drops[why] += 1
@@ -293,7 +301,7 @@ def dic_encoding(aff: str | None) -> str:
     if aff and os.path.exists(aff):
         with open(aff, "rb") as f:
             for raw in f:
-                line = raw.decode("latin-1").strip()
+                line = raw.removeprefix(b"\xef\xbb\xbf").decode("latin-1").strip()  # a UTF-8 BOM (th, kk)
                 if line.startswith("SET "):
                     enc = line.split()[1]
                     break
@@ -313,7 +321,7 @@ def read_dic(path: str, encoding: str = "utf-8") -> list[str]:
     out = []
     with open(path, "rb") as f:
         for no, raw in enumerate(f):
-            line = raw.decode(encoding, errors="replace").rstrip("\r\n")
+            line = raw.decode(encoding, errors="replace").rstrip("\r\n").lstrip("\ufeff")
             if no == 0 and line.strip().isdigit():
                 continue
             if not line or line[0] in "#\t":
@@ -700,11 +708,16 @@ def merge_language(out: str, lang: str, sources: list[str], keys, max_per_lang: 
     for src in sorted(sources, key=FORM_PRIORITY.index):
         prio = FORM_PRIORITY.index(src)
         for w, rank in read_part(out, src, lang):
-            e = entries.get(w.lower())
+            k = w.lower()
+            e = entries.get(k)
             if e is None:
-                entries[w.lower()] = [w, prio, {src: rank}]
-            elif src not in e[2]:
+                entries[k] = [w, prio, {src: rank}]
+                continue
+            if src not in e[2]:
                 e[2][src] = rank
+            # wordfreq lower-cases everything: its spelling says nothing about case
+            if w != e[0] and w == k and src != "wordfreq":
+                e[0] = w
     drops: Counter = Counter()
     forms = [e[0] for e in entries.values()]
     if keys is not None and forms:
