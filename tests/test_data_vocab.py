@@ -107,13 +107,14 @@ def test_dic_files_and_licence_of_the_dictionary(tmp_path):
     (root / "usr/share/myspell/dicts").mkdir(parents=True)
     os.symlink("/usr/share/hunspell/ru_RU.dic", root / "usr/share/myspell/dicts/ru_RU.dic")  # absolute, as in debs
     (d / "hyph_ru_RU.dic").write_text("x\n", encoding="utf-8")
+    (d / "th_TH.dic").write_text("1\nกก\n", encoding="utf-8")  # Thai's, not a thesaurus
     doc = root / "usr/share/doc/hunspell-ru"
     doc.mkdir(parents=True)
     (doc / "copyright").write_text("Format: x\n\nFiles: *\nLicense: MPL-2.0\n\nFiles: dictionaries/ru_RU/*\n"
                                    "Copyright: 2000 someone\nLicense: LGPL-2.1\n text\n\nFiles: dictionaries/de/*\n"
                                    "License: GPL-2+\n", encoding="utf-8")
     found = V.dic_files(str(root))
-    assert [os.path.basename(p) for p, _ in found] == ["ru_RU.dic"]
+    assert [os.path.basename(p) for p, _ in found] == ["ru_RU.dic", "th_TH.dic"]
     assert found[0][1].endswith("ru_RU.aff")
     assert V._deb_licenses(str(root), ["ru_RU"]) == ["MPL-2.0", "LGPL-2.1"]
     assert V._deb_licenses(str(root)) == ["MPL-2.0"]

@@ -494,7 +494,7 @@ def dic_files(root: str) -> list[tuple[str, str | None]]:
             real = os.path.join(root, os.path.relpath(real, "/")) if os.path.isabs(os.readlink(d)) else real
             if not os.path.isfile(real):
                 continue
-        if real in seen or "/hyphen" in d or os.path.basename(d).startswith(("hyph_", "th_")):
+        if real in seen or "/hyphen" in d or os.path.basename(d).startswith("hyph_"):  # hyphenation patterns
             continue
         seen.add(real)
         aff = real[:-4] + ".aff"
