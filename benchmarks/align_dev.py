@@ -3,6 +3,7 @@
 Usage (from the repository root)::
 
     python -m benchmarks.align_dev [--model default --model e5-small] [--sets bleualign,dtm,...]
+                                   [--method vecalign --method two-pass] [--option margin=False ...]
                                    [--sweep] [--json .bench/align_dev.json]
 
 Sets (all under ``../shared/data/dev``):
@@ -102,6 +103,10 @@ def main() -> int:
     ap.add_argument("--overlaps", choices=("joined", "sum"), default="joined",
                     help="runs of sentences in the main table: joined text (default) or summed vectors "
                          "(one encoding per sentence: for e5-small, ~4x less encoding)")
+    ap.add_argument("--method", action="append", choices=("vecalign", "two-pass"),
+                    help="the search (repeatable; default: both, vecalign first)")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="an AlignConfig option for the two-pass rows (repeatable; Python literals: margin=False)")
     ap.add_argument("--json", default=".bench/align_dev.json")
     a = ap.parse_args()
     if not DEV.is_dir():
@@ -120,17 +125,30 @@ def main() -> int:
     print(f"# {result['command']}  ({result['date']}, {result['machine']})")
     print("| model | set | lines (src / tgt) | strict P / R / F1 | lax P / R / F1 | embed s | align s |")
     print("|---|---|---|---|---|---|---|")
+    import ast
+
+    two_pass = {}
+    for kv in a.option:
+        k, _, v = kv.partition("=")
+        try:
+            two_pass[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            two_pass[k] = v
+    methods = a.method or ["vecalign", "two-pass"]
     encoders = {m: CachedEncoder(m) for m in models}
     cache: dict = {}
     for m, enc in encoders.items():
-        for n in names:
-            d = all_sets[n]
-            r = run_one(enc, d, AlignConfig(overlaps=a.overlaps), cache)
-            result["rows"].append({"model": m, "set": n, "overlaps": a.overlaps, **r})
-            print(f"| {m}{' (summed runs)' if a.overlaps == 'sum' else ''} | {n} | {len(d['src'])} / {len(d['tgt'])} | {fmt(r)} | {r['embed_s']} | {r['align_s']} |")
-            if "verse_merged" in r:
-                print(f"| {m} | {n} (verse-merged) | | {fmt(r['verse_merged'])} | | |")
-            sys.stdout.flush()
+        for method in methods:
+            opts = dict(overlaps=a.overlaps, method=method, **(two_pass if method == "two-pass" else {}))
+            label = f"{m}, {method}" + (" (summed runs)" if a.overlaps == "sum" else "")
+            for n in names:
+                d = all_sets[n]
+                r = run_one(enc, d, AlignConfig(**opts), cache)
+                result["rows"].append({"model": m, "set": n, "options": opts, **r})
+                print(f"| {label} | {n} | {len(d['src'])} / {len(d['tgt'])} | {fmt(r)} | {r['embed_s']} | {r['align_s']} |")
+                if "verse_merged" in r:
+                    print(f"| {label} | {n} (verse-merged) | | {fmt(r['verse_merged'])} | | |")
+                sys.stdout.flush()
     if a.sweep:
         enc = encoders[models[0]]
         grid = [dict()] + [dict(length_weight=w) for w in (0.0, 0.2, 0.4, 0.8, 1.0)] + [

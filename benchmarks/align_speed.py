@@ -146,13 +146,14 @@ def main() -> int:
     print(f"steinbeck: {len(src)} hu / {len(tgt)} en lines\n")
 
     bimine = [sys.executable, "-m", "bimine.cli.main"]
-    runs = [("bimine, default model", ["--model", "default"], a.repeat)]
+    runs = [("bimine, default model, two-pass (the default)", ["--model", "default", "--method", "two-pass"], a.repeat),
+            ("bimine, default model, vecalign", ["--model", "default", "--method", "vecalign"], a.repeat)]
     if a.e5:
         runs.append(("bimine, e5-small, --overlaps sum", ["--model", "e5-small", "--overlaps", "sum"], 1))
     print("| aligner | runs | wall s (median / min) | CPU s | peak RSS MB | s per 1,000 sentences | strict F1 | lax F1 |")
     print("|---|---|---|---|---|---|---|---|")
     for label, extra, reps in runs:
-        out = OUT / f"out-{extra[1]}.align"
+        out = OUT / f"out-{extra[1]}{'-' + extra[3] if len(extra) > 3 and extra[2] == '--method' else ''}.align"
         cmd = bimine + ["align", str(src_p), str(tgt_p), "--src-lang", "hu", "--tgt-lang", "en", "-o", str(out),
                         "--no-progress", *extra]
         times = [_timed(cmd) for _ in range(reps)]

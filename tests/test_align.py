@@ -79,7 +79,7 @@ def test_dp_with_paragraph_breaks_matches_brute_force_and_never_crosses_one():
     """Runs across a paragraph break (a removed blank line) are no bead: the compiled DP still
     finds the brute-force optimum of the problem with those beads at +inf."""
     rng = np.random.default_rng(11)
-    config = AlignConfig(max_side=3, max_total=5, skip_quantile=0.3)
+    config = AlignConfig(max_side=3, max_total=5, skip_quantile=0.3, method="vecalign")
     for n, m in itertools.product(range(1, 6), range(1, 6)):
         src, tgt = random_overlaps(n, 3, 8, rng), random_overlaps(m, 3, 8, rng)
         src.gaps, tgt.gaps = rng.random(n) < 0.4, rng.random(m) < 0.4
@@ -109,7 +109,7 @@ def test_blank_lines_are_never_in_a_bead_with_text():
     joined into beads with text. Each is now its own cost-0 deletion or insertion, in place."""
     from bimine.documents.align import Aligner
 
-    aligner = Aligner(WordsEncoder())
+    aligner = Aligner(WordsEncoder(), AlignConfig(method="vecalign"))
     src = ["alpha beta", "", " ", "gamma delta", "", "epsilon zeta", ""]
     tgt = ["alpha beta gamma delta", "", "epsilon zeta"]
     a = aligner.align(src, tgt, "xx", "yy")
@@ -130,7 +130,7 @@ def test_blank_lines_are_never_in_a_bead_with_text():
 @pytest.mark.parametrize("length_weight", [0.0, 0.3])
 def test_dp_matches_brute_force_on_tiny_inputs(length_weight):
     rng = np.random.default_rng(7)
-    config = AlignConfig(max_side=3, max_total=5, length_weight=length_weight, skip_quantile=0.3)
+    config = AlignConfig(max_side=3, max_total=5, length_weight=length_weight, skip_quantile=0.3, method="vecalign")
     for n, m in itertools.product(range(0, 6), range(0, 6)):
         src, tgt = random_overlaps(n, 3, 8, rng), random_overlaps(m, 3, 8, rng)
         a = align_overlaps(src, tgt, config)
@@ -194,8 +194,8 @@ def synthetic_pair(n: int, seed: int, dim: int = 48, k: int = 4):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_downsampled_search_equals_exact_search_on_synthetic_documents(seed):
     src, tgt = synthetic_pair(700, seed)
-    exact = align_overlaps(src, tgt, AlignConfig(exact_cells=10**9))
-    fast = align_overlaps(src, tgt, AlignConfig(exact_cells=2_000))
+    exact = align_overlaps(src, tgt, AlignConfig(exact_cells=10**9, method="vecalign"))
+    fast = align_overlaps(src, tgt, AlignConfig(exact_cells=2_000, method="vecalign"))
     assert exact.levels == 0 and fast.levels >= 3
     assert fast.cells < exact.cells / 10
     assert [b[:2] for b in fast.beads] == [b[:2] for b in exact.beads]
@@ -209,8 +209,8 @@ def test_downsampled_search_equals_exact_search_on_real_text(shared_data):
     fr = (dev / "dev.fr").read_text(encoding="utf-8").splitlines()
     enc = load_encoder("default")
     src, tgt = embed_overlaps(de, enc, "de", 4), embed_overlaps(fr, enc, "fr", 4)
-    exact = align_overlaps(src, tgt, AlignConfig(exact_cells=10**9))
-    fast = align_overlaps(src, tgt, AlignConfig(exact_cells=5_000))
+    exact = align_overlaps(src, tgt, AlignConfig(exact_cells=10**9, method="vecalign"))
+    fast = align_overlaps(src, tgt, AlignConfig(exact_cells=5_000, method="vecalign"))
     assert fast.levels == 3  # 468 x 554 halved three times: 59 x 70 <= 5,000 cells
     assert [b[:2] for b in fast.beads] == [b[:2] for b in exact.beads]
     # and it is a good alignment: most beads are exactly the gold's

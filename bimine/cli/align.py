@@ -10,6 +10,7 @@ import click
 from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, load_model, resolve_lang
 
 MODEL_HELP = MODEL_CHOICES_HELP
+DEFAULT_METHOD = "two-pass"  # the better one on the dev sets (docs/documents.md)
 
 
 def _read_document(path: str, errors: str) -> list[str]:
@@ -47,12 +48,15 @@ def _read_batch_list(path: str) -> list[tuple[str, str, str]]:
     return jobs
 
 
-def _aligner(model: str, src_lang, tgt_lang, max_side: int, max_total: int, overlaps: str, length_weight):
+def _aligner(model: str, src_lang, tgt_lang, max_side: int, max_total: int | None, overlaps: str, length_weight,
+             method: str = "vecalign"):
     """The aligner of the command's options, and the language codes to encode with."""
     from bimine.documents.align import AlignConfig, Aligner
 
     kwargs = {} if length_weight is None else {"length_weight": length_weight}
-    config = AlignConfig(max_side=max_side, max_total=max_total, overlaps=overlaps, **kwargs)
+    if max_total is not None:  # vecalign's max_total, two-pass's pass2_total
+        kwargs["max_total" if method == "vecalign" else "pass2_total"] = max_total
+    config = AlignConfig(max_side=max_side, overlaps=overlaps, method=method, **kwargs)
     encoder = load_model(model, [src_lang, tgt_lang], "align")
     return (Aligner(encoder, config), resolve_lang(encoder, src_lang, "--src-lang"),
             resolve_lang(encoder, tgt_lang, "--tgt-lang"))
@@ -100,8 +104,11 @@ def _warn_no_text(a, src: str, tgt: str) -> None:
 @click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
 @click.option("--max-side", type=click.IntRange(1, 10), default=4, show_default=True,
               help="Most sentences on one side of a bead.")
-@click.option("--max-total", type=click.IntRange(2, 20), default=8, show_default=True,
-              help="Most sentences in a bead, both sides together.")
+@click.option("--max-total", type=click.IntRange(2, 20), default=None,
+              help="Most sentences in a bead, both sides together (default: 8 for vecalign, 5 for two-pass).")
+@click.option("--method", type=click.Choice(["two-pass", "vecalign"]), default=DEFAULT_METHOD, show_default=True,
+              help="two-pass: Bertalign's anchors then many-to-many beads around them (docs/documents.md); "
+                   "vecalign: Vecalign's cost and its down-sampled search.")
 @click.option("--overlaps", type=click.Choice(["joined", "sum"]), default="joined", show_default=True,
               help="Embed joined runs of sentences, or sum sentence embeddings (no extra encoding: for slow models).")
 @click.option("--length-weight", type=Finite(min=0), default=None,
@@ -110,7 +117,7 @@ def _warn_no_text(a, src: str, tgt: str) -> None:
               help="On invalid UTF-8: stop with an error, or replace with U+FFFD.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, src_docs, tgt_docs, model, max_side,
-          max_total, overlaps, length_weight, encoding_errors, no_progress) -> None:
+          max_total, method, overlaps, length_weight, encoding_errors, no_progress) -> None:
     """Align the sentences (one per line) of the document SRC with those of its translation TGT
     (or of many pairs: --batch, or --doc-pairs with the output of 'bimine docs match').
 
@@ -132,7 +139,7 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
         if src_docs is None or tgt_docs is None:
             raise click.UsageError("--doc-pairs needs --src-docs and --tgt-docs (the collections it matched)")
         _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv_all, src_lang, tgt_lang, model,
-                         max_side, max_total, overlaps, length_weight, encoding_errors, no_progress)
+                         max_side, max_total, overlaps, length_weight, encoding_errors, no_progress, method)
         return
     if src_docs is not None or tgt_docs is not None:
         raise click.UsageError("--src-docs and --tgt-docs go with --doc-pairs")
@@ -150,7 +157,8 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
         check_output_dir(output, inputs=[batch] + [p for j in jobs for p in j[:2]])
         os.makedirs(output, exist_ok=True)
     sweep_leftovers(output, tsv)  # what runs killed by SIGKILL left
-    aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight)
+    aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight,
+                                           method)
     from bimine.progress import bar as progress_bar
 
     bar = progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=not no_progress)
@@ -193,7 +201,7 @@ def _read_doc_pairs(path: str) -> list[tuple[str, str]]:
 
 
 def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_lang, model, max_side, max_total,
-                     overlaps, length_weight, encoding_errors, no_progress) -> None:
+                     overlaps, length_weight, encoding_errors, no_progress, method="vecalign") -> None:
     """Align the sentences of each matched document pair (``docs match`` output)."""
     import tempfile
 
@@ -207,7 +215,8 @@ def _align_doc_pairs(doc_pairs, src_docs, tgt_docs, output, tsv, src_lang, tgt_l
 
     check_output_dir(output, inputs=(doc_pairs, src_docs, tgt_docs))
     pairs = _read_doc_pairs(doc_pairs)
-    aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight)
+    aligner, src_lang, tgt_lang = _aligner(model, src_lang, tgt_lang, max_side, max_total, overlaps, length_weight,
+                                           method)
     split = get_splitter()
     os.makedirs(output, exist_ok=True)
     t0 = time.perf_counter()

@@ -43,6 +43,8 @@ import numpy as np
 
 from bimine.errors import ConfigError
 
+METHODS = ("vecalign", "two-pass")
+
 
 @dataclass(frozen=True)
 class AlignConfig:
@@ -58,6 +60,23 @@ class AlignConfig:
     exact_cells: int = 250_000  #: exact DP when n * m is at most this
     band: int = 8  #: half-width of the search band around a projected coarse path
     seed: int = 42  #: seed of the random samples (normalisers, skip cost)
+    # the search: "two-pass" (Bertalign's, bimine.documents.twopass; the default: better on the dev sets,
+    # docs/documents.md) or "vecalign" (this module)
+    method: str = "two-pass"
+    top_k: int = 3  #: two-pass: candidate targets per source sentence in the first pass
+    window: int = 250  #: two-pass: first-pass window, sentences each side of the diagonal (at least)
+    window_share: float = 0.06  #: two-pass: ... or this share of the longer document, if more
+    band2: int = 40  #: two-pass: second-pass band, sentences each side of the anchors (Bertalign: 5)
+    pass2_total: int = 5  #: two-pass: most sentences in a bead, both sides together
+    skip_score: float = -0.06  #: two-pass: score of a skipped sentence (Bertalign: -0.1)
+    gap_open: float = -0.08  #: two-pass: score of opening a run of skipped sentences (Bertalign: 0, independent skips)
+    margin: bool = False  #: two-pass: subtract the runs' mean cosine to their neighbours (Bertalign: True)
+    length_penalty: bool = True  #: two-pass: multiply by log2(1 + short / long)
+    pass2_cost: str = "bertalign"  #: two-pass: the second pass's scores: bertalign's or vecalign's cost
+    anchor_weight: str = "cosine"  #: two-pass: first-pass link weight: cosine (Bertalign), margin or mutual
+    isolated_quantile: float = 0.0  #: two-pass: the lines with the lowest best cosines ...
+    isolated_skip: float = 0.0  #: ... skip at this score (0: free)
+    baseline: str = "none"  #: two-pass: "none" (Bertalign) or "random": cosine less its mean to random sentences
 
     def __post_init__(self) -> None:
         if self.max_side < 1:
@@ -74,6 +93,14 @@ class AlignConfig:
             raise ConfigError(f"overlaps must be 'joined' or 'sum', got {self.overlaps!r}")
         if self.exact_cells < 1 or self.band < 1:
             raise ConfigError("exact_cells and band must be >= 1")
+        if self.method not in METHODS:
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.top_k < 1 or self.window < 0 or self.band2 < 0 or not 0 <= self.window_share <= 1:
+            raise ConfigError("top_k must be >= 1, window and band2 >= 0, window_share in [0, 1]")
+        if self.baseline not in ("none", "random"):
+            raise ConfigError(f"baseline must be 'none' or 'random', got {self.baseline!r}")
+        if self.pass2_total < 2:
+            raise ConfigError(f"pass2_total must be >= 2 (a 1:1 bead), got {self.pass2_total}")
 
     def bead_types(self) -> list[tuple[int, int]]:
         """The ``(a, b)`` bead types searched besides 1:0 and 0:1, smallest first."""
@@ -383,6 +410,10 @@ def level0_problem(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> Problem
 def align_overlaps(src: Overlaps, tgt: Overlaps, config: AlignConfig | None = None) -> Alignment:
     """Align two embedded documents (see the module docstring)."""
     config = config or AlignConfig()
+    if config.method == "two-pass":
+        from bimine.documents.twopass import align_two_pass
+
+        return align_two_pass(src, tgt, config)
     n, m = src.n, tgt.n
     if n == 0 or m == 0:
         beads = [Bead((i,), (), 0.0) for i in range(n)] + [Bead((), (j,), 0.0) for j in range(m)]

@@ -1,0 +1,138 @@
+"""The two-pass aligner (Bertalign's method, issue 44) against brute force on small documents."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from bimine.documents.align import AlignConfig, Overlaps, _layer_starts, align_overlaps
+from bimine.documents.twopass import band_from_anchors, bead_types, solve_band
+
+
+def _overlaps(vecs: np.ndarray, lengths: list[float], k: int) -> Overlaps:
+    """Overlaps of unit sentence vectors: a run's vector is the normalised sum (as 'sum' mode)."""
+    n = len(vecs)
+    starts = _layer_starts(n, k)
+    rows, lens = [], []
+    for s in range(1, k + 1):
+        for i in range(n - s + 1):
+            v = vecs[i:i + s].sum(axis=0)
+            rows.append(v / max(np.linalg.norm(v), 1e-12))
+            lens.append(sum(lengths[i:i + s]) + (s - 1))
+    return Overlaps(vectors=np.array(rows, np.float32).reshape(-1, vecs.shape[1]), start=starts,
+                    lengths=np.array(lens, np.float64), n=n)
+
+
+def _score(src, tgt, a, b, i, j, cfg, ratio):
+    """The bead score of the module docstring, in plain Python."""
+    x = src.vectors[src.start[a - 1] + i].astype(np.float64)
+    y = tgt.vectors[tgt.start[b - 1] + j].astype(np.float64)
+    s = float(x @ y)
+    if cfg.margin:
+        def nb(v, other, lo_i, hi_i, n):
+            sims = [float(v @ other.vectors[other.start[0] + q].astype(np.float64)) for q in (lo_i, hi_i)
+                    if 0 <= q < n]
+            return sum(sims) / len(sims) if sims else 0.0
+        s -= (nb(x, tgt, j - 1, j + b, tgt.n) + nb(y, src, i - 1, i + a, src.n)) / 2
+    if cfg.length_penalty:
+        lx, ly = src.lengths[src.start[a - 1] + i], tgt.lengths[tgt.start[b - 1] + j] * ratio
+        s *= math.log2(1 + min(lx, ly) / max(lx, ly))
+    return s
+
+
+def _brute(src, tgt, cfg, types, gap_open=0.0):
+    """The best total score over every path of beads and skips (a skip scores skip_score, and a
+    run of skips on one side gap_open once more)."""
+    n, m = src.n, tgt.n
+    ratio = float(src.lengths[:n].sum() / tgt.lengths[:m].sum())
+    moves = [(1, 0), (0, 1)] + types
+    best = -math.inf
+
+    def walk(i, j, total, last):
+        nonlocal best
+        if (i, j) == (n, m):
+            best = max(best, total)
+            return
+        for a, b in moves:
+            if i + a > n or j + b > m:
+                continue
+            if a and b:
+                walk(i + a, j + b, total + _score(src, tgt, a, b, i, j, cfg, ratio), (a, b))
+            else:
+                opened = gap_open if last != (a, b) else 0.0
+                walk(i + a, j + b, total + cfg.skip_score + opened, (a, b))
+
+    walk(0, 0, 0.0, None)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("options", [dict(margin=True, gap_open=0.0), dict(margin=False), dict(margin=False, gap_open=-0.3),
+                                     dict(margin=True, length_penalty=False, gap_open=-0.2)])
+def test_second_pass_finds_the_best_path(seed, options):
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    dim = 6
+    xs = rng.normal(size=(n, dim))
+    xs /= np.linalg.norm(xs, axis=1, keepdims=True)
+    ys = rng.normal(size=(m, dim))
+    ys /= np.linalg.norm(ys, axis=1, keepdims=True)
+    cfg = AlignConfig(method="two-pass", max_side=3, pass2_total=4, **options)
+    src = _overlaps(xs, list(rng.integers(5, 40, n).astype(float)), 3)
+    tgt = _overlaps(ys, list(rng.integers(5, 40, m).astype(float)), 3)
+    lo, hi = np.zeros(n + 1, np.int64), np.full(n + 1, m, np.int64)
+    path, types = solve_band(src, tgt, cfg, lo, hi)
+    got = -float(path.costs.sum())
+    want = _brute(src, tgt, cfg, [t for t in bead_types(4, 3)], gap_open=cfg.gap_open)
+    assert got == pytest.approx(want, abs=1e-4)
+
+
+def test_anchor_chain_is_the_heaviest_increasing_chain():
+    from bimine.documents._twopass_kernel import anchor_chain
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        c = int(rng.integers(1, 12))
+        ii = np.sort(rng.integers(0, 6, c)).astype(np.int64)
+        jj = rng.integers(0, 6, c).astype(np.int64)
+        ww = rng.uniform(0.1, 1.0, c)
+        order = np.lexsort((jj, ii))
+        ii, jj, ww = ii[order], jj[order], ww[order]
+        got = anchor_chain(ii, jj, ww, 6)
+        assert all(ii[a] < ii[b] and jj[a] < jj[b] for a, b in zip(got, got[1:]))
+        best = 0.0
+        for r in range(1, c + 1):
+            for sub in itertools.combinations(range(c), r):
+                if all(ii[a] < ii[b] and jj[a] < jj[b] for a, b in zip(sub, sub[1:])):
+                    best = max(best, float(ww[list(sub)].sum()))
+        assert float(ww[got].sum()) == pytest.approx(best)
+
+
+def test_band_from_anchors_holds_a_path_from_start_to_end():
+    lo, hi = band_from_anchors([(2, 1), (3, 5), (7, 6), (9, 9)], 9, 9, 1)
+    assert lo[0] == 0 and hi[9] == 9
+    assert all(lo[i] <= hi[i - 1] and hi[i] >= lo[i - 1] for i in range(1, 10))
+    lo, hi = band_from_anchors([], 4, 6, 2)  # no anchor: everything up to (n, m) + band
+    assert list(lo) == [0] * 5 and list(hi) == [6] * 5
+
+
+def test_two_pass_aligns_a_shuffled_translation_with_a_deletion_and_a_two_to_one():
+    rng = np.random.default_rng(0)
+    dim = 32
+    base = rng.normal(size=(12, dim))
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    xs = base.copy()
+    # the target: sentence 5 deleted, sentences 8 and 9 joined into one
+    ys = np.concatenate([base[:5], base[6:8], (base[8] + base[9])[None] / np.linalg.norm(base[8] + base[9]),
+                         base[10:]])
+    ys += rng.normal(scale=0.05, size=ys.shape)
+    ys /= np.linalg.norm(ys, axis=1, keepdims=True)
+    src = _overlaps(xs, [30.0] * 12, 4)
+    tgt = _overlaps(ys, [30.0] * 7 + [61.0] + [30.0] * 2, 4)
+    a = align_overlaps(src, tgt, AlignConfig(method="two-pass", margin=False, window=10))
+    beads = [(b.src, b.tgt) for b in a.beads]
+    assert ((5,), ()) in beads and ((8, 9), (7,)) in beads
+    assert sum(len(s) for s, _ in beads) == 12 and sum(len(t) for _, t in beads) == 10
