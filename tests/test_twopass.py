@@ -40,7 +40,7 @@ def _score(src, tgt, a, b, i, j, cfg, ratio):
     if cfg.length_penalty:
         lx, ly = src.lengths[src.start[a - 1] + i], tgt.lengths[tgt.start[b - 1] + j] * ratio
         s *= math.log2(1 + min(lx, ly) / max(lx, ly))
-    return s
+    return s + cfg.extra_sentence_score * (a + b - 2)
 
 
 def _brute(src, tgt, cfg, types, gap_open=0.0):
@@ -71,7 +71,8 @@ def _brute(src, tgt, cfg, types, gap_open=0.0):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("options", [dict(margin=True, gap_open=0.0), dict(margin=False), dict(margin=False, gap_open=-0.3),
-                                     dict(margin=True, length_penalty=False, gap_open=-0.2)])
+                                     dict(margin=True, length_penalty=False, gap_open=-0.2),
+                                     dict(margin=False, extra_sentence_score=-0.05)])
 def test_second_pass_finds_the_best_path(seed, options):
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(1, 5)), int(rng.integers(1, 5))
@@ -136,3 +137,21 @@ def test_two_pass_aligns_a_shuffled_translation_with_a_deletion_and_a_two_to_one
     beads = [(b.src, b.tgt) for b in a.beads]
     assert ((5,), ()) in beads and ((8, 9), (7,)) in beads
     assert sum(len(s) for s, _ in beads) == 12 and sum(len(t) for _, t in beads) == 10
+
+
+def test_the_shipped_example_deletion_is_found(tmp_path):
+    """examples/doc.en line 20 has no French counterpart (examples/README.md); both searches used
+    to merge it into a 2:1 bead [19,20]:[19]."""
+    from click.testing import CliRunner
+
+    from bimine.cli import align  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples"
+    out = tmp_path / "doc.align"
+    r = CliRunner().invoke(cli, ["align", str(root / "doc.en"), str(root / "doc.fr"), "--src-lang", "en",
+                                 "--tgt-lang", "fr", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    beads = out.read_text().splitlines()
+    assert any(b.startswith("[20]:[]:") for b in beads), beads
+    assert sum(b.count(",") for b in beads) == 0  # no bead of more than one sentence a side here

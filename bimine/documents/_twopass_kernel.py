@@ -95,7 +95,7 @@ def _dot(X, xr, Y, yr):
 
 
 @njit(cache=True, nogil=True)
-def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, bx, by):
+def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, bx, by, extra):
     """Score of the bead of source sentences ``pi..pi+a-1`` and target ``pj..pj+b-1``."""
     xr = xstart[a - 1] + pi
     yr = ystart[b - 1] + pj
@@ -133,12 +133,12 @@ def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, marg
         lo = min(lx, ly)
         hi = max(lx, ly)
         s *= np.log2(1.0 + lo / hi) if hi > 0 else 0.0
-    return s
+    return s + extra * (a + b - 2)
 
 
 @njit(cache=True, nogil=True)
 def band_dp(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, skip_x, skip_y,
-            xcut, ycut, bx, by):
+            xcut, ycut, bx, by, extra):
     """Fill the maximising DP over the band; return (cumulative cost = minus score, move) per
     stored cell, moves as in :func:`bimine.documents._align_kernel.banded_dp`."""
     T = ta.shape[0]
@@ -178,7 +178,7 @@ def band_dp(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, 
                 if xcut[xstart[a - 1] + pi] or ycut[ystart[b - 1] + pj]:
                     continue
                 v = prev - bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length,
-                                      bx, by)
+                                      bx, by, extra)
                 if v < best:
                     best = v
                     arg = t
@@ -189,7 +189,7 @@ def band_dp(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, 
 
 @njit(cache=True, nogil=True)
 def band_dp_affine(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, skip_x,
-                   skip_y, open_x, open_y, xcut, ycut, bx, by):
+                   skip_y, open_x, open_y, xcut, ycut, bx, by, extra):
     """:func:`band_dp` with affine skips (Gotoh): a run of skipped sentences on one side scores
     the opening score of its first sentence (``open_x``/``open_y``) once plus each sentence's
     skip score, so that a block of lines with no
@@ -251,7 +251,7 @@ def band_dp_affine(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, 
                 if xcut[xstart[a - 1] + pi] or ycut[ystart[b - 1] + pj]:
                     continue
                 v = prev - bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length,
-                                      bx, by)
+                                      bx, by, extra)
                 if v < D[0, c]:
                     D[0, c] = v
                     B[0, c] = t

@@ -72,6 +72,7 @@ class AlignConfig:
     gap_open: float = -0.08  #: two-pass: score of opening a run of skipped sentences (Bertalign: 0, independent skips)
     margin: bool = False  #: two-pass: subtract the runs' mean cosine to their neighbours (Bertalign: True)
     length_penalty: bool = True  #: two-pass: multiply by log2(1 + short / long)
+    extra_sentence_score: float = -0.03  #: two-pass: added to a bead's score per sentence beyond 1:1 (Bertalign: 0)
     pass2_cost: str = "bertalign"  #: two-pass: the second pass's scores: bertalign's or vecalign's cost
     anchor_weight: str = "cosine"  #: two-pass: first-pass link weight: cosine (Bertalign), margin or mutual
     isolated_quantile: float = 0.0  #: two-pass: the lines with the lowest best cosines ...

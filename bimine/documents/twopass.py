@@ -172,10 +172,11 @@ def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray
         ix, iy = isolated_lines(src, tgt, config)  # an isolated line opens a gap for free (a caption, debris)
         open_x[ix] = 0.0
         open_y[iy] = 0.0
-        D, B, P = band_dp_affine(*args, open_x, open_y, src.cut_rows(), tgt.cut_rows(), bx, by)
+        D, B, P = band_dp_affine(*args, open_x, open_y, src.cut_rows(), tgt.cut_rows(), bx, by,
+                                 float(config.extra_sentence_score))
         moves, ei, ej, cum = backtrack_affine(n, m, lo, off, ta, tb, D, B, P)
     else:
-        D, B = band_dp(*args, src.cut_rows(), tgt.cut_rows(), bx, by)
+        D, B = band_dp(*args, src.cut_rows(), tgt.cut_rows(), bx, by, float(config.extra_sentence_score))
         moves, ei, ej = backtrack(n, m, lo, off, ta, tb, B)
         cum = None
     if len(moves) == 0 and (n or m):
