@@ -95,6 +95,21 @@ def _dot(X, xr, Y, yr):
 
 
 @njit(cache=True, nogil=True)
+def _outside_mean(V, vr, W, w0, left, right, count):
+    """Mean cosine of row ``vr`` of ``V`` to the single sentences ``left`` and ``right`` of ``W``
+    (those of ``0..count-1`` that exist; layer 1 of ``W`` starts at row ``w0``); 0 for none."""
+    t = 0.0
+    k = 0
+    if left >= 0:
+        t += _dot(V, vr, W, w0 + left)
+        k += 1
+    if right < count:
+        t += _dot(V, vr, W, w0 + right)
+        k += 1
+    return t / k if k else 0.0
+
+
+@njit(cache=True, nogil=True)
 def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, bx, by, extra):
     """Score of the bead of source sentences ``pi..pi+a-1`` and target ``pj..pj+b-1``."""
     xr = xstart[a - 1] + pi
@@ -102,30 +117,8 @@ def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, marg
     s = np.float64(_dot(X, xr, Y, yr)) - (bx[xr] + by[yr]) / 2.0
     if margin:
         # the source run against the target sentences just outside the target run, and back
-        left = pj - 1
-        right = pj + b
-        t = 0.0
-        cnt = 0
-        if left >= 0:
-            t += _dot(X, xr, Y, ystart[0] + left)
-            cnt += 1
-        if right < m:
-            t += _dot(X, xr, Y, ystart[0] + right)
-            cnt += 1
-        if cnt == 2:
-            t /= 2.0
-        left = pi - 1
-        right = pi + a
-        u = 0.0
-        cnt = 0
-        if left >= 0:
-            u += _dot(Y, yr, X, xstart[0] + left)
-            cnt += 1
-        if right < n:
-            u += _dot(Y, yr, X, xstart[0] + right)
-            cnt += 1
-        if cnt == 2:
-            u /= 2.0
+        t = _outside_mean(X, xr, Y, ystart[0], pj - 1, pj + b, m)
+        u = _outside_mean(Y, yr, X, xstart[0], pi - 1, pi + a, n)
         s -= (t + u) / 2.0
     if length:
         lx = xlen[xr]
