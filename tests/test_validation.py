@@ -105,8 +105,15 @@ def test_bad_option_values_are_refused_at_parse_time(args, option):
 def test_every_numeric_option_is_range_checked_and_every_fixed_set_is_a_choice():
     """Walk all commands: no option is a bare int/float (unchecked) except --threshold
     (any real number, nan refused by a callback); options listing values use Choice."""
+    import importlib
+    import pkgutil
+
     import click
 
+    import bimine.cli
+
+    for mod in pkgutil.iter_modules(bimine.cli.__path__):  # every command registered, whatever ran before
+        importlib.import_module(f"bimine.cli.{mod.name}")
     unchecked = []
 
     def walk(cmd, path):

