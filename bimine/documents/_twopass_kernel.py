@@ -9,19 +9,20 @@ this chain (a 1:1 bead scoring 0 is worth two skips), found here in ``O(N k log 
 Fenwick tree of prefix maxima over the target positions, instead of a DP over a window of
 hundreds of cells per row.
 
-**Second pass** (:func:`band_dp`): a DP over the band around the anchors with beads ``a:b``
+**Second pass** (:func:`band_dp_affine`): a DP over the band around the anchors with beads ``a:b``
 (``a + b <=`` a maximum, both >= 1) and skips. A bead scores the cosine of the joined runs'
 embeddings, less the mean of the runs' baselines ``bx``/``by`` (zero, or each run's mean cosine to
 random sentences of the other document), less (``margin``) the mean cosine of each run to the sentences just outside the
 other run, times (``length``) ``log2(1 + short / long)`` of the runs' character lengths (the
 target's scaled by the documents' length ratio); a skip of source sentence ``i`` scores
-``skip_x[i]`` (of target ``j``: ``skip_y[j]``). The DP maximises the total score; stored as costs
-(negated scores) in the layout of :mod:`bimine.documents._align_kernel` (row ``i`` holds columns
-``lo[i]..hi[i]`` from ``off[i]``), so its :func:`~bimine.documents._align_kernel.backtrack` reads
-the moves.
+``skip_x[i]`` (of target ``j``: ``skip_y[j]``), plus ``open_x[i]`` (``open_y[j]``) when it starts a run
+of skips on its side (all zero: independent skips, Bertalign's). The DP maximises the total score;
+stored as costs (negated scores) in the layout of :mod:`bimine.documents._align_kernel` (row ``i``
+holds columns ``lo[i]..hi[i]`` from ``off[i]``).
 
-Ties go to the first candidate in this order: deletion, insertion, then the bead types in the
-order given (the brute-force reference in tests/test_twopass.py searches every path).
+Ties go to the first candidate: the earlier predecessor state (bead, deletion, insertion) and the
+earlier bead type in the order given (tests/test_twopass.py checks the best score against a
+brute-force search of every path).
 """
 
 from __future__ import annotations
@@ -130,60 +131,9 @@ def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, marg
 
 
 @njit(cache=True, nogil=True)
-def band_dp(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, skip_x, skip_y,
-            xcut, ycut, bx, by, extra):
-    """Fill the maximising DP over the band; return (cumulative cost = minus score, move) per
-    stored cell, moves as in :func:`bimine.documents._align_kernel.banded_dp`."""
-    T = ta.shape[0]
-    total = off[n] + hi[n] - lo[n] + 1
-    D = np.full(total, np.inf)
-    B = np.full(total, -1, np.int8)
-    for i in range(n + 1):
-        base = off[i] - lo[i]
-        for j in range(lo[i], hi[i] + 1):
-            if i == 0 and j == 0:
-                D[base] = 0.0
-                continue
-            best = np.inf
-            arg = -1
-            if i > 0 and lo[i - 1] <= j <= hi[i - 1]:
-                v = D[off[i - 1] - lo[i - 1] + j] - skip_x[i - 1]
-                if v < best:
-                    best = v
-                    arg = T
-            if j > lo[i]:
-                v = D[base + j - 1] - skip_y[j - 1]
-                if v < best:
-                    best = v
-                    arg = T + 1
-            for t in range(T):
-                a = ta[t]
-                b = tb[t]
-                if i < a or j < b:
-                    continue
-                pi = i - a
-                pj = j - b
-                if pj < lo[pi] or pj > hi[pi]:
-                    continue
-                prev = D[off[pi] - lo[pi] + pj]
-                if prev == np.inf:
-                    continue
-                if xcut[xstart[a - 1] + pi] or ycut[ystart[b - 1] + pj]:
-                    continue
-                v = prev - bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length,
-                                      bx, by, extra)
-                if v < best:
-                    best = v
-                    arg = t
-            D[base + j] = best
-            B[base + j] = arg
-    return D, B
-
-
-@njit(cache=True, nogil=True)
 def band_dp_affine(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, skip_x,
                    skip_y, open_x, open_y, xcut, ycut, bx, by, extra):
-    """:func:`band_dp` with affine skips (Gotoh): a run of skipped sentences on one side scores
+    """Fill the maximising DP over the band with affine skips (Gotoh): a run of skipped sentences on one side scores
     the opening score of its first sentence (``open_x``/``open_y``) once plus each sentence's
     skip score, so that a block of lines with no
     counterpart (figure captions, a page's header and footer) is skipped as one gap instead of

@@ -9,12 +9,13 @@
 2. **Band.** Between two consecutive anchors ``(i0, j0)`` and ``(i1, j1)`` (DP states: the first
    ``i`` source and ``j`` target sentences aligned), the source rows ``i0 + 1 .. i1`` may use the
    target columns ``j0 - band .. j1 + band``; the last anchor is moved to ``(n, m)``.
-3. **Beads.** A DP over the band with beads ``a:b`` (``a, b >= 1``, ``a + b <= total``: 1:1 to
-   1:4 and 4:1, 2:2, 2:3, 3:2 by default) and skips maximises the summed score: a bead scores the
+3. **Beads.** A DP over the band with beads ``a:b`` (``a, b >= 1``, ``a + b <= pass2_total``,
+   each side at most ``max_side``) and skips maximises the summed score: a bead scores the
    cosine of the joined runs' embeddings, less (``margin``) the mean cosine of each run to the
-   sentences just outside the other run, times (``length``) ``log2(1 + short / long)`` of their
-   character lengths (the target's scaled by the documents' length ratio); a skipped sentence
-   scores ``skip`` (-0.1).
+   sentences just outside the other run, times (``length_penalty``) ``log2(1 + short / long)`` of
+   their character lengths (the target's scaled by the documents' length ratio), plus
+   ``extra_sentence_score`` per sentence beyond 1:1; a skipped sentence scores ``skip_score``, the
+   first of a run of skips on one side ``gap_open`` more (Bertalign: -0.1 a sentence, no opening).
 
 A bead's reported cost is ``1 - its score`` (a skip: ``1 - skip``): lower is better, as for the
 Vecalign method. Time and memory are linear in the band's area, which stays near-linear in the
@@ -132,23 +133,14 @@ def isolated_lines(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> tuple[n
     return bx <= np.quantile(bx, config.isolated_quantile), by <= np.quantile(by, config.isolated_quantile)
 
 
-def skip_scores(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The score of skipping each source and each target sentence: ``skip_score``, or, for a
-    sentence whose best cosine to any sentence of the other document is among the lowest
-    ``isolated_quantile`` of its document's (a caption, a page header, OCR debris: a line with no
-    counterpart anywhere), ``isolated_skip``."""
-    sx, sy = np.full(src.n, config.skip_score), np.full(tgt.n, config.skip_score)
-    ix, iy = isolated_lines(src, tgt, config)
-    sx[ix] = config.isolated_skip
-    sy[iy] = config.isolated_skip
-    return sx, sy
+def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray,
+               hi: np.ndarray) -> tuple[_Path, list]:
+    """The second pass over the band ``lo..hi``; returns the path and the bead types.
 
-
-def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray, hi: np.ndarray,
-               skip_x: np.ndarray | None = None, skip_y: np.ndarray | None = None) -> tuple[_Path, list]:
-    """The second pass over the band ``lo..hi``; returns the path and the bead types."""
-    from bimine.documents._align_kernel import backtrack
-    from bimine.documents._twopass_kernel import band_dp
+    A skipped sentence scores ``skip_score``, and the first of a run of skips on one side
+    ``gap_open`` more (0: independent skips, Bertalign's); an isolated line
+    (:func:`isolated_lines`) scores ``isolated_skip`` and opens a run for free."""
+    from bimine.documents._twopass_kernel import backtrack_affine, band_dp_affine
 
     n, m = src.n, tgt.n
     types = [t for t in bead_types(config.pass2_total, config.max_side) if t[0] <= src.k and t[1] <= tgt.k]
@@ -159,31 +151,21 @@ def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray
     sx = float(src.lengths[:n].sum())
     sy = float(tgt.lengths[:m].sum())
     ratio = sx / sy if sy > 0 else 1.0
-    if skip_x is None or skip_y is None:
-        skip_x, skip_y = skip_scores(src, tgt, config)
+    ix, iy = isolated_lines(src, tgt, config)
+    skip_x = np.where(ix, config.isolated_skip, config.skip_score).astype(np.float64)
+    skip_y = np.where(iy, config.isolated_skip, config.skip_score).astype(np.float64)
+    open_x = np.where(ix, 0.0, float(config.gap_open))
+    open_y = np.where(iy, 0.0, float(config.gap_open))
     bx, by = baselines(src, tgt, config)
-    args = (n, m, lo, hi, off, ta, tb, src.vectors, src.start, src.lengths.astype(np.float64), tgt.vectors, tgt.start,
-            tgt.lengths.astype(np.float64), float(ratio), bool(config.margin), bool(config.length_penalty),
-            skip_x.astype(np.float64), skip_y.astype(np.float64))
-    if config.gap_open:
-        from bimine.documents._twopass_kernel import backtrack_affine, band_dp_affine
-
-        open_x, open_y = np.full(n, float(config.gap_open)), np.full(m, float(config.gap_open))
-        ix, iy = isolated_lines(src, tgt, config)  # an isolated line opens a gap for free (a caption, debris)
-        open_x[ix] = 0.0
-        open_y[iy] = 0.0
-        D, B, P = band_dp_affine(*args, open_x, open_y, src.cut_rows(), tgt.cut_rows(), bx, by,
-                                 float(config.extra_sentence_score))
-        moves, ei, ej, cum = backtrack_affine(n, m, lo, off, ta, tb, D, B, P)
-    else:
-        D, B = band_dp(*args, src.cut_rows(), tgt.cut_rows(), bx, by, float(config.extra_sentence_score))
-        moves, ei, ej = backtrack(n, m, lo, off, ta, tb, B)
-        cum = None
+    D, B, P = band_dp_affine(n, m, lo, hi, off, ta, tb, src.vectors, src.start, src.lengths.astype(np.float64),
+                             tgt.vectors, tgt.start, tgt.lengths.astype(np.float64), float(ratio),
+                             bool(config.margin), bool(config.length_penalty), skip_x, skip_y, open_x, open_y,
+                             src.cut_rows(), tgt.cut_rows(), bx, by, float(config.extra_sentence_score))
+    moves, ei, ej, cum = backtrack_affine(n, m, lo, off, ta, tb, D, B, P)
     if len(moves) == 0 and (n or m):
         raise RuntimeError("alignment search band holds no path (a bug: please report it)")
     moves, ei, ej = moves[::-1].copy(), ei[::-1].copy(), ej[::-1].copy()
-    cum = D[off[ei] - lo[ei] + ej] if cum is None else cum[::-1].copy()
-    costs = np.diff(np.concatenate([[0.0], cum]))
+    costs = np.diff(np.concatenate([[0.0], cum[::-1]]))
     return _Path(moves=moves, ends_i=ei, ends_j=ej, costs=costs, skip=float(config.skip_score),
                  cells=int(widths.sum())), types
 
