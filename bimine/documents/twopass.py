@@ -43,17 +43,15 @@ def candidate_links(xs: np.ndarray, ys: np.ndarray, top_k: int, window: int, sha
     ii = np.repeat(np.arange(n, dtype=np.int64), k)
     jj = idx.reshape(-1).astype(np.int64)
     ww = sims.reshape(-1).astype(np.float64)
-    if weight == "margin":  # 001's margin (distance form): the cosine less the mean of both sides' top-k cosines
+    if weight != "cosine":  # the targets' own nearest sources
         back = faiss.IndexFlatIP(xs.shape[1])
         back.add(np.ascontiguousarray(xs, np.float32))
-        bsims, _ = back.search(np.ascontiguousarray(ys, np.float32), min(top_k, n))
+        bsims, bidx = back.search(np.ascontiguousarray(ys, np.float32), min(top_k, n))
+    if weight == "margin":  # 001's margin (distance form): the cosine less the mean of both sides' top-k cosines
         fx = sims.mean(axis=1).astype(np.float64)
         fy = bsims.mean(axis=1).astype(np.float64)
         ww = ww - (fx[ii] + fy[np.maximum(jj, 0)]) / 2.0
     elif weight == "mutual":  # only mutual nearest neighbours, weighing their cosine
-        back = faiss.IndexFlatIP(xs.shape[1])
-        back.add(np.ascontiguousarray(xs, np.float32))
-        _, bidx = back.search(np.ascontiguousarray(ys, np.float32), 1)
         ww = np.where(bidx[np.maximum(jj, 0), 0] == ii, ww, 0.0)
     win = max(window, int(max(n, m) * share))
     center = (ii * m) // max(n, 1)
