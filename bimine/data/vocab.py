@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import islice
 
+from bimine.data.recipe import _atomic_write_json
 from bimine.errors import BimineError, ConfigError, InputError
 
 log = logging.getLogger(__name__)
@@ -657,14 +658,6 @@ def part_done(out: str, source: str, lang: str) -> bool:
         return False
 
 
-def _atomic_json(path: str, obj) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, ensure_ascii=False, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 def run_part(out: str, part: Part) -> dict:
     """Run one part and write its words (then its JSON, which marks it done)."""
     tsv, js = part_paths(out, part.source, part.lang)
@@ -678,7 +671,7 @@ def run_part(out: str, part: Part) -> dict:
     os.replace(tmp, tsv)
     info = {**info, "source": part.source, "lang": part.lang, "words": len(words), "ranked": part.ranked,
             "code": CODE_VERSION, "seconds": round(time.time() - t0, 1)}
-    _atomic_json(js, info)
+    _atomic_write_json(js, info)
     return info
 
 
@@ -856,7 +849,7 @@ def build_vocab(out: str, cfg: VocabConfig, *, progress: bool = True, parts: lis
         "failed": failed,
     }
     os.makedirs(os.path.join(out, "vocab"), exist_ok=True)
-    _atomic_json(os.path.join(out, "vocab", "manifest.json"), manifest)
+    _atomic_write_json(os.path.join(out, "vocab", "manifest.json"), manifest)
     return manifest
 
 
