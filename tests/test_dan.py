@@ -98,7 +98,7 @@ def test_load_encoder_errors(tmp_path):
 def test_pq_codes_are_nearest_centroids():
     """PQ export: every sub-vector is coded by its nearest centroid (brute force), and lookup decodes it."""
     from bimine.encoders.dan import EmbeddingTable
-    from bimine.training.model import _product_quantize
+    from bimine.encoders.torch_tables import _product_quantize
 
     rng = np.random.default_rng(0)
     w = rng.standard_normal((3000, 16)).astype(np.float32)
@@ -116,7 +116,7 @@ def test_pq_codes_are_nearest_centroids():
 
 def test_int4_roundtrip_exact_on_grid():
     from bimine.encoders.dan import EmbeddingTable
-    from bimine.training.model import _int4_quantize
+    from bimine.encoders.torch_tables import _int4_quantize
 
     rng = np.random.default_rng(1)
     scale = rng.uniform(0.5, 2, size=(50, 1)).astype(np.float16).astype(np.float32)

@@ -14,6 +14,7 @@ import pytest
 
 from bimine.data import vocab as V
 from bimine.data.decontam import sentence_key
+from bimine.training import words as W
 from bimine.training.distill import TeacherCache
 
 # --------------------------------------------------------------------------- cleaning
@@ -330,14 +331,12 @@ def test_teacher_cache_two_writers_never_overwrite(tmp_path):
 
 
 def test_teacher_vectors_fill_the_cache_of_the_inventory(tmp_path, monkeypatch):
-    import bimine.training.distill as D
-
     out = str(tmp_path)
     V.build_vocab(out, V.VocabConfig(), progress=False, parts=_parts(Counter()))
-    monkeypatch.setattr(D, "word_teacher", lambda reader, batch: StubEncoder())
-    r = V.teacher_vectors(out, f"{out}/tc", progress=False)
+    monkeypatch.setattr(W, "word_teacher", lambda reader, batch: StubEncoder())
+    r = W.teacher_vectors(out, f"{out}/tc", progress=False)
     assert r["computed"] == r["words"] == len(V.inventory_words(out))
-    r2 = V.teacher_vectors(out, f"{out}/tc", progress=False)
+    r2 = W.teacher_vectors(out, f"{out}/tc", progress=False)
     assert r2["computed"] == 0 and r2["cached_before"] == r["words"]
 
 
@@ -380,13 +379,12 @@ def test_cli_vocab(tmp_path):
 def test_cli_teacher_only_resumes_vectors_of_the_lists(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    import bimine.training.distill as D
     from bimine.cli import data  # noqa: F401  (registers the command)
     from bimine.cli.main import cli
 
     out = str(tmp_path / "out")
     V.build_vocab(out, V.VocabConfig(), progress=False, parts=_parts(Counter()))
-    monkeypatch.setattr(D, "word_teacher", lambda reader, batch: StubEncoder())
+    monkeypatch.setattr(W, "word_teacher", lambda reader, batch: StubEncoder())
     args = ["data", "vocab", out, "--teacher", "e5-small", "--teacher-only", "--no-progress"]
     r = CliRunner().invoke(cli, args)
     n = len(V.inventory_words(out))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.langs import check_language, is_lang_code, normalize_lang, sample_lines
+from bimine.langs import is_lang_code, normalize_lang
+from bimine.text.langcheck import check_language, sample_lines
 
 # ------------------------------------------------------------------------------- codes
 
@@ -70,7 +71,7 @@ def test_non_string_code_is_refused():
 
 def test_every_language_identifier_label_is_a_valid_code():
     """check_language maps py3langid's labels through normalize_lang: none may be refused."""
-    from bimine.langs import _identify
+    from bimine.text.langcheck import _identify
 
     _, labels = _identify()
     assert len(labels) > 90
@@ -179,7 +180,7 @@ def test_sample_is_spread_over_a_big_file_and_cheap(tmp_path, monkeypatch):
     reads only a few hundred lines (bytes read counted, not time: no timing in unit tests)."""
     import builtins
 
-    import bimine.langs as L
+    import bimine.text.langcheck as L
 
     big = tmp_path / "big.txt"
     block_en = ("\n".join(_EN) + "\n").encode()

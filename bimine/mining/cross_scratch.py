@@ -28,6 +28,7 @@ def _modules():
     import torch
     from torch import nn
 
+    from bimine.encoders.torch_tables import SparseBag
     from bimine.encoders.transformer import (
         PackedLayer,
         TokenFeaturizer,
@@ -36,7 +37,6 @@ def _modules():
         _pad,
         token_vectors,
     )
-    from bimine.training.model import SparseBag
 
     class PairNet(nn.Module):
         def __init__(self, cfg: TransformerConfig) -> None:

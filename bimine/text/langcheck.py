@@ -1,0 +1,193 @@
+"""Is a file in the language it is said to be in? A quick look at a sample of its lines with
+py3langid (:func:`check_language`), made before a long job so that a swapped ``--src-lang`` /
+``--tgt-lang`` is caught in a second, not after an hour. Here, in ``text/``, because it reads
+files; the language codes and the groups of related languages are :mod:`bimine.langs`'."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from bimine.langs import _SPECIAL, _group_key, _related, is_lang_code, language_name, normalize_lang
+from bimine.text.io import open_binary
+
+_IDENTIFIER = None
+
+
+def _identify() -> tuple:
+    """(classify(text) -> label, the identifier's labels), loading py3langid once (~0.5 s)."""
+    global _IDENTIFIER
+    if _IDENTIFIER is None:
+        import py3langid
+
+        labels = []
+        try:
+            from py3langid.langid import _get_identifier
+
+            labels = list(dict.fromkeys(_get_identifier().nb_classes))
+        except (ImportError, AttributeError):  # other py3langid versions: ask it for its labels
+            labels = [lang for lang, _ in py3langid.rank("a")]
+        _IDENTIFIER = (lambda text: py3langid.classify(text)[0], labels)
+    return _IDENTIFIER
+
+
+_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh", b"\x28\xb5\x2f\xfd")
+_WHOLE_FILE_BYTES = 1 << 21  # plain files up to 2 MB are read whole; larger ones by seeking
+_HEAD_BYTES = 1 << 20  # compressed files: only the first 1 MB of text is read
+_MAX_LINE_BYTES = 1 << 16
+
+
+def _usable(line: str, column: int | None, min_letters: int) -> str | None:
+    if column is not None:
+        cells = line.split("\t")
+        if len(cells) < column:
+            return None
+        line = cells[column - 1]
+    line = line.strip()
+    if sum(ch.isalpha() for ch in line[:400]) < min_letters:
+        return None
+    return line[:400]
+
+
+def _spread(items: Sequence, n: int) -> list:
+    """``n`` items evenly spaced over ``items`` (all of them when there are fewer)."""
+    if len(items) <= n:
+        return list(items)
+    return [items[(2 * i + 1) * len(items) // (2 * n)] for i in range(n)]
+
+
+def _decode(raw: bytes) -> str:
+    return raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
+
+
+def _read_sample(path: str, n: int) -> list[str]:
+    """Lines of the file ``path``: evenly spread over a plain file (about 4n seeks, so the cost
+    does not grow with the file), or from the first 1 MB of text of a compressed one."""
+    with open(path, "rb") as f:
+        compressed = f.read(6).startswith(_MAGIC)
+        size = os.fstat(f.fileno()).st_size
+        if not compressed:
+            if size <= _WHOLE_FILE_BYTES:
+                f.seek(0)
+                return [_decode(x) for x in f.read().split(b"\n")]
+            lines = []
+            for i in range(4 * n):
+                f.seek(i * size // (4 * n))
+                if i:
+                    f.readline(_MAX_LINE_BYTES)  # the rest of a line cut by the seek
+                raw = f.readline(_MAX_LINE_BYTES)
+                if raw:
+                    lines.append(_decode(raw))
+            return lines
+    g = open_binary(path)
+    try:
+        head = g.read(_HEAD_BYTES)
+    finally:
+        g.close()
+    parts = head.split(b"\n")
+    if len(head) == _HEAD_BYTES and len(parts) > 1:
+        parts = parts[:-1]  # a line cut at the end of the head
+    return [_decode(x) for x in parts]
+
+
+def sample_lines(
+    source: str | os.PathLike | Iterable[str], n: int = 200, *, column: int | None = None, min_letters: int = 10
+) -> list[str]:
+    """Up to ``n`` non-blank lines of ``source`` with at least ``min_letters`` letters, for a
+    quick look at a corpus without reading it all.
+
+    ``source``: a file (plain: lines evenly spread over it, read by seeking; compressed:
+    lines from its first 1 MB of text), a list of lines (evenly spread), or any other
+    iterable of lines (the first ``20 n``). ``column``: 1-based TSV column to take. ``-``
+    (stdin, which cannot be read twice), a missing or unreadable file give ``[]``: the real
+    read reports those.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        if str(source) == "-":
+            return []
+        try:
+            raw = _read_sample(str(source), n)
+        except Exception:  # missing, unreadable, corrupt: the real read reports it with a clear error
+            return []
+    elif isinstance(source, Sequence):
+        raw = _spread(source, 4 * n)
+    else:
+        import itertools
+
+        raw = list(itertools.islice(source, 20 * n))
+    usable = [u for u in (_usable(x, column, min_letters) for x in raw if isinstance(x, str)) if u]
+    return _spread(usable, n)
+
+
+def check_language(
+    source: str | os.PathLike | Iterable[str],
+    lang: str,
+    *,
+    sample: int = 200,
+    column: int | None = None,
+    name: str | None = None,
+    min_lines: int = 20,
+    max_declared: float = 0.1,
+    min_other: float = 0.6,
+) -> str | None:
+    """A one-line warning when ``source`` is clearly not in ``lang``, else None.
+
+    Identifies the language of up to ``sample`` lines (see :func:`sample_lines`: lines of
+    at least 10 letters, evenly spread over a plain file, from the head of a compressed
+    one) with py3langid, and warns only when both hold:
+
+    - at most ``max_declared`` (10%) of them look like ``lang`` or a close relative that
+      identifiers confuse it with (no/nb/nn/da/sv, hr/sr/bs, ms/id, Arabic or Chinese
+      varieties, ...: see ``_RELATED_GROUPS``), so a mixed corpus with a fair share of
+      ``lang`` passes;
+    - at least ``min_other`` (60%) look like one other language (or its relatives).
+
+    Nothing is said when fewer than ``min_lines`` (20) usable lines are found (tiny or
+    very short-lined input), when ``lang`` is a language the identifier does not know
+    (most ISO 639-3 languages: there is nothing to compare with), for the special codes
+    ``mul``/``und``/``zxx``/``mis``, or when py3langid is missing. Costs the identifier's
+    load (about 0.5 s, once per process) plus a few milliseconds; the file is never read
+    whole. Raises :class:`ConfigError` for an invalid ``lang``.
+
+    The message reads ``news.de: declared 'fr' but 92% of 200 sampled lines look like 'de'
+    (German)``; ``name`` replaces the file name (default: the path, or ``<lines>``).
+    Callers print or log it.
+    """
+    declared = normalize_lang(lang)
+    if declared in _SPECIAL:
+        return None
+    lines = sample_lines(source, sample, column=column)
+    if len(lines) < min_lines:
+        return None
+    try:
+        classify, labels = _identify()
+    except ImportError:
+        return None
+    known = set()
+    for label in labels:
+        if is_lang_code(label):
+            known.add(normalize_lang(label))
+    accepted = _related(declared)
+    if not accepted & known:
+        return None
+    found: list[str] = []
+    for line in lines:
+        label = classify(line)
+        if is_lang_code(label) and normalize_lang(label) not in _SPECIAL:
+            found.append(normalize_lang(label))
+    if len(found) < min_lines:
+        return None
+    same = sum(1 for c in found if c in accepted)
+    if same > max_declared * len(found):
+        return None
+    by_group: Counter[str] = Counter(_group_key(c) for c in found if c not in accepted)
+    if not by_group:
+        return None
+    key, count = by_group.most_common(1)[0]
+    if count < min_other * len(found):
+        return None
+    top = Counter(c for c in found if _group_key(c) == key).most_common(1)[0][0]
+    label = f"{top!r}" + (f" ({language_name(top)})" if language_name(top) else "")
+    where = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<lines>")
+    return f"{where}: declared {lang!r} but {round(100 * count / len(found))}% of {len(found)} sampled lines look like {label}"
