@@ -30,9 +30,9 @@ from bimine.eval.bucc import (
     pr_curve,
     read_bucc,
 )
-from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import MineConfig
 from bimine.mining.select import STRATEGIES
+from bimine.scoring.margin import SCORES
 
 
 def mine_with_cli(split: BuccSplit, xx: str, model: str) -> tuple[np.ndarray, list[tuple[str, str]], str]:

@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 
 from bimine.encoders import load_encoder
-from bimine.encoders.calibration import Calibration
-from bimine.eval.calibration import brier, expected_calibration_error, reliability
 from bimine.filtering.train_classifier import fit_logistic
+from bimine.scoring.calibration import Calibration
+from bimine.scoring.calibration_metrics import brier, expected_calibration_error, reliability
 from bimine.text.io import read_lines
 
 DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"

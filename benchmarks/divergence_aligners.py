@@ -44,7 +44,7 @@ ALIGN_PAIRS = 200_000
 
 
 def evaluate(x_train, y_train, x_test, y_eq) -> dict:
-    from bimine.divergence.features import LinearClassifier
+    from bimine.scoring.divergence_features import LinearClassifier
 
     s = LinearClassifier.fit(x_train, y_train).predict(x_test)
     m = class_prf(cv_predictions(s, y_eq), y_eq)
@@ -116,9 +116,9 @@ def main() -> None:
     if not os.path.exists(path):
         print(f"divergence_aligners: skipped, {path} not found (../shared/data, or BIMINE_SHARED_DATA)")
         return
-    from bimine.divergence.features import SYMS, feature_tokens, features_from_links, pair_features
-    from bimine.divergence.ibm import WordAligner, symmetrize, train_aligner
     from bimine.divergence.synthetic import corpus_examples
+    from bimine.scoring.divergence_features import SYMS, feature_tokens, features_from_links, pair_features
+    from bimine.scoring.ibm import WordAligner, symmetrize, train_aligner
     from bimine.text.io import read_parallel
 
     os.makedirs(OUT, exist_ok=True)

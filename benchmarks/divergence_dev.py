@@ -123,7 +123,7 @@ def main() -> None:
     info: dict[str, dict] = {}
     for v in [x for x in args.variants.split(",") if x]:
         if v == "shipped":
-            from bimine.divergence.model import default_path
+            from bimine.scoring.divergence import default_path
 
             model = str(default_path())
         elif v not in VARIANTS:
@@ -141,7 +141,7 @@ def main() -> None:
             header = f.readline().rstrip("\n").split("\t")
             col = header.index("divergence")
             scores[v] = np.array([float(line.rstrip("\n").split("\t")[col]) for line in f])
-        from bimine.divergence.model import DivergenceModel
+        from bimine.scoring.divergence import DivergenceModel
 
         dm = DivergenceModel.load(model)
         meta = dm.meta

@@ -60,8 +60,8 @@ def main() -> None:
     for path, lines in ((a, en), (b, fr)):
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(x + "\n" for x in lines)
-    from bimine.divergence.model import DivergenceModel, default_path
     from bimine.encoders import load_encoder
+    from bimine.scoring.divergence import DivergenceModel, default_path
 
     enc = load_encoder("default")
     res = {"pairs": args.pairs, "cores": os.cpu_count(), "models": {}}

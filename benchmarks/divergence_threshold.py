@@ -78,8 +78,8 @@ def main() -> None:
               f"{(pr[three == 'some_meaning_difference'] < t).mean():.3f} |")
 
     if args.write:
-        from bimine.divergence.model import DivergenceModel
-        from bimine.encoders.calibration import model_folder
+        from bimine.encoders.base import model_folder
+        from bimine.scoring.divergence import DivergenceModel
 
         path = os.path.join(model_folder(load_encoder("default")), "divergence.safetensors")
         m = DivergenceModel.load(path)

@@ -113,7 +113,7 @@ def main() -> int:
     from bimine.documents.match import Eq3Config
     from bimine.documents.pipeline import DocMatchConfig, match_documents
     from bimine.encoders import load_encoder
-    from bimine.encoders.calibration import Calibration
+    from bimine.scoring.calibration import Calibration
 
     enc = load_encoder(a.model)
     cal = Calibration.for_encoder(enc)

@@ -59,7 +59,7 @@ def main() -> None:
         print(f"filter_cut: skipped, {d} not found")
         return
     from bimine import load_encoder
-    from bimine.encoders.calibration import model_folder
+    from bimine.encoders.base import model_folder
 
     with open(os.path.join(model_folder(load_encoder("default")), "languages.json"), encoding="utf-8") as f:
         langs = json.load(f)["languages"]

@@ -33,7 +33,7 @@ KINDS = ("misaligned", "unrelated", "wrong language", "untranslated")
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    from bimine.filtering.classifiers import roc_auc
+    from bimine.scoring.classifiers import roc_auc
 
     return roc_auc(np.r_[pos, neg], np.r_[np.ones(len(pos), bool), np.zeros(len(neg), bool)])
 

@@ -132,7 +132,7 @@ def prf(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float, float]:
 
 
 def evaluate(m: np.ndarray, gold: np.ndarray) -> dict:
-    from bimine.filtering.classifiers import best_f1_threshold
+    from bimine.scoring.classifiers import best_f1_threshold
 
     t, p, r, f = best_f1_threshold(m.ravel(), gold.ravel())
     # the one-to-one variant: best F1 over thresholds after greedy post-processing (candidate
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: {SHARED} not found (the shared dev data)")
         return 0
     from bimine.encoders import load_encoder
-    from bimine.filtering.classifiers import PairClassifier
+    from bimine.scoring.classifiers import PairClassifier
 
     src, tgt = args.pair.split("-")
     kinds = [k for k in args.kinds.split(",") if k]

@@ -90,7 +90,7 @@ def main() -> None:
     if not os.path.isdir(os.path.join(args.data, "dev", "newstest")):
         raise SystemExit(f"fit_combiner: {os.path.join(args.data, 'dev', 'newstest')} not found")
     enc = load_encoder(args.model)
-    from bimine.encoders.calibration import model_folder
+    from bimine.encoders.base import model_folder
 
     out = args.out or os.path.join(model_folder(enc), COMBINER_FILE)
     cols: dict[str, list[np.ndarray]] = {}

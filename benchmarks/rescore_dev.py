@@ -31,13 +31,14 @@ import numpy as np
 from bimine.encoders import load_encoder
 from bimine.eval.bucc import bucc_eval, embed_split, evaluate_at, make_newstest_bucc, pr_curve, read_bucc
 from bimine.mining.pipeline import MineConfig
-from bimine.mining.rescore import Rescorer, load_rescorer, mine_candidates
+from bimine.mining.planted import mine_candidates
+from bimine.scoring.rescore import Rescorer, load_rescorer
 
 DATA = os.environ.get("BIMINE_SHARED_DATA", "../shared/data")
 
 
 def candidate_rows(split, encoder, xx: str, cfg: MineConfig, vectors=None):
-    from bimine.divergence.vdpwi import WordVectors
+    from bimine.scoring.vdpwi import WordVectors
 
     e = embed_split(split, encoder, xx, "en")
     c = mine_candidates(e.x, e.y, split.src, split.tgt, vectors or WordVectors(encoder), xx, "en", cfg)
@@ -50,8 +51,8 @@ def ntrex_splits(en_file: str, xx_file: str, code: str) -> dict:
     """BUCC-style train and test splits from NTREX-128 (1,997 news sentences, N-way parallel):
     each half of the file gives a split, 150 of its pairs planted among the other-language
     sides of half of the rest and the English sides of the other half (no distractor has its
-    translation on the other side; :func:`bimine.eval.bucc.plant_pairs`)."""
-    from bimine.eval.bucc import plant_pairs
+    translation on the other side; :func:`bimine.mining.planted.plant_pairs`)."""
+    from bimine.mining.planted import plant_pairs
     from bimine.text.io import read_lines
 
     en, xx = list(read_lines(en_file)), list(read_lines(xx_file))
@@ -80,7 +81,7 @@ def table6(splits: dict, encoder, xx: str, rescorer: Rescorer | None) -> dict:
         res = bucc_eval(emb["train"], emb["test"], MineConfig(score=name, strategy="max"))
         row[name] = res["test"]["f1"]
     if rescorer is not None:
-        from bimine.divergence.vdpwi import WordVectors
+        from bimine.scoring.vdpwi import WordVectors
 
         vectors = WordVectors(encoder)  # one cache of word vectors for both splits (they share many words)
         got = {s: candidate_rows(sp, encoder, xx, MineConfig(score="eq9", strategy="max"), vectors)

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from bimine.encoders.calibration import CALIBRATION_FILE, Calibration
 from bimine.errors import ConfigError
-from bimine.eval.calibration import brier, expected_calibration_error, reliability
+from bimine.scoring.calibration import CALIBRATION_FILE, Calibration
+from bimine.scoring.calibration_metrics import brier, expected_calibration_error, reliability
 
 torch = pytest.importorskip("torch")
 
@@ -30,7 +30,7 @@ def test_ece_on_a_hand_computed_example():
 
 
 def _head(dim: int, positive: bool, seed: int = 0):
-    from bimine.filtering.classifiers import PairClassifier, _build
+    from bimine.scoring.classifiers import PairClassifier, _build
 
     torch.manual_seed(seed)
     cfg = {"kind": "confidence", "dim": dim, "encoder": "dan-test", "positive_scale": positive}

@@ -307,7 +307,7 @@ def test_embed_workers_give_identical_output(tmp_path, tiny_model):
 
 
 def test_help_lists_the_choices_of_eval_bucc_and_mine():
-    from bimine.mining.margin import SCORES
+    from bimine.scoring.margin import SCORES
 
     for cmd in (["eval", "bucc"], ["mine"]):
         r = run(*cmd, "--help")

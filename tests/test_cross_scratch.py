@@ -11,8 +11,8 @@ import torch
 from scipy.stats import rankdata
 
 from bimine.errors import BimineError, InputError
-from bimine.mining.cross_encoder import CrossRescorer
-from bimine.mining.cross_scratch import ScratchCrossRescorer, train_scratch_cross
+from bimine.scoring.cross_encoder import CrossRescorer
+from bimine.scoring.cross_scratch import ScratchCrossRescorer, train_scratch_cross
 from bimine.text.io import read_parallel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

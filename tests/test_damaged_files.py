@@ -73,10 +73,10 @@ def test_damaged_encoder_config(tmp_path, model_copy):
 @pytest.mark.parametrize("how", ["cut", "header"])
 @pytest.mark.parametrize("which", ["calibration", "divergence", "classifier", "aligner"])
 def test_damaged_head_files_raise_a_config_error(tmp_path, how, which):
-    from bimine.divergence.ibm import WordAligner
-    from bimine.divergence.model import DivergenceModel
-    from bimine.encoders.calibration import Calibration
-    from bimine.filtering.classifiers import PairClassifier
+    from bimine.scoring.calibration import Calibration
+    from bimine.scoring.classifiers import PairClassifier
+    from bimine.scoring.divergence import DivergenceModel
+    from bimine.scoring.ibm import WordAligner
 
     src = {"calibration": DEFAULT / "calibration.safetensors", "divergence": DEFAULT / "divergence.safetensors"}
     f = tmp_path / "w.safetensors"

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bimine.divergence.ibm import WordAligner, symmetrize, train_aligner, train_ibm
 from bimine.divergence.synthetic import build_examples, candidate_mask, corpus_examples, hard_negatives, words
 from bimine.errors import ConfigError
+from bimine.scoring.ibm import WordAligner, symmetrize, train_aligner, train_ibm
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -140,7 +140,7 @@ def test_hard_negatives_change_the_pair(aligner):
 
 
 def test_mm_features_hand_aligned_example(aligner):
-    from bimine.divergence.features import feature_names, pair_features
+    from bimine.scoring.divergence_features import feature_names, pair_features
 
     # "das kleine haus" aligns word by word with "the small house"; "xyz" has no translation
     x = pair_features(["the small house xyz"], ["das kleine haus"], aligner)[0]
@@ -156,7 +156,7 @@ def test_mm_features_hand_aligned_example(aligner):
 
 
 def test_linear_classifier_separates():
-    from bimine.divergence.features import LinearClassifier
+    from bimine.scoring.divergence_features import LinearClassifier
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 3))
@@ -186,7 +186,7 @@ class _WordEncoder:
 
 def test_similarity_cube_against_per_pair_reference():
     torch = pytest.importorskip("torch")
-    from bimine.divergence.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch
+    from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch
 
     torch.manual_seed(0)
     cfg = VDPWIConfig(hidden=5, channels=(4,), fc=3)
@@ -256,7 +256,7 @@ def test_shipped_threshold_keeps_clean_news_and_drops_shuffled_pairs():
 
 def test_focus_mask_is_greedy_one_to_one():
     torch = pytest.importorskip("torch")
-    from bimine.divergence.vdpwi import VDPWIConfig, _module
+    from bimine.scoring.vdpwi import VDPWIConfig, _module
 
     net = _module(VDPWIConfig(hidden=2, channels=(2,), fc=2), 4)
     c = torch.zeros(1, 13, 3, 3)
@@ -274,9 +274,9 @@ def test_focus_mask_is_greedy_one_to_one():
 
 def test_vdpwi_trains_saves_and_reloads(tmp_path):
     pytest.importorskip("torch")
-    from bimine.divergence.model import DivergenceModel, train_vdpwi
     from bimine.divergence.synthetic import Example
-    from bimine.divergence.vdpwi import VDPWIConfig
+    from bimine.scoring.divergence import DivergenceModel, train_vdpwi
+    from bimine.scoring.vdpwi import VDPWIConfig
 
     rng = np.random.default_rng(0)
     ex = []
@@ -299,7 +299,7 @@ def test_vdpwi_trains_saves_and_reloads(tmp_path):
 
 
 def test_mm_model_trains_and_scores(aligner, tmp_path):
-    from bimine.divergence.model import DivergenceModel, train_mm
+    from bimine.scoring.divergence import DivergenceModel, train_mm
 
     ex, _ = build_examples(EN * 2, DE * 2, aligner, ratio=2, seed=0)
     m = train_mm(ex, aligner, src_lang="en", tgt_lang="de")
@@ -315,8 +315,8 @@ def test_mm_model_trains_and_scores(aligner, tmp_path):
 def test_mm_model_is_fitted_on_the_links_it_scores_with():
     """The stored tables are pruned; the classifier must be fitted on their links, not on the
     full aligner's (fitting on one and scoring with the other cost 7 points of overall F)."""
-    from bimine.divergence.features import LinearClassifier, pair_features
-    from bimine.divergence.model import train_mm
+    from bimine.scoring.divergence import train_mm
+    from bimine.scoring.divergence_features import LinearClassifier, pair_features
 
     aligner = train_aligner(EN, DE, model=2, iterations=2)  # 2 iterations: tables still flat enough
     ex, _ = build_examples(EN * 2, DE * 2, aligner, ratio=2, seed=0)
@@ -341,8 +341,8 @@ def test_pruned_aligner_keeps_null_and_the_dictionary(aligner):
 
 
 def test_load_refuses_other_files(tmp_path):
-    from bimine.divergence.model import DivergenceModel
     from bimine.errors import ConfigError
+    from bimine.scoring.divergence import DivergenceModel
 
     with pytest.raises(ConfigError, match="divergence model .*: no such file"):
         DivergenceModel.load(tmp_path / "nothing.safetensors")
@@ -367,10 +367,10 @@ def _cli(*args):
 def cli_models(tmp_path_factory, aligner):
     """A tiny vdpwi model on the default encoder and a tiny M&M model, trained on the toy pairs."""
     pytest.importorskip("torch")
-    from bimine.divergence.model import train_mm, train_vdpwi
     from bimine.divergence.synthetic import Example
-    from bimine.divergence.vdpwi import VDPWIConfig
     from bimine.encoders import load_encoder
+    from bimine.scoring.divergence import train_mm, train_vdpwi
+    from bimine.scoring.vdpwi import VDPWIConfig
 
     d = tmp_path_factory.mktemp("div")
     ex = [Example(e, t, 1.0, "positive") for e, t in zip(EN, DE)]
@@ -453,8 +453,8 @@ def test_divergence_malformed_input_names_the_line(tmp_path, cli_models):
 
 
 def test_vdpwi_model_refuses_another_encoder(cli_models):
-    from bimine.divergence.model import DivergenceModel
     from bimine.errors import ConfigError
+    from bimine.scoring.divergence import DivergenceModel
 
     m = DivergenceModel.load(cli_models / "v.safetensors")
     with pytest.raises(ConfigError, match="reads word vectors of encoder"):
@@ -462,7 +462,7 @@ def test_vdpwi_model_refuses_another_encoder(cli_models):
 
 
 def test_model_swaps_the_reversed_pair_and_refuses_other_languages(cli_models):
-    from bimine.divergence.model import DivergenceModel
+    from bimine.scoring.divergence import DivergenceModel
 
     m = DivergenceModel.load(cli_models / "mm.safetensors")  # trained en-de
     en, de = EN[:5], DE[:5]
@@ -484,7 +484,7 @@ def test_divergence_command_refuses_another_language_pair(tmp_path, cli_models):
 def test_vdpwi_without_torch_is_a_clear_error(cli_models, monkeypatch):
     import sys
 
-    from bimine.divergence.model import DivergenceModel
+    from bimine.scoring.divergence import DivergenceModel
 
     m = DivergenceModel.load(cli_models / "v.safetensors")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError

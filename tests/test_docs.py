@@ -148,7 +148,8 @@ def run_cli(*args):
 @pytest.mark.parametrize("method", ["eq3", "counts", "embedding", "two-stage"])
 def test_cli_docs_match_on_newstest(shared_data, tmp_path, method):
     from bimine.encoders import load_encoder
-    from bimine.encoders.calibration import CALIBRATION_FILE, model_folder
+    from bimine.encoders.base import model_folder
+    from bimine.scoring.calibration import CALIBRATION_FILE
 
     if method in ("eq3", "two-stage") and not (model_folder(load_encoder("default")) / CALIBRATION_FILE).exists():
         pytest.skip("the default model has no calibration head")

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.filtering.classifiers import (
+from bimine.filtering.negatives import make_negatives, reorder, truncate
+from bimine.filtering.select import greedy_one_to_one
+from bimine.scoring.classifiers import (
     PairClassifier,
     TokenHasher,
     _build,
@@ -21,8 +23,6 @@ from bimine.filtering.classifiers import (
     roc_auc,
     tokenize,
 )
-from bimine.filtering.negatives import make_negatives, reorder, truncate
-from bimine.filtering.select import greedy_one_to_one
 
 torch = pytest.importorskip("torch")
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bimine.mining.knn import knn_exact
-from bimine.mining.margin import knn_mean, margin_score
 from bimine.mining.pipeline import MineConfig, mine_embeddings
 from bimine.mining.select import select_pairs
+from bimine.scoring.margin import knn_mean, margin_score
 
 
 def unit(rng, n, d=8):
@@ -95,7 +95,7 @@ def test_mine_empty_input():
 
 @pytest.mark.parametrize("kind", ["eq9", "eq10"])
 def test_paper001_scores_against_brute_force(kind):
-    from bimine.mining.margin import score_candidates
+    from bimine.scoring.margin import score_candidates
 
     rng = np.random.default_rng(3)
     x, y, k = unit(rng, 15, 6), unit(rng, 18, 6), 4

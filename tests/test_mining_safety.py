@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from bimine.index.faiss_index import IndexConfig
-from bimine.mining.margin import knn_mean, score_candidates
 from bimine.mining.pipeline import MineConfig, knn_both_ways, mine_sides, side_from_array
+from bimine.scoring.margin import knn_mean, score_candidates
 
 
 def clustered(rng, n, d, centres=20, spread=0.35):
@@ -185,6 +185,7 @@ HARNESS = textwrap.dedent('''
     """Runs mine_files with a slowed-down step, writing a marker when that step is under way."""
     import sys, time, pathlib
     import bimine.store.store as S
+    import bimine.index.sides as SD
     import bimine.mining.pipeline as P
     from bimine.encoders import load_encoder
 
@@ -200,7 +201,7 @@ HARNESS = textwrap.dedent('''
                 yield e
         S.embed_lines = embed_lines
     else:
-        orig = P.knn_search
+        orig = SD.knn_search
         calls = []
         def knn_search(*a, **kw):
             calls.append(1)
@@ -208,7 +209,7 @@ HARNESS = textwrap.dedent('''
                 marker.write_text("searching")
                 time.sleep(60)
             return orig(*a, **kw)
-        P.knn_search = knn_search
+        SD.knn_search = knn_search
     if cli:
         from bimine.cli.main import main
         sys.argv = ["bimine", "mine", src, tgt, "--src-lang", "en", "--tgt-lang", "fr", "-o", out, "-m", model,
@@ -353,7 +354,7 @@ def test_index_too_large_for_the_corpus_fails_before_embedding(tmp_path, tiny_mo
 def test_changed_index_default_recomputes_cached_knn(tmp_path, tiny_model, monkeypatch):
     """A cache keyed by the settings as asked ("nprobe 0 = default") would survive a change of
     the default; the key holds the resolved factory and nprobe, so it does not."""
-    import bimine.mining.pipeline as P
+    import bimine.index.sides as sides
 
     src, tgt = _corpus(tmp_path / "a.en", WORDS_A, 80, 1), _corpus(tmp_path / "a.fr", WORDS_B, 80, 2)
     work = tmp_path / "work"
@@ -361,6 +362,6 @@ def test_changed_index_default_recomputes_cached_knn(tmp_path, tiny_model, monke
     _mine(tmp_path, src, tgt, tmp_path / "1.tsv", tiny_model, work_dir=str(work), cfg=cfg)
     rep = _mine(tmp_path, src, tgt, tmp_path / "2.tsv", tiny_model, work_dir=str(work), cfg=cfg)
     assert any(r.startswith("kNN fwd") for r in rep.reused)
-    monkeypatch.setattr(P, "effective_nprobe", lambda factory, nprobe: 4)  # as if the default changed
+    monkeypatch.setattr(sides, "effective_nprobe", lambda factory, nprobe: 4)  # as if the default changed
     rep = _mine(tmp_path, src, tgt, tmp_path / "3.tsv", tiny_model, work_dir=str(work), cfg=cfg)
     assert not any(r.startswith("kNN") for r in rep.reused)

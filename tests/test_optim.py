@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import torch
 
-from bimine.training.optim import RowAdam
+from bimine.encoders.torch_optim import RowAdam
 
 
 def test_rowadam_equals_sparseadam():

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bimine.errors import ConfigError, InputError
-from bimine.eval.bucc import plant_pairs
-from bimine.mining.rescore import (
+from bimine.mining.planted import plant_pairs
+from bimine.scoring.rescore import (
     FEATURES,
     KNN_FEATURES,
     TEXT_FEATURES,
@@ -162,7 +162,7 @@ def test_rescorer_round_trip_and_encoder_check(tmp_path):
 def test_rescorer_reads_only_its_features(tmp_path):
     import json
 
-    from bimine.mining.rescore import DEFAULT_FEATURES, DOMAIN_FEATURES
+    from bimine.scoring.rescore import DEFAULT_FEATURES, DOMAIN_FEATURES
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(400, len(FEATURES)))
@@ -185,7 +185,7 @@ def test_rescorer_reads_only_its_features(tmp_path):
 
 
 def test_word_vector_cache_stays_bounded_and_correct():
-    from bimine.divergence.vdpwi import WordVectors
+    from bimine.scoring.vdpwi import WordVectors
 
     class Enc:
         calls = []

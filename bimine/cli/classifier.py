@@ -158,8 +158,7 @@ def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs,
     import numpy as np
 
     from bimine.encoders import load_encoder
-    from bimine.encoders.base import uses_language
-    from bimine.encoders.calibration import CALIBRATION_FILE, model_folder
+    from bimine.encoders.base import model_folder, uses_language
     from bimine.errors import ConfigError
     from bimine.filtering.pipeline import read_pair_blocks
     from bimine.filtering.train_classifier import (
@@ -169,6 +168,7 @@ def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs,
         train_classifier,
     )
     from bimine.outputs import check_output_file
+    from bimine.scoring.calibration import CALIBRATION_FILE
 
     cols = pair_input(inputs[0], None, None, columns)
     encoder = load_encoder(model)

@@ -107,11 +107,11 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
     dictionary-coverage filters."""
     import os
 
-    from bimine.divergence.ibm import WordAligner, train_aligner
-    from bimine.divergence.model import train_mm, train_vdpwi
     from bimine.divergence.synthetic import corpus_examples
     from bimine.errors import ConfigError
     from bimine.outputs import check_output_file
+    from bimine.scoring.divergence import train_mm, train_vdpwi
+    from bimine.scoring.ibm import WordAligner, train_aligner
     from bimine.text.io import read_parallel
 
     if len(srcs) != len(tgts):

@@ -75,7 +75,7 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
     encoder = load_model(model, [src_lang, tgt_lang], "docs match")
     cal = None
     if method in ("eq3", "two-stage"):
-        from bimine.encoders.calibration import Calibration
+        from bimine.scoring.calibration import Calibration
 
         cal = Calibration.for_encoder(encoder, calibration)
     from bimine.text.sentences import get_splitter

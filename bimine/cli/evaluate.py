@@ -8,8 +8,8 @@ import click
 
 from bimine.cli.embed import MODEL_HELP
 from bimine.cli.main import check_lang_option, cli
-from bimine.mining.margin import SCORES
 from bimine.mining.select import STRATEGIES
+from bimine.scoring.margin import SCORES
 
 
 @cli.group(name="eval")

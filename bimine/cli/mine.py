@@ -8,9 +8,9 @@ import click
 
 from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
 from bimine.cli.main import check_lang_option, cli, language_checks, load_model, resolve_lang
-from bimine.mining.margin import SCORES
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
+from bimine.scoring.margin import SCORES
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -117,7 +117,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     encoder = load_model(model, [src_lang, tgt_lang], "mine")
     rescorer = None
     if rescore is not None:
-        from bimine.mining.rescore import load_rescorer
+        from bimine.scoring.rescore import load_rescorer
 
         rescorer = load_rescorer(rescore, encoder)
         if threshold == "trained":
@@ -131,7 +131,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     if calibration is not None and not confidence:
         raise click.UsageError("--calibration is used with --confidence")
     if confidence:
-        from bimine.encoders.calibration import Calibration
+        from bimine.scoring.calibration import Calibration
 
         cal = Calibration.for_encoder(encoder, calibration)
     from bimine.mining.pipeline import expand_inputs

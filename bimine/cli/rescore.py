@@ -31,8 +31,8 @@ def _long_enough(pairs, min_words: int):
 
 
 def _usable_gold(pairs) -> int:
-    """How many of ``pairs`` :func:`bimine.eval.bucc.plant_pairs` could take as gold."""
-    from bimine.eval.bucc import take_gold
+    """How many of ``pairs`` :func:`bimine.mining.planted.plant_pairs` could take as gold."""
+    from bimine.mining.planted import take_gold
 
     seen_s: set[str] = set()
     seen_t: set[str] = set()
@@ -159,7 +159,8 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
     from bimine.encoders import load_encoder
     from bimine.errors import ConfigError
     from bimine.langs import normalize_lang
-    from bimine.mining.rescore import DEFAULT_FEATURES, FEATURES, train_rescorer, training_rows
+    from bimine.mining.planted import training_rows
+    from bimine.scoring.rescore import DEFAULT_FEATURES, FEATURES, train_rescorer
 
     if bool(recipe) == bool(pairs):
         raise click.UsageError("give either --recipe or PAIRS (LANG:FILE ...)")
@@ -242,9 +243,9 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
     F1 of the combined probability) on the dev candidates."""
     import numpy as np
 
-    from bimine.mining.cross_encoder import train_cross
-    from bimine.mining.rescore import _cross_stage, best_f1_threshold
     from bimine.progress import bar
+    from bimine.scoring.cross_encoder import train_cross
+    from bimine.scoring.rescore import _cross_stage, best_f1_threshold
 
     first = np.unique(ids, return_index=True)[1]  # each candidate's first (unswapped) row
     p1, lab = r.predict(x[first]), y[first]
@@ -270,7 +271,7 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
                f"{what}, {epochs} epoch(s)", err=True)
     with bar(total=epochs * len(chosen), unit=" pairs", desc="cross-encoder") as b:
         if kind == "scratch":
-            from bimine.mining.cross_scratch import train_scratch_cross
+            from bimine.scoring.cross_scratch import train_scratch_cross
 
             ce = train_scratch_cross(src, tgt, lab[chosen], epochs=epochs, seed=seed,
                                      log=lambda m: click.echo(m, err=True), progress=b.update)

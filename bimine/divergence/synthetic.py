@@ -4,7 +4,7 @@ Positives are the pairs of a parallel corpus. Negatives (004 §3, after Munteanu
 come from the Cartesian product of its two sides, ``(e_i, f_j)`` with ``i != j``, kept only
 when the two sentences are close in length (ratio of word counts at most 2) and at least half
 of the words of *each* side have a translation in the other sentence according to the
-bilingual dictionary (:class:`bimine.divergence.ibm.WordAligner`); from those, negatives are
+bilingual dictionary (:class:`bimine.scoring.ibm.WordAligner`); from those, negatives are
 drawn uniformly to a 1:5 positive:negative ratio (004 §5.1; seeded).
 
 ``hard`` negatives, an option measured against the paper's recipe (later work on divergences,
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bimine.divergence.ibm import WordAligner, words
+from bimine.scoring.ibm import WordAligner, words
 
 HARD_KINDS = ("delete", "replace", "append")
 

@@ -132,7 +132,7 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
     the model) and reused by a rerun.
     """
     from bimine.index.faiss_index import IndexConfig
-    from bimine.mining.pipeline import MineConfig, _side_fingerprint, knn_both_ways, side_from_store
+    from bimine.index.sides import SearchConfig, _side_fingerprint, knn_both_ways, side_from_store
     from bimine.outputs import check_output_dir, check_output_file
     from bimine.store.store import build_store, file_checksum
 
@@ -187,7 +187,7 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
             else:
                 k = config.eq3.n if config.method == "eq3" else 1
                 k = min(k, len(y.valid), len(x.valid))
-                mcfg = MineConfig(k=k, index=IndexConfig(factory=config.index))
+                mcfg = SearchConfig(k=k, index=IndexConfig(factory=config.index))
                 sxy, ixy, _, iyx = knn_both_ways(x, y, mcfg, progress=progress, need_backward=config.method == "counts")
                 s_doc, t_doc = sc.doc_of_sentence(), tc.doc_of_sentence()
                 if config.method == "counts":

@@ -49,6 +49,12 @@ def weights_digest(weights: dict[str, np.ndarray], config: dict | None = None) -
     return h.hexdigest()[:16]
 
 
+def model_folder(encoder) -> Path | None:
+    """The folder an encoder was loaded from (``None`` for e5-small, which has none)."""
+    f = getattr(encoder, "_weights_file", None)
+    return Path(f).parent if f is not None else None
+
+
 def default_model_path() -> Path:
     """Folder of the model shipped inside the package."""
     return Path(__file__).resolve().parent.parent / "models" / "default"

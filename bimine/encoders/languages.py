@@ -19,7 +19,7 @@ PIVOT = "en"  # the figures are measured against English, which is served by def
 def language_figures(encoder) -> dict[str, dict] | None:
     """The per-language figures stored with ``encoder`` (``None``: the model has none, e.g. e5-small,
     or they belong to another model)."""
-    from bimine.encoders.calibration import model_folder
+    from bimine.encoders.base import model_folder
     from bimine.weights import read_json
 
     folder = model_folder(encoder) if encoder is not None else None

@@ -18,16 +18,8 @@ import numpy as np
 from bimine.encoders import Encoder
 from bimine.errors import InputError
 from bimine.mining.pipeline import MineConfig, mine_sides, side_from_array
+from bimine.mining.planted import BuccSplit, plant_pairs, take_gold  # noqa: F401  (plant_pairs, take_gold: the names eval.bucc had)
 from bimine.text.io import read_lines
-
-
-@dataclass
-class BuccSplit:
-    src_ids: list[str]
-    src: list[str]
-    tgt_ids: list[str]
-    tgt: list[str]
-    gold: set[tuple[str, str]]
 
 
 def read_bucc_sentences(path: str) -> tuple[list[str], list[str]]:
@@ -212,67 +204,3 @@ def _write_side(path: str, rows: list[tuple[str, int | None]], prefix: str) -> d
             if r is not None:
                 ids[r] = i
     return ids
-
-
-# ----------------------------------------------------------------------------- planted corpora from parallel data
-
-
-def _key(t: str) -> str:
-    return " ".join(t.casefold().split())
-
-
-def take_gold(s: str, t: str, seen_s: set[str], seen_t: set[str]) -> bool:
-    """Whether :func:`plant_pairs` can take ``(s, t)`` as a gold pair after the gold texts in
-    ``seen_s``/``seen_t`` (both sides non-empty, neither text, case and spacing aside, an
-    earlier gold text: it would have two translations); if so its texts are added to them."""
-    if not s.strip() or not t.strip() or _key(s) in seen_s or _key(t) in seen_t:
-        return False
-    seen_s.add(_key(s))
-    seen_t.add(_key(t))
-    return True
-
-
-def plant_pairs(pairs, gold: int, distractors: int, *, seed: int = 0, prefix: str = "p") -> BuccSplit:
-    """A BUCC-style split from parallel ``(src, tgt)`` pairs, in the manner of
-    :func:`make_newstest_bucc`: the first ``gold`` usable pairs are the gold, planted among the
-    source sides of the next ``distractors`` pairs and the target sides of the ``distractors``
-    pairs after those, so that no distractor has its translation on the other side. A pair is
-    usable when both sides are non-empty (a gold pair also when neither side repeats an earlier gold text); a distractor is left out when its text (case and
-    spacing aside) equals a gold text or the text of the *other* distractor pairs on its side
-    (a repeated sentence could be another pair's translation). Both sides are shuffled
-    (seeded). Reads ``pairs`` lazily and stops when it has enough."""
-    g: list[tuple[str, str]] = []
-    ds: list[tuple[str, str]] = []
-    dt: list[tuple[str, str]] = []
-    seen_s: set[str] = set()
-    seen_t: set[str] = set()
-    for s, t in pairs:
-        if not s.strip() or not t.strip():
-            continue
-        if len(g) < gold:
-            if take_gold(s, t, seen_s, seen_t):
-                g.append((s, t))
-        elif len(ds) < distractors:
-            ds.append((s, t))
-        elif len(dt) < distractors:
-            dt.append((s, t))
-        else:
-            break
-    if len(g) < gold:
-        raise InputError(f"{len(g)} usable pairs, {gold} gold pairs asked for")
-    gold_s = {_key(s) for s, _ in g}
-    gold_t = {_key(t) for _, t in g}
-    other_s = {_key(s) for s, _ in dt}  # sources whose translation is among the target distractors
-    other_t = {_key(t) for _, t in ds}  # targets whose translation is among the source distractors
-    src = [(s, n) for n, (s, _) in enumerate(g)]
-    src += [(s, None) for s, _ in ds if _key(s) not in gold_s and _key(s) not in other_s]
-    tgt = [(t, n) for n, (_, t) in enumerate(g)]
-    tgt += [(t, None) for _, t in dt if _key(t) not in gold_t and _key(t) not in other_t]
-    rng = random.Random(f"{seed}-{prefix}")
-    rng.shuffle(src)
-    rng.shuffle(tgt)
-    sid = {r: f"{prefix}-s{n:06d}" for n, (_, r) in enumerate(src) if r is not None}
-    tid = {r: f"{prefix}-t{n:06d}" for n, (_, r) in enumerate(tgt) if r is not None}
-    return BuccSplit([f"{prefix}-s{n:06d}" for n in range(len(src))], [s for s, _ in src],
-                     [f"{prefix}-t{n:06d}" for n in range(len(tgt))], [t for t, _ in tgt],
-                     {(sid[r], tid[r]) for r in range(len(g))})

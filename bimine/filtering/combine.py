@@ -186,7 +186,7 @@ def load_combiners(path: str | os.PathLike) -> Combiners:
 
 def combiners_for(encoder) -> Combiners | None:
     """The combiner stored beside ``encoder``'s weights and trained on its scores, else None."""
-    from bimine.encoders.calibration import model_folder
+    from bimine.encoders.base import model_folder
 
     folder = model_folder(encoder) if encoder is not None else None
     if folder is None or not (Path(folder) / COMBINER_FILE).is_file():

@@ -34,6 +34,7 @@ import numpy as np
 from bimine.cleanup import die_with_parent, sweep_leftovers, temp_prefix
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
+from bimine.executors import check_executor, plugin
 from bimine.filtering.base import PairFilter
 
 
@@ -479,13 +480,10 @@ def run_pipeline(
     tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
     tmp_report = f"{report_path}.tmp-{os.getpid()}" if report_path else None
     prepared = [i for i in stateful + corpus if _prepares(filters[i])]
-    if executor not in ("local", "ray"):
-        raise ConfigError(f"unknown executor {executor!r}: choose local or ray")
+    check_executor(executor)
     pool = None  # a ProcessPoolExecutor of forked workers, or its Ray stand-in
     if executor == "ray" and (stateless or prepared):
-        from bimine.distributed.ray_executor import BlockPool
-
-        pool = BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
+        pool = plugin("ray").BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
         workers = pool.workers
     on_ray = pool is not None
     sweep_leftovers(output, kept_output, report_path)  # what runs killed by SIGKILL left

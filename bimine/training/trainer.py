@@ -23,6 +23,7 @@ import yaml
 
 from bimine.config import from_dict, to_dict
 from bimine.encoders.dan import DANConfig
+from bimine.encoders.torch_optim import RowAdam
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
 from bimine.text.features import Featurizer
@@ -37,7 +38,6 @@ from bimine.training.data import (
 from bimine.training.distill import DistillConfig, TeacherCache, english_pool, teacher_rows
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss, word_distill_loss
 from bimine.training.model import TorchDAN
-from bimine.training.optim import RowAdam
 from bimine.training.words import WordDistillConfig, check_word_config, load_word_batches
 from bimine.weights import load_safetensors, read_json
 

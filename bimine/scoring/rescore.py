@@ -80,7 +80,7 @@ def knn_features(sxy: np.ndarray, ixy: np.ndarray, syx: np.ndarray, iyx: np.ndar
     the order of the kNN lists), from the lists of both directions (``sxy[i, c]``: cosine of
     source i to its c-th nearest target ``ixy[i, c]``). ``cos``: the pairs' cosines when known
     (a pair found in neither list needs it; otherwise taken from the lists)."""
-    from bimine.mining.margin import knn_mean
+    from bimine.scoring.margin import knn_mean
 
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
@@ -194,13 +194,13 @@ def text_features(src: list[str], tgt: list[str]) -> np.ndarray:
 def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_lang: str,
                   max_words: int = 64, match: float = 0.5) -> np.ndarray:
     """The :data:`WORD_FEATURES` of pairs: each word embedded alone by the sentence encoder
-    (``vectors``: a :class:`bimine.divergence.vdpwi.WordVectors`, cached per word), then, for
+    (``vectors``: a :class:`bimine.scoring.vdpwi.WordVectors`, cached per word), then, for
     each side, the mean over its words of the best cosine to a word of the other side (a
     BERTScore-like recall with the encoder's cross-lingual word vectors), the worst word's best
     cosine, and the share of words whose best cosine reaches ``match``. Untranslated or
     replaced content (a missing clause, another name) lowers them where a sentence embedding
     averages it away."""
-    from bimine.mining._rescore_kernel import word_match
+    from bimine.scoring._rescore_kernel import word_match
 
     def side(texts, lang):
         ws = [_WORD_TOKEN.findall(t.lower())[:max_words] for t in texts]
@@ -334,7 +334,7 @@ class Rescorer:
             return cls(booster, meta).trees_only()
         stage = None
         if "cross" in meta:
-            from bimine.mining.cross_encoder import CrossRescorer
+            from bimine.scoring.cross_encoder import CrossRescorer
 
             stage = CrossRescorer.load(folder / CROSS_DIR)
         return cls(booster, meta, stage)
@@ -462,8 +462,8 @@ def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], k
     cross-encoder runs on the candidates at or above its floor, each block of them kept as it
     finishes: a killed run resumes at the block it was in. ``stats`` (a dict) gets
     ``cross_pairs``, the candidates the cross-encoder scored (not set when reused from ``cache``)."""
-    from bimine.divergence.vdpwi import WordVectors
     from bimine.progress import bar
+    from bimine.scoring.vdpwi import WordVectors
 
     rescorer.check_encoder(encoder)
     if cache is not None and cache.exists():
@@ -530,87 +530,9 @@ def _cross_stage(rescorer: Rescorer, src: list[str], tgt: list[str], p_trees: np
 # ------------------------------------------------------------------------------ candidates
 
 
-@dataclass
-class Candidates:
-    """The pairs a mining strategy selects, with their base score and rescoring features."""
-
-    score: np.ndarray  # the mining score (e.g. Eq. 9), best first
-    src: np.ndarray  # source rows
-    tgt: np.ndarray  # target rows
-    features: np.ndarray  # one row of FEATURES per pair
-
-
 def pair_features(src: list[str], tgt: list[str], knn: np.ndarray, vectors, src_lang: str, tgt_lang: str) -> np.ndarray:
     """Every feature of :data:`FEATURES` for pairs whose :data:`KNN_FEATURES` are ``knn``."""
     return np.concatenate([knn, text_features(src, tgt), word_features(src, tgt, vectors, src_lang, tgt_lang)], axis=1)
-
-
-def mine_candidates(x: np.ndarray, y: np.ndarray, src_texts: list[str], tgt_texts: list[str], vectors,
-                    src_lang: str, tgt_lang: str, cfg=None) -> Candidates:
-    """Mine unit-norm embeddings ``x`` (sources) against ``y`` (targets) in memory with ``cfg``
-    (a :class:`~bimine.mining.pipeline.MineConfig`; threshold ignored) and return every
-    selected candidate with its features (``vectors``: the encoder's word vectors)."""
-    from dataclasses import replace
-
-    from bimine.mining.margin import score_candidates
-    from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
-    from bimine.mining.select import select_pairs
-
-    cfg = replace(cfg or MineConfig(), threshold=None)
-    k = min(cfg.k, len(x), len(y))
-    cfg = replace(cfg, k=k)
-    sxy, ixy, syx, iyx = knn_both_ways(side_from_array(x), side_from_array(y), cfg)
-    fwd, bwd = score_candidates(cfg.score, k, sxy, ixy, syx, iyx)
-    s, i, j = select_pairs(fwd, ixy, bwd, iyx, cfg.strategy)
-    f = pair_features([src_texts[a] for a in i.tolist()], [tgt_texts[b] for b in j.tolist()],
-                      knn_features(sxy, ixy, syx, iyx, k, i, j), vectors, src_lang, tgt_lang)
-    return Candidates(s, i, j, f)
-
-
-def planted_corpus(pairs, encoder, src_lang: str, tgt_lang: str, *, gold: int = 300, distractors: int = 6000,
-                   near: int = 0, pool: int = 20000, seed: int = 0, prefix: str = "p"):
-    """A BUCC-style corpus (a :class:`bimine.eval.bucc.BuccSplit`) for training a rescorer,
-    from parallel ``(src, tgt)`` pairs: ``gold`` pairs planted among ``distractors`` sentences
-    on each side, taken from other pairs so that none has its translation on the other side
-    (:func:`bimine.eval.bucc.plant_pairs`). With ``near``, each side's distractors are first the
-    ``near`` nearest neighbours (by the encoder) of every gold sentence among that side's texts
-    of ``pool`` further pairs, then others in file order: hard negatives close to the gold, as
-    in real comparable corpora, rather than only random sentences."""
-    from bimine.eval.bucc import plant_pairs
-
-    if not near:
-        return plant_pairs(pairs, gold, distractors, seed=seed, prefix=prefix)
-    rows = []
-    for p in pairs:
-        rows.append(p)
-        if len(rows) >= gold + 2 * pool:
-            break
-    base = plant_pairs(rows, gold, pool, seed=seed, prefix=prefix)
-    is_gold_s = {a for a, _ in base.gold}
-    is_gold_t = {b for _, b in base.gold}
-
-    def pick(ids, texts, gold_ids, lang):
-        g = [n for n, i in enumerate(ids) if i in gold_ids]
-        rest = [n for n, i in enumerate(ids) if i not in gold_ids]
-        if not rest:
-            return g
-        e = encoder.encode([texts[n] for n in g + rest], lang)
-        sims = e[: len(g)] @ e[len(g):].T
-        k = min(near, len(rest))
-        nn = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < len(rest) else np.tile(np.arange(len(rest)), (len(g), 1))
-        chosen = list(dict.fromkeys(int(c) for c in nn.T.ravel()))  # round-robin over the gold, no repeats
-        chosen = chosen[:distractors]
-        if len(chosen) < distractors:
-            taken = set(chosen)
-            chosen += [c for c in range(len(rest)) if c not in taken][: distractors - len(chosen)]
-        return g + [rest[c] for c in chosen]
-
-    from bimine.eval.bucc import BuccSplit
-
-    keep_s = pick(base.src_ids, base.src, is_gold_s, src_lang)
-    keep_t = pick(base.tgt_ids, base.tgt, is_gold_t, tgt_lang)
-    return BuccSplit([base.src_ids[n] for n in keep_s], [base.src[n] for n in keep_s],
-                     [base.tgt_ids[n] for n in keep_t], [base.tgt[n] for n in keep_t], base.gold)
 
 
 _SWAP = [FEATURES.index(n.replace("_src", "_TMP").replace("_tgt", "_src").replace("_TMP", "_tgt")) for n in FEATURES]
@@ -620,51 +542,3 @@ def swap_sides(features: np.ndarray) -> np.ndarray:
     """The features of the same pairs mined the other way round (source and target swapped):
     exact for the symmetric strategies (max, intersection, greedy)."""
     return features[:, _SWAP]
-
-
-def candidate_sets(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
-                   cfg=None, seed: int = 0, vectors=None):
-    """For each ``(lang, pairs)`` of ``corpora`` (``pairs``: (other-language, English) pairs
-    whose first ``gold`` usable ones the encoder never saw), a planted corpus
-    (:func:`planted_corpus`) mined as ``cfg`` (default Eq. 9, max, k = 4): yields ``(lang,
-    split, candidates, label)``, ``label`` 1 for the candidates that are gold pairs."""
-    if vectors is None:
-        from bimine.divergence.vdpwi import WordVectors
-
-        vectors = WordVectors(encoder)
-    for lang, pairs in corpora:
-        split = planted_corpus(pairs, encoder, lang, "en", gold=gold, distractors=distractors, near=near, pool=pool,
-                               seed=seed, prefix=lang)
-        x = encoder.encode(split.src, lang)
-        y = encoder.encode(split.tgt, "en")
-        c = mine_candidates(x, y, split.src, split.tgt, vectors, lang, "en", cfg)
-        label = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src.tolist(), c.tgt.tolist())],
-                         dtype=np.int8)
-        yield lang, split, c, label
-
-
-def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
-                  cfg=None, seed: int = 0, log=None, texts: list | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Candidate features and labels for training a rescorer, from :func:`candidate_sets`: gold
-    pairs are positives, every other selected candidate a negative; each row also enters with
-    its sides swapped (:func:`swap_sides`), so the rescorer serves both directions. Returns
-    features, labels, each row's candidate number (the two copies of a candidate share it:
-    split train and dev by it) and each row's language. With ``texts`` (a list), each
-    candidate's ``(source, target)`` texts are appended to it, in candidate-number order."""
-    xs, ys, ids, langs = [], [], [], []
-    for lang, split, c, label in candidate_sets(encoder, corpora, gold=gold, distractors=distractors, near=near,
-                                                pool=pool, cfg=cfg, seed=seed):
-        xs += [c.features, swap_sides(c.features)]
-        ys += [label, label]
-        if texts is not None:
-            texts += [(split.src[a], split.tgt[b]) for a, b in zip(c.src.tolist(), c.tgt.tolist())]
-        first = sum(len(a) for a in ids) // 2
-        ids += [np.arange(first, first + len(label))] * 2
-        langs += [lang] * (2 * len(label))
-        if log is not None:
-            log(f"{lang}: {len(split.src):,} x {len(split.tgt):,} sentences, {len(label):,} candidates, "
-                f"{int(label.sum())} of {len(split.gold)} gold pairs among them")
-    if not xs:
-        raise InputError("no corpora to train the rescorer on")
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ids), langs

@@ -1,6 +1,6 @@
 """A cross-encoder rescorer trained from scratch on bimine's hashed tokens (issue 15 (b)).
 
-The alternative to :mod:`bimine.mining.cross_encoder` (started from e5-small): no pretrained
+The alternative to :mod:`bimine.scoring.cross_encoder` (started from e5-small): no pretrained
 weights at all. Both sentences go into one sequence, ``SRC`` tokens then ``TGT`` tokens (each
 cut to ``max_side``), each token the sum of its hashed features (the transformer encoder's
 :class:`~bimine.encoders.transformer.TokenFeaturizer`), plus a position and a segment
@@ -96,7 +96,7 @@ class ScratchCrossRescorer:
 
     @property
     def fingerprint(self) -> str:
-        from bimine.mining.cross_encoder import state_fingerprint
+        from bimine.scoring.cross_encoder import state_fingerprint
 
         return state_fingerprint(self.meta, self.net.state_dict())
 
@@ -121,12 +121,12 @@ class ScratchCrossRescorer:
 
     def predict(self, src: list[str], tgt: list[str], batch: int = 128, block: int | None = None,
                 progress=None) -> np.ndarray:
-        from bimine.mining.cross_encoder import sigmoid
+        from bimine.scoring.cross_encoder import sigmoid
 
         return sigmoid(self.logits(src, tgt, batch=batch, progress=progress))
 
     def save(self, folder: str | os.PathLike) -> None:
-        from bimine.mining.cross_encoder import save_stage
+        from bimine.scoring.cross_encoder import save_stage
 
         state = {k: v.detach().contiguous() for k, v in self.net.state_dict().items()}
         rom = self.featurizer.romanizer
@@ -140,7 +140,7 @@ class ScratchCrossRescorer:
 
     @classmethod
     def load(cls, folder: str | os.PathLike, meta: dict) -> ScratchCrossRescorer:
-        from bimine.mining.cross_encoder import WEIGHTS_FILE
+        from bimine.scoring.cross_encoder import WEIGHTS_FILE
         from bimine.text.translit import table_from_tensors
 
         torch, PairNet, _, TransformerConfig = _modules()
@@ -163,8 +163,8 @@ def train_scratch_cross(src: list[str], tgt: list[str], y: np.ndarray, *, max_si
     layers, RowAdam for the feature table; linear warm-up over the first 5 % of the steps,
     then linear decay), in a seeded order."""
     torch, PairNet, _, TransformerConfig = _modules()
-    from bimine.mining.cross_encoder import checked_labels
-    from bimine.training.optim import RowAdam
+    from bimine.encoders.torch_optim import RowAdam
+    from bimine.scoring.cross_encoder import checked_labels
 
     y = checked_labels(src, tgt, y)
     torch.manual_seed(seed)

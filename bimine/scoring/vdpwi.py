@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bimine.divergence.ibm import words
+from bimine.scoring.ibm import words
 
 
 @dataclass

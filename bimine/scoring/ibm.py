@@ -38,8 +38,8 @@ SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final", "grow-diag-final-
 
 def tokenize(s: str) -> list[str]:
     """Lowercased words and punctuation marks; each character of a script written without
-    spaces is a token (the tokens of :func:`bimine.filtering.classifiers.tokenize`)."""
-    from bimine.filtering.classifiers import tokenize as tok
+    spaces is a token (the tokens of :func:`bimine.scoring.classifiers.tokenize`)."""
+    from bimine.scoring.classifiers import tokenize as tok
 
     return tok(s)
 

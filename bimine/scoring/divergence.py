@@ -4,8 +4,8 @@ A model is one safetensors file whose ``bimine_divergence`` metadata (JSON) hold
 config, the encoder it reads word vectors from (model id; refused for any other), the
 languages it was trained on, the decision threshold and its training record:
 
-* ``vdpwi``: the semantic similarity model (:mod:`bimine.divergence.vdpwi`), torch;
-* ``mm``: Munteanu & Marcu's linear classifier (:mod:`bimine.divergence.features`) with the
+* ``vdpwi``: the semantic similarity model (:mod:`bimine.scoring.vdpwi`), torch;
+* ``mm``: Munteanu & Marcu's linear classifier (:mod:`bimine.scoring.divergence_features`) with the
   word-alignment tables it reads, NumPy only.
 
 Scores are in [0, 1], higher = more equivalent (the score contract's direction).
@@ -114,7 +114,7 @@ class DivergenceModel:
         if not src:
             return np.zeros(0)
         if self.kind == "mm":
-            from bimine.divergence.features import pair_features
+            from bimine.scoring.divergence_features import pair_features
 
             self._ensure_mm()
             return self._clf.predict(pair_features(src, tgt, self._aligner))
@@ -122,8 +122,8 @@ class DivergenceModel:
 
     def _ensure_mm(self) -> None:
         if self._aligner is None:
-            from bimine.divergence.features import LinearClassifier
-            from bimine.divergence.ibm import IBMModel, Vocab, WordAligner
+            from bimine.scoring.divergence_features import LinearClassifier
+            from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
 
             c = self.config
             sv, tv = Vocab(c["src_vocab"][1:]), Vocab(c["tgt_vocab"][1:])
@@ -135,7 +135,7 @@ class DivergenceModel:
     def _ensure_vdpwi(self, encoder):
         import torch
 
-        from bimine.divergence.vdpwi import VDPWIConfig, WordVectors, _module, torch_device
+        from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, torch_device
 
         if self._net is None:
             cfg = VDPWIConfig.from_dict(self.config["vdpwi"])
@@ -149,7 +149,7 @@ class DivergenceModel:
         return self._net, self._vectors
 
     def _score_vdpwi(self, src, tgt, src_lang, tgt_lang, encoder, batch) -> np.ndarray:
-        from bimine.divergence.vdpwi import sentence_words
+        from bimine.scoring.vdpwi import sentence_words
 
         if encoder is None:
             raise ConfigError("the vdpwi divergence model needs the sentence encoder it was trained with")
@@ -169,7 +169,7 @@ def predict_pairs(net, lengths: list[int], vectors_of, batch: int) -> np.ndarray
     vectors of the pairs ``idx``."""
     import torch
 
-    from bimine.divergence.vdpwi import pad_batch
+    from bimine.scoring.vdpwi import pad_batch
 
     dev = next(net.parameters()).device
     out = np.zeros(len(lengths))
@@ -201,7 +201,7 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config=None,
     ``device``: a torch device; None = a CUDA GPU when there is one, else the CPU."""
     import torch
 
-    from bimine.divergence.vdpwi import (
+    from bimine.scoring.vdpwi import (
         VDPWIConfig,
         WordVectors,
         _module,
@@ -282,7 +282,7 @@ def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0
     alignment tables with translation probabilities below ``prune`` dropped
     (:meth:`WordAligner.pruned`; the dictionary at 10 % is untouched), and the classifier is
     fitted on the links of those stored tables, the ones it will see when scoring."""
-    from bimine.divergence.features import LinearClassifier, feature_names, pair_features
+    from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
 
     t0 = time.time()
     stored = aligner.pruned(prune)

@@ -328,7 +328,7 @@ class CrossRescorer:
     @classmethod
     def load(cls, folder: str | os.PathLike, base: str | None = None):
         """The cross-encoder saved in ``folder``: a :class:`CrossRescorer`, or a
-        :class:`~bimine.mining.cross_scratch.ScratchCrossRescorer` when its ``kind`` says so."""
+        :class:`~bimine.scoring.cross_scratch.ScratchCrossRescorer` when its ``kind`` says so."""
         from bimine.encoders.e5_weights import weights_path
 
         folder = Path(folder)
@@ -340,7 +340,7 @@ class CrossRescorer:
             raise InputError(f"{meta_path}: cross-encoder format {meta.get('format')!r}; this bimine reads {FORMAT}")
         meta.pop("format")
         if meta.get("kind") == "scratch-cross":  # issue 15 (b): no e5-small base
-            from bimine.mining.cross_scratch import ScratchCrossRescorer
+            from bimine.scoring.cross_scratch import ScratchCrossRescorer
 
             return ScratchCrossRescorer.load(folder, meta)
         base = base or str(weights_path())

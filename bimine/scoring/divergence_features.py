@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bimine.divergence.ibm import WordAligner, words
+from bimine.scoring.ibm import WordAligner, words
 
 SYMS = ("intersection", "union", "grow-diag-final-and")
 SIDE_FEATURES = ("unaligned", "unaligned_ratio", "fert1", "fert2", "fert3", "longest_unaligned", "longest_aligned")

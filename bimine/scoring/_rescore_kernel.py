@@ -1,4 +1,4 @@
-"""Compiled (numba) word-match features of the rescorer (:func:`bimine.mining.rescore.word_features`).
+"""Compiled (numba) word-match features of the rescorer (:func:`bimine.scoring.rescore.word_features`).
 
 Pair ``n`` has source words ``a_ids[a_off[n]:a_off[n+1]]`` (rows of ``A``, unit vectors) and
 target words ``b_ids[b_off[n]:b_off[n+1]]`` (rows of ``B``). For each side: the mean over its

@@ -19,20 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 
+from bimine.encoders.base import model_folder
 from bimine.errors import ConfigError
 from bimine.weights import read_safetensors
 
 CALIBRATION_FILE = "calibration.safetensors"
-
-
-def model_folder(encoder) -> Path | None:
-    """The folder an encoder was loaded from (``None`` for e5-small, which has none)."""
-    f = getattr(encoder, "_weights_file", None)
-    return Path(f).parent if f is not None else None
 
 
 class Calibration:
