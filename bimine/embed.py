@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing as mp
 import os
+import signal
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from bimine.cleanup import die_with_parent, sweep_leftovers
 from bimine.encoders.base import Encoder, load_encoder
 from bimine.errors import InputError
 from bimine.langs import normalize_lang
-from bimine.text.io import ReadStats, read_lines
+from bimine.outputs import check_output_file
+from bimine.progress import bar as progress_bar
+from bimine.text.io import ReadStats, read_lines, scan_text
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +118,6 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
     Each worker loads the encoder once from its :class:`~bimine.encoders.EncoderSpec` (the DAN
     memory-maps its weights: the pages are shared); an encoder built in Python without a spec
     is inherited through fork instead."""
-    import multiprocessing as mp
-    from collections import deque
-
     spec = getattr(encoder, "spec", None)
     global _INHERITED_ENCODER
     _INHERITED_ENCODER = None if spec is not None else encoder
@@ -139,10 +142,6 @@ _WORKER_SPEC = None
 def _worker_init(spec=None, parent_pid: int | None = None) -> None:
     """Workers die quietly on SIGTERM (the pool's terminate), leave Ctrl-C to the parent, and
     end when the parent dies (``kill -9`` included)."""
-    import signal
-
-    from bimine.cleanup import die_with_parent
-
     global _WORKER_SPEC
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -176,11 +175,6 @@ def embed_file(
     checked in one fast pass (UTF-8, NUL bytes; it also gives the bar its total), so a bad
     line stops the run before any work. Temporaries left by killed runs are removed.
     """
-    from bimine.cleanup import sweep_leftovers
-    from bimine.outputs import check_output_file
-    from bimine.progress import bar as progress_bar
-    from bimine.text.io import scan_text
-
     lang = normalize_lang(lang)  # a bad code fails before any work
     check_output_file(output, inputs=(path,))
     encoder = load_encoder(model) if isinstance(model, str) else model

@@ -27,7 +27,7 @@ def bars_wanted(enabled: bool = True) -> bool:
 
 def bar(*, total: int | None = None, unit: str = " it", desc: str = "", enabled: bool = True, initial: int = 0):
     """A tqdm bar on stderr (a no-op bar when :func:`bars_wanted` says no)."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # loaded on use: tqdm is heavy or optional
 
     return tqdm(total=total, unit=unit, desc=desc, disable=not bars_wanted(enabled), dynamic_ncols=True,
                 mininterval=0.5, initial=initial)

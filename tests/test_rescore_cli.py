@@ -193,6 +193,7 @@ def test_min_words_keeps_long_pairs_and_gold_only_from_the_held_out_part(tmp_pat
 
 
 def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_path, monkeypatch):
+    import bimine.mining.pipeline as mp
     import bimine.scoring.rescore as rs
     from bimine.encoders import load_encoder
     from bimine.mining.pipeline import mine_files
@@ -203,7 +204,7 @@ def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_
         time.sleep(1.0)
         return real(*a, **k)
 
-    monkeypatch.setattr(rs, "rescore_pairs", slow)
+    monkeypatch.setattr(mp, "rescore_pairs", slow)
     src, tgt = _sides(tmp_path, shared_data)
     rep = mine_files(str(src), str(tgt), str(tmp_path / "o.tsv"), encoder=load_encoder("default"), src_lang="fr",
                      tgt_lang="en", progress=False, rescorer=rs.Rescorer.load(rescorer))

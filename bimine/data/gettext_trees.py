@@ -234,7 +234,7 @@ def _msgids_are_english(msgids: Iterable[str]) -> bool:
     text = "\n".join(m for m in msgids if " " in m.strip())[:20000]
     if len(text) < 200:
         return True
-    import py3langid
+    import py3langid  # loaded on use: py3langid is heavy or optional
 
     return py3langid.classify(text)[0] == "en"
 

@@ -35,8 +35,10 @@ fixtures (cleaning, tags, deduplication, decontamination, resumption).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import gzip
+import hashlib
 import json
 import logging
 import os
@@ -44,16 +46,25 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from bimine.cleanup import sweep_stale_temporaries
+from bimine.data import gettext_trees, helpdocs, names
 from bimine.data.catalog import CleanReport, pairs_from_mo
+from bimine.data.decontam import HeldOutKeys
+from bimine.data.freedict import freedict_pairs, package_licenses
+from bimine.data.gettext_trees import DESKTOP_DEBS, PYPI_WHEELS
 from bimine.errors import BimineError, ConfigError, InputError
+from bimine.langs import normalize_lang
+from bimine.progress import bar
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +150,6 @@ def _libreoffice_ui(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iter
 
 def _helpdocs(fn: str):
     def extract(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
-        from bimine.data import helpdocs
-
         f = getattr(helpdocs, fn)
         if len(unit.packages) == 1:
             return f(paths[unit.packages[0]], rep)
@@ -153,7 +162,7 @@ _ENGLISH_CACHE: dict[str, dict] = {}
 
 
 def _mozilla(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
-    from bimine.data import mozilla
+    from bimine.data import mozilla  # loaded on use: pulls in fluent.syntax
 
     app = unit.packages[0]
     if app not in _ENGLISH_CACHE:  # one application's English strings serve all its language packs
@@ -164,43 +173,31 @@ def _mozilla(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tu
 
 def _gettext(fn: str):
     def extract(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
-        from bimine.data import gettext_trees
-
         return getattr(gettext_trees, fn)(paths[unit.packages[0]], rep)
 
     return extract
 
 
 def _desktop_debs() -> list[str]:
-    from bimine.data.gettext_trees import DESKTOP_DEBS
-
     return list(DESKTOP_DEBS)
 
 
 def _pypi_wheels() -> list[str]:
-    from bimine.data.gettext_trees import PYPI_WHEELS
-
     return list(PYPI_WHEELS)
 
 
 def _names(fn: str):
     def extract(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
-        from bimine.data import names
-
         return getattr(names, fn)(paths[unit.packages[0]], rep)
 
     return extract
 
 
 def _freedict(unit: Unit, paths: dict[str, str], rep: CleanReport) -> Iterator[tuple[str, str, str]]:
-    from bimine.data.freedict import freedict_pairs
-
     return freedict_pairs(paths[unit.packages[0]], rep)
 
 
 def _freedict_licenses(kind: str, path: str) -> list[str]:
-    from bimine.data.freedict import package_licenses
-
     return package_licenses(path)
 
 
@@ -320,8 +317,6 @@ def unpack(kind: str, path: str, folder: str) -> str:
     if kind == "deb":
         _run(["dpkg-deb", "-x", path, folder], folder)
     else:
-        import tarfile
-
         with tarfile.open(path) as t:
             t.extractall(folder, filter="data")
         inner = os.path.join(folder, "package")  # npm tarballs hold one folder, "package"
@@ -347,8 +342,6 @@ def _package_license(kind: str, path: str) -> list[str]:
     if kind == "deb":
         return _deb_license(path)
     if kind == "pip":
-        import zipfile
-
         with zipfile.ZipFile(path) as z:
             meta = next((n for n in z.namelist() if n.endswith(".dist-info/METADATA")), None)
             if meta is None:
@@ -406,8 +399,6 @@ _CODE = {"libreoffice-ui": ["catalog"], "libreoffice-help": ["catalog", "helpdoc
 
 def code_version(source: str) -> str:
     """A hash of the extraction code of ``source`` (its modules' source files)."""
-    import hashlib
-
     h = hashlib.sha256(FORMAT.encode())
     here = os.path.dirname(os.path.abspath(__file__))
     for mod in _CODE.get(source, []):
@@ -492,8 +483,6 @@ def extract_unit(out: str, unit: Unit, shared: _SharedTrees, work: str) -> dict:
 
 def extract_all(out: str, units: list[Unit], *, progress: bool = True) -> dict:
     """Extract every unit not yet done; returns counts ``{done, skipped, failed: {unit: error}}``."""
-    from bimine.progress import bar
-
     work = os.path.join(out, "tmp")
     os.makedirs(work, exist_ok=True)
     shared = _SharedTrees(work)
@@ -525,8 +514,6 @@ def extract_all(out: str, units: list[Unit], *, progress: bool = True) -> dict:
 def language_of(tag: str) -> str | None:
     """The language of a package's locale tag (``pt_BR`` -> ``pt``, ``sr@latin`` -> ``sr``,
     ``zh-Hant`` -> ``zh``), or None when the tag names no known language."""
-    from bimine.langs import normalize_lang
-
     base = tag.split("@", 1)[0].split(".", 1)[0]
     try:
         return normalize_lang(base)
@@ -582,9 +569,6 @@ def combine(out: str, units: list[Unit], keys_path: str | None, local: str | Non
     """Pool, normalise, de-duplicate and decontaminate; write ``pairs/``, ``manifest.json``
     and ``README.md``. Returns the manifest. ``keys``: the key list of ``keys_path`` already
     loaded (:class:`~bimine.data.decontam.HeldOutKeys`), else it is loaded here."""
-    from bimine.data.decontam import HeldOutKeys
-    from bimine.progress import bar
-
     if keys is None and keys_path:
         keys = HeldOutKeys.load(keys_path)
     split = os.path.join(out, "tmp", "bylang")
@@ -743,7 +727,6 @@ def build(out: str, *, sources: list[str] | None = None, keys: str | None, local
         raise InputError(f"{keys}: no such key list")
     if local is not None and not os.path.isdir(local):
         raise InputError(f"{local}: no such folder")
-    from bimine.data.decontam import HeldOutKeys
 
     loaded = HeldOutKeys.load(keys) if keys is not None else None  # a bad key list stops before any download
     os.makedirs(out, exist_ok=True)
@@ -755,8 +738,6 @@ def build(out: str, *, sources: list[str] | None = None, keys: str | None, local
 def _exclusive(out: str):
     """One build per folder at a time: a second one stops with an error instead of sharing
     (and deleting) the first one's temporary files. The lock goes with the process."""
-    import fcntl
-
     f = open(os.path.join(out, ".lock"), "w")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -771,8 +752,6 @@ def _exclusive(out: str):
 
 
 def _build(out: str, names: list[str], keys: str | None, local: str | None, progress: bool, loaded=None) -> dict:
-    from bimine.cleanup import sweep_stale_temporaries
-
     with contextlib.suppress(OSError):
         sweep_stale_temporaries(out, "*.tmp*")
     units = plan(out, names)

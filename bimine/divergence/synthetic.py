@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bimine.errors import ConfigError
 from bimine.scoring.ibm import WordAligner, words
 
 HARD_KINDS = ("delete", "replace", "append")
@@ -42,7 +43,7 @@ def _coverage_matrix(sent_words: list[list[str]], other_words: list[list[str]], 
                      block: int = 256):
     """Yield ``(start, cov)`` with ``cov[r, j]`` = share of the words of sentence ``start + r``
     that have a translation (in ``trans``) among the words of ``other_words[j]``."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # loaded on use: SciPy is heavy or optional
 
     vocab: dict[str, int] = {}
     for ws in other_words:
@@ -184,8 +185,6 @@ def corpus_examples(src: list[str], tgt: list[str], aligner: WordAligner, *, pos
                     ) -> tuple[list[Example], dict]:
     """:func:`build_examples` on ``positives`` pairs of the corpus drawn uniformly (seeded)
     among those with at least ``min_words`` words on both sides."""
-    from bimine.errors import ConfigError
-
     ok = [k for k, (s, t) in enumerate(zip(src, tgt)) if len(words(s)) >= min_words and len(words(t)) >= min_words]
     if len(ok) < positives:
         raise ConfigError(f"only {len(ok):,} pairs have {min_words}+ words on both sides; lower --positives")

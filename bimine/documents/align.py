@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.outputs import atomic_path
 
 METHODS = ("vecalign", "two-pass")
 
@@ -307,7 +308,7 @@ def _band(states_i: np.ndarray, states_j: np.ndarray, n: int, m: int, width: int
     """Per row ``0..n`` the columns ``lo..hi`` within ``width`` cells of the path through the
     given states (fine coordinates, from (0, 0) to (n, m)): every bead's rectangle, widened by
     ``width`` rows and columns."""
-    from scipy.ndimage import maximum_filter1d, minimum_filter1d
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d  # loaded on use: SciPy is heavy or optional
 
     jmin = np.full(n + 1, m, np.int64)
     jmax = np.zeros(n + 1, np.int64)
@@ -336,6 +337,7 @@ class _Path:
 def solve(problem: Problem, lo: np.ndarray | None = None, hi: np.ndarray | None = None) -> _Path:
     """Run the compiled DP on ``problem`` inside the band ``lo..hi`` (the whole matrix when
     not given) and return the best path, first bead first."""
+    # numba kernels: compiled on first use, not at import
     from bimine.documents._align_kernel import backtrack, banded_dp
 
     n, m = problem.n, problem.m
@@ -412,7 +414,7 @@ def align_overlaps(src: Overlaps, tgt: Overlaps, config: AlignConfig | None = No
     """Align two embedded documents (see the module docstring)."""
     config = config or AlignConfig()
     if config.method == "two-pass":
-        from bimine.documents.twopass import align_two_pass
+        from bimine.documents.twopass import align_two_pass  # a cycle: twopass builds on this module
 
         return align_two_pass(src, tgt, config)
     n, m = src.n, tgt.n
@@ -510,8 +512,6 @@ def write_aligned_tsv(path: str | os.PathLike, alignment: Alignment, src: list[s
 
 def atomic_lines(path: str | os.PathLike, lines: list[str]) -> None:
     """Write ``lines`` (each followed by a newline) to ``path`` atomically."""
-    from bimine.outputs import atomic_path
-
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
         for line in lines:
             f.write(line + "\n")

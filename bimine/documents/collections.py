@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import InputError
+from bimine.text.io import read_lines
 
 FORMATS = ("auto", "jsonl", "tsv", "folder")
 
@@ -88,7 +89,6 @@ def detect_format(path: str) -> str:
         return "jsonl"
     if name.endswith((".tsv", ".txt")):
         return "tsv"
-    from bimine.text.io import read_lines
 
     for line in read_lines(path):
         if line.strip():
@@ -101,8 +101,6 @@ def _clean(s: str) -> str:
 
 
 def _jsonl_docs(path: str, split: Callable[[str], list[str]]) -> Iterator[tuple[str, list[str], int]]:
-    from bimine.text.io import read_lines
-
     for no, line in enumerate(read_lines(path), 1):
         if not line.strip():
             continue
@@ -129,8 +127,6 @@ def _jsonl_docs(path: str, split: Callable[[str], list[str]]) -> Iterator[tuple[
 
 
 def _tsv_docs(path: str) -> Iterator[tuple[str, list[str], int]]:
-    from bimine.text.io import read_lines
-
     cur: str | None = None
     sents: list[str] = []
     first = 0
@@ -152,8 +148,6 @@ def _tsv_docs(path: str) -> Iterator[tuple[str, list[str], int]]:
 
 
 def _folder_docs(path: str, split: Callable[[str], list[str]], errors: str) -> Iterator[tuple[str, list[str], int]]:
-    from bimine.text.io import read_lines
-
     files = sorted(f for f in os.listdir(path) if not f.startswith(".") and os.path.isfile(os.path.join(path, f)))
     if not files:
         raise InputError(f"{path}: the folder holds no files")

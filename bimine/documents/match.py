@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.index.faiss_index import IndexConfig, KeyIndex
 
 POSITIONS = ("index", "relative")
 RANKS = ("negative", "inverted")
@@ -156,8 +157,6 @@ def document_embeddings(shards: Iterable[tuple[int, np.ndarray]], offsets: np.nd
 def nearest_documents(src_docs: np.ndarray, tgt_docs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Cosines and numbers of the ``k`` nearest target documents of each source document
     (exact inner-product search with FAISS; -1 where there are fewer targets)."""
-    from bimine.index.faiss_index import IndexConfig, KeyIndex
-
     idx = KeyIndex(tgt_docs.shape[1], len(tgt_docs), IndexConfig(factory="Flat"))
     idx.add(tgt_docs)
     return idx.search(src_docs, min(k, len(tgt_docs)))

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.cleanup import sweep_leftovers, temp_prefix
+from bimine.documents.align import atomic_lines
 from bimine.documents.collections import Collection, read_collection
 from bimine.documents.match import (
     Eq3Config,
@@ -43,6 +44,11 @@ from bimine.documents.match import (
     sorted_pairs,
 )
 from bimine.errors import ConfigError
+from bimine.index.faiss_index import IndexConfig
+from bimine.index.sides import SearchConfig, _side_fingerprint, knn_both_ways, side_from_store
+from bimine.outputs import check_output_dir, check_output_file
+from bimine.progress import bar
+from bimine.store.store import build_store, file_checksum
 
 log = logging.getLogger(__name__)
 METHODS = ("eq3", "counts", "embedding", "two-stage")
@@ -90,8 +96,6 @@ def _doc_embeddings(store, col: Collection) -> np.ndarray:
 
 def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, cal, cfg: DocMatchConfig,
                progress: bool) -> PairScores:
-    from bimine.progress import bar
-
     _, cand = nearest_documents(_doc_embeddings(src_store, src_col), _doc_embeddings(tgt_store, tgt_col),
                                 cfg.candidates)
     t_doc, t_pos, t_len = tgt_col.doc_of_sentence(), tgt_col.position_of_sentence(), np.diff(tgt_col.offsets)
@@ -131,11 +135,6 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
     the sentence files and embedding stores are kept there (named by the inputs' checksums and
     the model) and reused by a rerun.
     """
-    from bimine.index.faiss_index import IndexConfig
-    from bimine.index.sides import SearchConfig, _side_fingerprint, knn_both_ways, side_from_store
-    from bimine.outputs import check_output_dir, check_output_file
-    from bimine.store.store import build_store, file_checksum
-
     check_output_file(output, inputs=(src, tgt, work_dir))
     sweep_leftovers(output)  # what runs killed by SIGKILL left
     if config.method in ("eq3", "two-stage") and calibration is None:
@@ -216,8 +215,6 @@ def write_doc_pairs(path: str, p: PairScores, src_ids: list[str], tgt_ids: list[
     line breaks are written with those as spaces (a TSV cell cannot hold them)."""
     def cell(s: str) -> str:
         return " ".join(s.split("\t")).replace("\n", " ").replace("\r", " ")
-
-    from bimine.documents.align import atomic_lines
 
     rows = ["src_doc\ttgt_doc\tscore\trank\tvotes"]
     rows += [f"{cell(src_ids[s])}\t{cell(tgt_ids[t])}\t{sc:.6f}\t{rk}\t{v}" for s, t, sc, rk, v in

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from bimine.documents.align import AlignConfig, Alignment, Bead, Overlaps, _Path
+from bimine.documents.align import AlignConfig, Alignment, Bead, Overlaps, _Path, level0_problem, solve
 
 
 def candidate_links(xs: np.ndarray, ys: np.ndarray, top_k: int, window: int, share: float,
                     weight: str = "cosine") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(i, j, cosine)`` of each source sentence's ``top_k`` nearest targets inside the window
     around the diagonal, positive cosines only, sorted by ``i`` then ``j``."""
-    import faiss
+    import faiss  # loaded on use: FAISS is heavy or optional
 
     n, m = len(xs), len(ys)
     k = min(top_k, m)
@@ -63,7 +63,9 @@ def candidate_links(xs: np.ndarray, ys: np.ndarray, top_k: int, window: int, sha
 
 def anchors(xs: np.ndarray, ys: np.ndarray, config: AlignConfig) -> list[tuple[int, int]]:
     """The first pass: the anchor states ``(i + 1, j + 1)`` of the chosen 1:1 links."""
-    from bimine.documents._twopass_kernel import anchor_chain
+    from bimine.documents._twopass_kernel import (
+        anchor_chain,  # numba kernels: compiled on first use, not at import
+    )
 
     ci, cj, cw = candidate_links(xs, ys, config.top_k, config.window, config.window_share, config.anchor_weight)
     if len(ci) == 0:
@@ -138,6 +140,7 @@ def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray
     A skipped sentence scores ``skip_score``, and the first of a run of skips on one side
     ``gap_open`` more (0: independent skips, Bertalign's); an isolated line
     (:func:`isolated_lines`) scores ``isolated_skip`` and opens a run for free."""
+    # numba kernels: compiled on first use, not at import
     from bimine.documents._twopass_kernel import backtrack_affine, band_dp_affine
 
     n, m = src.n, tgt.n
@@ -177,7 +180,6 @@ def align_two_pass(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> Alignme
     points = anchors(src.single(), tgt.single(), config)
     lo, hi = band_from_anchors(points, n, m, config.band2)
     if config.pass2_cost == "vecalign":  # Vecalign's cost and bead types, searched in the anchors' band
-        from bimine.documents.align import level0_problem, solve
 
         p = level0_problem(src, tgt, config)
         path, types = solve(p, lo, hi), p.types

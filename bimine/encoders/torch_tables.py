@@ -79,7 +79,7 @@ def quantize_table(weight: torch.Tensor, quantize: str, prefix: str) -> dict[str
 
 def _product_quantize(w: np.ndarray, m: int, prefix: str, train_rows: int = 262144, seed: int = 0) -> dict:
     """Codes (rows x m, uint8) and codebook (m x 256 x d/m) of ``w`` with faiss.ProductQuantizer."""
-    import faiss
+    import faiss  # loaded on use: FAISS is heavy or optional
 
     d = w.shape[1]
     if m < 1 or d % m:

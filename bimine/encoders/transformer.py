@@ -19,8 +19,10 @@ its stored (int8 / int4 / ...) form, decoding only the rows a batch uses.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import unicodedata
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,9 +30,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from bimine.encoders.base import weights_digest
+from bimine.encoders.dan import EmbeddingTable, model_options
 from bimine.encoders.torch_tables import SparseBag, quantize_table
 from bimine.errors import ConfigError
 from bimine.text.features import _TOKEN_RE, FeatureConfig, Featurizer, no_space_table
+from bimine.text.translit import table_from_tensors
 from bimine.weights import load_safetensors, read_json
 
 POOLINGS = ("max", "mean", "first", "attention")
@@ -98,8 +103,6 @@ class TransformerConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TransformerConfig:
-        from bimine.encoders.dan import model_options
-
         d = model_options(cls, d, _token_features().to_dict())
         if "pooling" in d:
             d["pooling"] = tuple(d["pooling"])
@@ -330,8 +333,6 @@ class TransformerEncoder:
     def __init__(self, config: TransformerConfig, weights: dict[str, np.ndarray], *, model_id: str | None = None,
                  batch_size: int = 128, threads: int | None = None, runtime: str = "torch",
                  weights_file: str | os.PathLike | None = None) -> None:
-        from bimine.encoders.dan import EmbeddingTable
-
         if runtime not in RUNTIMES:
             raise ConfigError(f"transformer runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
         self.config = config
@@ -340,15 +341,12 @@ class TransformerEncoder:
         self.batch_size = batch_size
         self.dim = config.output_dim
         if model_id is None and weights_file is None:  # built in memory: named by its tensors
-            from bimine.encoders.base import weights_digest
 
             model_id = "tfm-" + weights_digest(weights, config.to_dict())
         self._model_id = model_id
         self._weights_file = weights_file
         table = None
         if config.features.translit:
-            from bimine.text.translit import table_from_tensors
-
             table = table_from_tensors(weights)
             if table is None:
                 raise ConfigError("the model's features use transliteration, but its weights hold no translit.* table")
@@ -368,8 +366,6 @@ class TransformerEncoder:
         if threads is not None:
             torch.set_num_threads(threads)
         if runtime == "int8":
-            import warnings
-
             with warnings.catch_warnings():  # torch.ao.quantization is deprecated (still in 2.13)
                 warnings.simplefilter("ignore")
                 net = torch.ao.quantization.quantize_dynamic(net, {nn.Linear}, dtype=torch.qint8)
@@ -436,11 +432,8 @@ class _Padded(nn.Module):
 
 def _onnx_session(net: TransformerNet, threads: int):
     """An ONNX Runtime session of ``net.padded``, exported in memory (nothing is written)."""
-    import io
-    import warnings
-
     try:
-        import onnxruntime as ort
+        import onnxruntime as ort  # loaded on use: onnxruntime is heavy or optional
     except ImportError as e:
         raise ConfigError("the onnx runtime needs ONNX Runtime: pip install onnxruntime") from e
     buf = io.BytesIO()

@@ -127,10 +127,10 @@ def bucc_eval(train: EmbeddedSplit, test: EmbeddedSplit, cfg: MineConfig, plot: 
 def save_pr_plot(path: str, curves: dict, res: dict) -> None:
     """Precision-recall curves (paper 001 Fig. 5) as a PNG; needs matplotlib (extra 'plot')."""
     try:
-        import matplotlib
+        import matplotlib  # loaded on use: matplotlib is heavy or optional
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # loaded on use: matplotlib is heavy or optional
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'bimine[plot]'") from None
     fig, ax = plt.subplots(figsize=(5, 4), dpi=120)

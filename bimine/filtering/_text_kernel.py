@@ -33,6 +33,10 @@ import unicodedata
 import numpy as np
 from numba import njit
 
+from bimine.filtering._cache import cached_arrays
+from bimine.filtering.rules import KANA_RANGES, SYLLABLE_RANGES
+from bimine.text.features import NO_SPACE_RANGES
+
 ALNUM = 1  # str.isalnum(): re's \w without "_"
 SPACE = 2  # str.isspace(): what str.split() splits on
 NOSPACE = 4  # a script written without spaces (bimine.text.features.NO_SPACE_RANGES)
@@ -47,9 +51,6 @@ _TABLES = None
 
 
 def _build_tables() -> dict[str, np.ndarray]:
-    from bimine.filtering.rules import KANA_RANGES, SYLLABLE_RANGES
-    from bimine.text.features import NO_SPACE_RANGES
-
     n = 0x110000
     chars = list(np.arange(n, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass"))
     alnum = np.fromiter(map(str.isalnum, chars), dtype=bool, count=n)
@@ -93,10 +94,6 @@ def tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(flags, fold, multi)``, from the disk cache when it was built by this Python."""
     global _TABLES
     if _TABLES is None:
-        from bimine.filtering._cache import cached_arrays
-        from bimine.filtering.rules import KANA_RANGES, SYLLABLE_RANGES
-        from bimine.text.features import NO_SPACE_RANGES
-
         key = (f"text tables v{_VERSION}; python {sys.version}; unicode {unicodedata.unidata_version}; "
                f"no-space ranges {NO_SPACE_RANGES}; syllable {SYLLABLE_RANGES}; kana {KANA_RANGES}")
         t = cached_arrays("text-tables", key, _build_tables)

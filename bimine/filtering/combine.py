@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.encoders.base import model_folder
 from bimine.errors import ConfigError
+from bimine.weights import read_json
 
 COMBINER_FILE = "combiner.json"
 FORMAT = 1
@@ -172,8 +174,6 @@ class Combiners:
 
 
 def load_combiners(path: str | os.PathLike) -> Combiners:
-    from bimine.weights import read_json
-
     d = read_json(path, "combiner")
     where = str(path)
     try:
@@ -186,8 +186,6 @@ def load_combiners(path: str | os.PathLike) -> Combiners:
 
 def combiners_for(encoder) -> Combiners | None:
     """The combiner stored beside ``encoder``'s weights and trained on its scores, else None."""
-    from bimine.encoders.base import model_folder
-
     folder = model_folder(encoder) if encoder is not None else None
     if folder is None or not (Path(folder) / COMBINER_FILE).is_file():
         return None
@@ -198,7 +196,7 @@ def combiners_for(encoder) -> Combiners | None:
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """(mean, scale, weights, bias) of an L2-regularised logistic regression of ``y`` (1 = clean)
     on the columns of ``x``, standardised; L-BFGS from zeros, so the same data give the same fit."""
-    from scipy.optimize import minimize
+    from scipy.optimize import minimize  # loaded on use: SciPy is heavy or optional
 
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)

@@ -27,7 +27,26 @@ from dataclasses import dataclass, field
 
 from bimine.errors import ConfigError
 from bimine.filtering.base import PairFilter
+from bimine.filtering.features import (
+    LengthLog,
+    LoneNumbers,
+    Punctuation,
+    RepeatedSide,
+    SentenceCount,
+    Separators,
+)
+from bimine.filtering.langid import LanguageId
+from bimine.filtering.pipeline import Selection
 from bimine.filtering.rules import RULES
+from bimine.filtering.scores import (
+    ClassifierScore,
+    ConfidenceScore,
+    CosineScore,
+    Coverage,
+    DivergenceScore,
+    MarginScore,
+    RescoreScore,
+)
 
 RULE_NAMES = (*RULES, "lang")
 SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence", "rescore", "cover", "punct", "menu",
@@ -53,8 +72,6 @@ class PipelineSpec:
     def selection(self, combiners=None):
         """The decision of this pipeline; ``combiners``: the :class:`~bimine.filtering.combine.Combiners`
         shipped with the encoder (``combine: model``)."""
-        from bimine.filtering.pipeline import Selection
-
         mode = self.combine or ("minmax" if self.normalize else "sum")
         if mode == "model" and combiners is None:
             raise ConfigError("combine: model needs the combiner shipped with the model (the default model has one; "
@@ -118,25 +135,6 @@ def parse_pipeline(data: object, where: str = "pipeline") -> PipelineSpec:
 def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=None,
                   where: str = "pipeline") -> list[PairFilter]:
     """The filters of ``spec``; ``encoder`` serves the embedding scores (needed when one is listed)."""
-    from bimine.filtering.features import (
-        LengthLog,
-        LoneNumbers,
-        Punctuation,
-        RepeatedSide,
-        SentenceCount,
-        Separators,
-    )
-    from bimine.filtering.langid import LanguageId
-    from bimine.filtering.scores import (
-        ClassifierScore,
-        ConfidenceScore,
-        CosineScore,
-        Coverage,
-        DivergenceScore,
-        MarginScore,
-        RescoreScore,
-    )
-
     out: list[PairFilter] = []
     for i, item in enumerate(spec.filters):
         here = f"{where}.filters[{i}]"

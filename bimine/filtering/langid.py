@@ -24,10 +24,12 @@ import math
 import os
 import unicodedata
 from dataclasses import dataclass, field
+from importlib.metadata import version
 
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.filtering._cache import cached_arrays, file_digest
 from bimine.filtering.base import PairFilter
 from bimine.langs import _related, is_lang_code, normalize_lang
 
@@ -40,7 +42,10 @@ def identifier():
     global _IDENT
     if _IDENT is None:
         try:
-            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+            from py3langid.langid import (  # loaded on use: py3langid is heavy or optional
+                MODEL_FILE,
+                LanguageIdentifier,
+            )
         except ImportError:
             raise ConfigError("the wrong-language filter needs py3langid (pip install py3langid)") from None
         _IDENT = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
@@ -77,7 +82,7 @@ _MODEL: LangidModel | None = None
 
 def _model_file() -> str:
     try:
-        from py3langid.langid import MODEL_DIR, MODEL_FILE
+        from py3langid.langid import MODEL_DIR, MODEL_FILE  # loaded on use: py3langid is heavy or optional
     except ImportError:
         raise ConfigError("the wrong-language filter needs py3langid (pip install py3langid)") from None
     path = str(MODEL_FILE)
@@ -121,10 +126,6 @@ def _model() -> LangidModel:
     (:mod:`bimine.filtering._cache`); else from py3langid's model (~0.7 s), then cached."""
     global _MODEL
     if _MODEL is None:
-        from importlib.metadata import version
-
-        from bimine.filtering._cache import cached_arrays, file_digest
-
         path = _model_file()
         key = (f"py3langid tables v{_VERSION}; py3langid {version('py3langid')}; model {path} "
                f"sha256 {file_digest(path)}")
@@ -155,9 +156,11 @@ def language_probs(texts: list[str]) -> np.ndarray:
     float32 (columns of aliased labels folded into the first), computed for the whole batch:
     the byte automaton in one compiled loop, the naive Bayes scores as one sparse product (the
     reference that :func:`language_scores`' fused kernel is tested against)."""
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import csr_matrix  # loaded on use: SciPy is heavy or optional
 
-    from bimine.filtering._langid_kernel import visit_counts
+    from bimine.filtering._langid_kernel import (
+        visit_counts,  # numba kernels: compiled on first use, not at import
+    )
 
     model = _model()
     nc = model.n_classes
@@ -190,7 +193,9 @@ def language_scores(texts: list[str], lang: str, pairwise: bool = False) -> np.n
         return np.full(len(texts), math.nan)
     if not texts:
         return np.zeros(0)
-    from bimine.filtering._langid_kernel import class_probability
+    from bimine.filtering._langid_kernel import (
+        class_probability,  # numba kernels: compiled on first use, not at import
+    )
 
     distinct = dict.fromkeys(texts)
     if len(distinct) <= 0.95 * len(texts):  # repeated texts (a crawl's boilerplate): each scored once

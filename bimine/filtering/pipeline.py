@@ -21,7 +21,9 @@ rows and scores are spooled to temporary files beside the output, then written.
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -36,6 +38,11 @@ from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.executors import check_executor, plugin
 from bimine.filtering.base import PairFilter
+from bimine.filtering.combine import gated, sigmoid
+from bimine.filtering.report import Example, Examples, render_report
+from bimine.filtering.rules import _units
+from bimine.filtering.select import combine_scores, select_budget, select_fraction, select_threshold
+from bimine.text.io import read_line_chunks
 
 
 @dataclass
@@ -88,8 +95,6 @@ def read_pair_blocks(
     The files are read a chunk of lines at a time (:func:`~bimine.text.io.read_line_chunks`)
     and the checks run on whole chunks (tabs counted per line in C, cells split at once).
     """
-    from bimine.text.io import read_line_chunks
-
     if inp is not None:
         c_src, c_tgt = columns
         if c_src < 1 or c_tgt < 1 or c_src == c_tgt:
@@ -255,6 +260,7 @@ def _format_block(rows: np.ndarray, ends: np.ndarray, scores: np.ndarray, total:
     ``ends``), its scores as :func:`_fmt` writes them, the combined score as ``%.6g``, and
     when ``filtering`` keep and reason (compiled: :mod:`bimine.filtering._write_kernel`; the
     few values it leaves, near a rounding tie or extreme, are formatted here)."""
+    # numba kernels: compiled on first use, not at import
     from bimine.filtering._write_kernel import _POW10, WIDTH, format_cells
 
     n, nf = scores.shape
@@ -273,7 +279,10 @@ def _format_block(rows: np.ndarray, ends: np.ndarray, scores: np.ndarray, total:
 
 def _assemble(rows, ends, cells, lens, keep, reason_of, reasons: list[bytes], filtering: bool,
               kept_only: bool) -> np.ndarray:
-    from bimine.filtering._write_kernel import WIDTH, assemble
+    from bimine.filtering._write_kernel import (  # numba kernels: compiled on first use, not at import
+        WIDTH,
+        assemble,
+    )
 
     if cells is None:
         cells, lens = np.zeros((len(ends), 0, WIDTH), dtype=np.uint8), np.zeros((len(ends), 0), dtype=np.int64)
@@ -379,8 +388,6 @@ def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize:
     clean-high (002 Eq. 3; each min-max normalised first with ``normalize``, Eq. 4; NaN
     components count 0), or the share of the other filters passed when there is no graded
     score. ``notes`` receives what the user should hear (a score left out, and why)."""
-    from bimine.filtering.select import combine_scores
-
     if selection is not None and selection.combine == "model":
         return _combine_model(filters, scores, selection.combiners, notes if notes is not None else [])
 
@@ -399,8 +406,6 @@ UNRELATED_MIN_PAIRS = 20  # the warning that a corpus looks non-parallel needs a
 
 
 def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], combiners, notes: list[str]) -> np.ndarray:
-    from bimine.filtering.combine import gated, sigmoid
-
     n = len(next(iter(scores.values()))) if scores else 0
     combiner, note = combiners.pick(n)
     if note:
@@ -464,8 +469,6 @@ def run_pipeline(
     ``workers`` is then the cluster's CPUs) instead of forked processes; the rest runs here, in
     order, as locally, so the output is the same.
     """
-    import tempfile
-
     global _WORKER_FILTERS
     t_start = time.perf_counter()
     check_filters(filters)
@@ -518,8 +521,6 @@ def run_pipeline(
                 rows_f.write(text)
                 spooled.append((len(block.src), len(text)))
                 if sel.token_budget is not None:
-                    from bimine.filtering.rules import _units
-
                     tokens.append(_units(block.tgt).astype(np.int64))
                 starts.append((report.pairs, block.first_line))
                 report.pairs += len(block.src)
@@ -547,8 +548,6 @@ def run_pipeline(
                     for i in stateless + prepared:
                         filters[i].prepare(block.src[:2], block.tgt[:2]) if i in prepared else \
                             filters[i].score(block.src[:2], block.tgt[:2])
-                    import multiprocessing as mp
-
                     _WORKER_FILTERS = filters
                     pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),
                                                initializer=die_with_parent, initargs=(os.getpid(),))
@@ -600,8 +599,6 @@ def run_pipeline(
                 reason_of[first] = i
                 report.dropped_by[f.name] += int(first.sum())
                 keep &= ok
-            from bimine.filtering.select import select_budget, select_fraction, select_threshold
-
             chosen = np.ones(n, dtype=bool)
             what = None
             if sel.threshold is not None:
@@ -626,8 +623,6 @@ def run_pipeline(
         clock = time.perf_counter()
         examples = None
         if tmp_report and filtering:
-            from bimine.filtering.report import Example, Examples
-
             examples = Examples()
             c_src, c_tgt = columns or (1, 2)
             block_rows = np.array([s for s, _ in starts], dtype=np.int64)
@@ -667,8 +662,6 @@ def run_pipeline(
         report.seconds["write"] = time.perf_counter() - clock
         clock = time.perf_counter()
         if tmp_report:
-            from bimine.filtering.report import render_report
-
             info = dict(report_info or {})
             info["output"] = output
             if kept_output:

@@ -596,7 +596,7 @@ def render_report(
     combined score, ``keep`` the decisions (``None``: a run that only scores), ``reasons`` the
     drop reasons (the filters' then the selection's), ``report`` the counts, ``examples`` the
     dropped pairs per reason, ``info`` lines shown under the title (input, outputs, ...)."""
-    from bimine import __version__
+    from bimine import __version__  # the package root: complete only once imported
 
     n = report.pairs
     command = "filter" if filtering else "score"

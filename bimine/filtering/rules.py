@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bimine.filtering.base import PairFilter
+from bimine.langs import _related
 from bimine.text.features import NO_SPACE_RANGES
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
@@ -78,7 +79,12 @@ def text_stats(texts: list[str]) -> TextStats:
     for held, stats in _STATS_CACHE:
         if held is texts:
             return stats
-    from bimine.filtering._text_kernel import code_points, tables
+    from bimine.filtering._text_kernel import (  # numba kernels: compiled on first use, not at import
+        code_points,
+        tables,
+    )
+
+    # numba kernels: compiled on first use, not at import
     from bimine.filtering._text_kernel import text_stats as kernel
 
     cps, offsets = code_points(texts)
@@ -182,8 +188,6 @@ class NearCopy(PairFilter):
     tgt_lang: str = ""
 
     def __post_init__(self) -> None:
-        from bimine.langs import _related
-
         self._relatives = bool(self.src_lang and self.tgt_lang) and self.tgt_lang in _related(self.src_lang) \
             and self.src_lang != self.tgt_lang
 
@@ -445,7 +449,9 @@ class Duplicates(PairFilter):
 
     def prepare(self, src, tgt):
         """The pairs' 128-bit keys (stateless: computed in the pipeline's workers)."""
-        from bimine.filtering._text_kernel import pair_keys
+        from bimine.filtering._text_kernel import (
+            pair_keys,  # numba kernels: compiled on first use, not at import
+        )
 
         if self.lowercase:  # lower(" ".join(s.split())) == " ".join(s.lower().split())
             src, tgt = [s.lower() for s in src], [t.lower() for t in tgt]
@@ -453,7 +459,9 @@ class Duplicates(PairFilter):
         return pair_keys(a.dup1, a.dup2, b.dup1, b.dup2)
 
     def score_prepared(self, src, tgt, prepared):
-        from bimine.filtering._text_kernel import count_seen
+        from bimine.filtering._text_kernel import (
+            count_seen,  # numba kernels: compiled on first use, not at import
+        )
 
         k1, k2 = prepared if prepared is not None else self.prepare(src, tgt)
         out, self._used, self._keys1, self._keys2, self._counts = count_seen(

@@ -9,12 +9,22 @@ once, and a block can never get another block's embeddings.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
+from bimine.errors import ConfigError
 from bimine.filtering.base import PairFilter
+from bimine.filtering.features import split_sentences
+from bimine.index.faiss_index import IndexConfig, _pq_m
+from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
+from bimine.scoring.calibration import Calibration
+from bimine.scoring.classifiers import PairClassifier
+from bimine.scoring.divergence import DivergenceModel, default_path
+from bimine.scoring.margin import knn_mean, margin_score
+from bimine.scoring.rescore import knn_features, load_rescorer, rescore_pairs
 
 _EMBED_CACHE: list[tuple[object, str, list[str], np.ndarray]] = []
 EMBED_CACHE_SIZE = 2  # a block's two sides
@@ -81,8 +91,6 @@ class ConfidenceScore(PairFilter):
     kind: str = "score"
 
     def __post_init__(self) -> None:
-        from bimine.scoring.calibration import Calibration
-
         self.cal = Calibration.for_encoder(self.encoder, self.path)
 
     def score(self, src, tgt):
@@ -110,8 +118,6 @@ class Coverage(PairFilter):
     kind: str = "feature"
 
     def score(self, src, tgt):
-        from bimine.filtering.features import split_sentences
-
         u = embed(self.encoder, src, self.src_lang)
         v = embed(self.encoder, tgt, self.tgt_lang)
         whole = np.einsum("ij,ij->i", u, v).astype(np.float64)
@@ -140,10 +146,6 @@ def margin_index(n: int, d: int, exact_below: int = MARGIN_EXACT_BELOW, nprobe: 
     PQ codes and float16 re-scoring of 8 x k candidates, ``nprobe`` lists probed. The margin
     needs the mean similarity of the neighbours, not the neighbours: measured against exact
     search in docs/benchmarks.md (``python -m benchmarks.margin_index``)."""
-    import math
-
-    from bimine.index.faiss_index import IndexConfig, _pq_m
-
     if n < exact_below:
         return IndexConfig(factory="Flat")
     nlist = 2 ** int(round(math.log2(max(64, 4 * math.sqrt(n)))))
@@ -160,9 +162,6 @@ def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "rati
     ``valid_tgt`` (blank sentences) are never neighbours and get NaN. ``index``: an
     :class:`~bimine.index.faiss_index.IndexConfig` (default: :func:`margin_index`).
     """
-    from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
-    from bimine.scoring.margin import knn_mean, margin_score
-
     n = len(u)
     vs = np.arange(n) if valid_src is None else np.asarray(valid_src, dtype=np.int64)
     vt = np.arange(n) if valid_tgt is None else np.asarray(valid_tgt, dtype=np.int64)
@@ -208,8 +207,6 @@ class MarginScore(PairFilter):
     needs_corpus: bool = True
 
     def __post_init__(self) -> None:
-        from bimine.errors import ConfigError
-
         if self.margin not in ("ratio", "distance", "eq9"):
             raise ConfigError(f"margin must be ratio, distance or eq9, got {self.margin!r}")
         if self.k < 1:
@@ -263,8 +260,6 @@ def trained_threshold(value, stored: float):
     if value == "trained":
         return stored
     if isinstance(value, str):
-        from bimine.errors import ConfigError
-
         raise ConfigError(f"threshold must be a number, null or 'trained', got {value!r}")
     return value
 
@@ -292,9 +287,6 @@ class ClassifierScore(PairFilter):
     fork_unsafe: ClassVar[bool] = True  # scored in this process with a local executor, see above
 
     def __post_init__(self) -> None:
-        from bimine.errors import ConfigError
-        from bimine.scoring.classifiers import PairClassifier
-
         if not self.path:
             raise ConfigError("a classifier score needs 'path' (a file from 'bimine train-classifier')")
         if self.output not in ("default", "probability"):
@@ -345,13 +337,9 @@ class DivergenceScore(PairFilter):
     fork_unsafe: ClassVar[bool] = True  # scored in this process with a local executor, see above
 
     def __post_init__(self) -> None:
-        from bimine.scoring.divergence import DivergenceModel, default_path
-
         self.model = DivergenceModel.load(default_path() if self.path == "default" else self.path)
         self.model.check_runtime()
         if self.model.kind == "vdpwi" and self.encoder is None:
-            from bimine.errors import ConfigError
-
             raise ConfigError("the divergence model reads word vectors from its encoder (remove --no-model)")
         self.model.check_encoder(self.encoder)
         self.model.reversed_languages(self.src_lang, self.tgt_lang)  # refuses another language pair now
@@ -380,8 +368,6 @@ class RescoreScore(MarginScore):
     reason: str = "rescorer: not a translation"
 
     def __post_init__(self) -> None:
-        from bimine.scoring.rescore import load_rescorer
-
         self.margin = "eq9"
         super().__post_init__()
         self.rescorer = load_rescorer(self.path, self.encoder)
@@ -395,9 +381,6 @@ class RescoreScore(MarginScore):
         self._tgt += list(tgt)
 
     def finalize(self):
-        from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
-        from bimine.scoring.rescore import knn_features, rescore_pairs
-
         if not self._u:
             return np.zeros(0)
         u, v, vs, vt = self._gathered()

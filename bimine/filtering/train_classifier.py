@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.filtering.negatives import make_negatives
+from bimine.progress import bar
+from bimine.scoring.calibration_metrics import expected_calibration_error
 from bimine.scoring.classifiers import (
     KINDS,
     PairClassifier,
@@ -51,8 +54,6 @@ class ClassifierTrainConfig:
     threads: int = 1  # torch threads: one per run is fastest on a shared 2-core machine (decisions.md)
 
     def resolved(self) -> ClassifierTrainConfig:
-        from dataclasses import replace
-
         if self.kind not in KINDS:
             raise ConfigError(f"unknown classifier kind {self.kind!r}; kinds: {', '.join(KINDS)}")
         big = self.kind == "bigru"
@@ -70,7 +71,7 @@ def clip_grad_norm(params, max_norm: float) -> float:
     """Scale all gradients, dense and sparse, so that their joint L2 norm is at most
     ``max_norm`` (torch's ``clip_grad_norm_`` does not take sparse gradients); returns the
     norm before clipping."""
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     grads = [p.grad for p in params if p.grad is not None]
     sq = torch.zeros(())
@@ -110,7 +111,7 @@ def train_classifier(
     ``groups`` (``confidence`` only, with ``dev`` given): one id per training pair; each batch
     then holds pairs of one group, so a source's in-batch negatives are in its own target
     language (as when the encoder was trained)."""
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     cfg = cfg.resolved()
     if len(src) != len(tgt):
@@ -208,8 +209,6 @@ def _step(opt, loss, bar) -> None:
 
 
 def _bar(total: int, desc: str, progress: bool):
-    from bimine.progress import bar
-
     return bar(total=total, unit=" step", desc=desc, enabled=progress)
 
 
@@ -221,7 +220,7 @@ def _dev_figures(scores: np.ndarray, labels: np.ndarray) -> dict:
 
 # ---------------------------------------------------------------- calibrated confidence (000)
 def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress, groups=None):
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     u = torch.from_numpy(encoder.encode(src, src_lang))
     v = torch.from_numpy(encoder.encode(tgt, tgt_lang))
@@ -284,7 +283,6 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
     pred = s >= 0.5
     tp = float((pred & y).sum())
     clf.config["dev_f1_at_0.5"] = round(2 * tp / max(pred.sum() + y.sum(), 1), 4)
-    from bimine.scoring.calibration_metrics import expected_calibration_error
 
     clf.config["dev_ece"] = round(expected_calibration_error(s, y), 5)
     return clf
@@ -292,9 +290,7 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
 
 # ---------------------------------------------------------------- classifier on embeddings (002)
 def _train_fc(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
-    import torch
-
-    from bimine.filtering.negatives import make_negatives
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     u = encoder.encode(src, src_lang)
     v = encoder.encode(tgt, tgt_lang)
@@ -335,7 +331,7 @@ def _train_fc(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
 
 # ---------------------------------------------------------------- siamese BiGRU (003)
 def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     if cfg.batch_pairs <= 1:
         raise ConfigError("bigru needs batches of at least 2 pairs (negatives come from the batch)")

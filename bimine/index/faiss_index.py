@@ -19,6 +19,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ class KeyIndex:
     """A FAISS index over key vectors, filled shard by shard."""
 
     def __init__(self, d: int, n_total: int, cfg: IndexConfig = IndexConfig()) -> None:
-        import faiss
+        import faiss  # loaded on use: FAISS is heavy or optional
 
         self.cfg = cfg
         self.factory = resolve_factory(cfg, n_total, d)
@@ -132,7 +133,7 @@ class KeyIndex:
 
     def copy(self) -> KeyIndex:
         """An independent copy (trained, holding what was added so far)."""
-        import faiss
+        import faiss  # loaded on use: FAISS is heavy or optional
 
         new = KeyIndex.__new__(KeyIndex)
         new.__dict__.update(self.__dict__)
@@ -142,13 +143,13 @@ class KeyIndex:
     def to_bytes(self) -> np.ndarray:
         """The index (trained, with what was added) as FAISS's own serialisation, a uint8 array
         that can travel to another process; :meth:`from_bytes` reads it back."""
-        import faiss
+        import faiss  # loaded on use: FAISS is heavy or optional
 
         return faiss.serialize_index(self.index)
 
     @classmethod
     def from_bytes(cls, data: np.ndarray, cfg: IndexConfig, factory: str, n_total: int) -> KeyIndex:
-        import faiss
+        import faiss  # loaded on use: FAISS is heavy or optional
 
         new = cls.__new__(cls)
         new.cfg, new.factory, new.n_total = cfg, factory, n_total
@@ -159,7 +160,7 @@ class KeyIndex:
     @property
     def refines(self) -> bool:
         """Whether the index re-scores its candidates with finer codes ("...,Refine(X)", "RFlat")."""
-        import faiss
+        import faiss  # loaded on use: FAISS is heavy or optional
 
         return isinstance(self.index, faiss.IndexRefine)
 
@@ -173,7 +174,7 @@ class KeyIndex:
         return self.index.ntotal
 
     def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        import faiss
+        import faiss  # loaded on use: FAISS is heavy or optional
 
         if nlist_of(self.factory):
             ivf = faiss.extract_index_ivf(self.index)
@@ -235,8 +236,6 @@ def build_sharded_index(shards: Callable[[], Iterable[tuple[int, np.ndarray]]], 
     index, filled on one FAISS thread (``threads`` shards at once): the layout and arithmetic
     of the Ray executor, where a task fills each shard, so mining gives the same bytes
     whichever executor and however many cores run it (see :func:`search_stable`)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     base = trained if trained is not None else train_index(shards, n_total, d, cfg, progress)
     parts: list[KeyIndex] = []
     offsets: list[int] = []
@@ -288,7 +287,7 @@ SEARCH_CHUNK = 8192  # query rows searched by one thread at a time (see knn_sear
 @contextmanager
 def one_faiss_thread():
     """FAISS (and its BLAS) on one thread in the calling thread, as before afterwards."""
-    import faiss
+    import faiss  # loaded on use: FAISS is heavy or optional
 
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
@@ -345,8 +344,6 @@ def search_stable(index: KeyIndex | ShardedIndex, q: np.ndarray, k: int, *, thre
     if threads == 1 or len(chunks) <= 1:
         res = [one(c) for c in chunks]
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(min(threads, len(chunks)), thread_name_prefix="bimine-knn") as pool:
             res = list(pool.map(one, chunks))
     if not res:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bimine.index.faiss_index import IndexConfig, KeyIndex, knn_search
+
 
 def knn_exact(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` by inner product: ``(scores, indices)``, each ``(len(queries), k)``.
@@ -11,8 +13,6 @@ def knn_exact(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray
     A "Flat" (exact inner product) :class:`KeyIndex`, searched in fixed chunks of queries
     (:func:`~bimine.index.faiss_index.search_stable`). ``k`` is clipped to ``len(keys)``.
     """
-    from bimine.index.faiss_index import IndexConfig, KeyIndex, knn_search
-
     k = min(k, len(keys))
     index = KeyIndex(keys.shape[1], len(keys), IndexConfig(factory="Flat"))
     index.add(keys)

@@ -17,6 +17,7 @@ import resource
 import tempfile
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,9 +43,12 @@ from bimine.index.sides import (
 )
 from bimine.langs import normalize_lang
 from bimine.mining.select import STRATEGIES, select_pairs
-from bimine.outputs import check_output_dir, check_output_file
+from bimine.outputs import atomic_path, check_output_dir, check_output_file
+from bimine.progress import bar
 from bimine.scoring.margin import SCORES, score_candidates
-from bimine.store.store import EmbeddingStore, build_store
+from bimine.scoring.rescore import KNN_FEATURES, rescore_pairs
+from bimine.scoring.rescore import knn_features as features
+from bimine.store.store import EmbeddingStore, build_store, file_checksum
 from bimine.text.io import read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -225,8 +229,6 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     if len(x.valid) == 0 or len(y.valid) == 0:
         empty = (np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64))
         if knn_features:
-            from bimine.scoring.rescore import KNN_FEATURES
-
             return (*empty, np.zeros((0, len(KNN_FEATURES)), np.float32))
         return empty
     k = min(cfg.k, len(x.valid), len(y.valid))
@@ -250,8 +252,6 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
     if report is not None:
         report.below_threshold = int((~keep).sum())
     if knn_features:
-        from bimine.scoring.rescore import knn_features as features
-
         f = features(sxy, ixy, syx, iyx, k, i[keep], j[keep])
         return s[keep], x.valid[i[keep]], y.valid[j[keep]], f
     return s[keep], x.valid[i[keep]], y.valid[j[keep]]
@@ -300,16 +300,14 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
     ``src_where`` / ``tgt_where``: :meth:`InputSide.locate` of each pair's row (default: one
     file, line = row + 1). A side of several files names each line's file: ``FILE:LINE`` in
     the TSV line columns, a ``src_file`` / ``tgt_file`` field in JSONL and Parquet."""
-    from bimine.outputs import atomic_path
-
     src_files, src_lines = src_where or (None, np.asarray(src_rows, np.int64) + 1)
     tgt_files, tgt_lines = tgt_where or (None, np.asarray(tgt_rows, np.int64) + 1)
     src_lines, tgt_lines = np.asarray(src_lines).tolist(), np.asarray(tgt_lines).tolist()
     with atomic_path(path) as tmp:
         if fmt == "parquet":
             try:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
+                import pyarrow as pa  # loaded on use: pyarrow is heavy or optional
+                import pyarrow.parquet as pq  # loaded on use: pyarrow is heavy or optional
             except ImportError:
                 raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
             cols = {"score": np.asarray(scores, np.float32), "src": [src_text[a] for a in src_rows],
@@ -413,10 +411,6 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
     if at_once == 1:
         built = dict(zip(todo, map(one, todo.items())))
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from bimine.progress import bar
-
         built = {}
         total = sum(scans[p].lines for p in todo.values())
         with bar(total=total, unit=" lines", desc=f"embed {name} ({len(todo)} files, ray)", enabled=progress) as b, \
@@ -453,8 +447,6 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
     score (and what ``cfg.threshold`` applies to), the mining score an extra column (margin);
     with ``work_dir`` the probabilities are kept like the other steps.
     """
-    from bimine.store.store import file_checksum
-
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     check_executor(executor)
@@ -562,8 +554,6 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
         s, i, j = s[keep], i[keep], j[keep]
         margin = None
         if rescorer is not None:
-            from bimine.scoring.rescore import rescore_pairs
-
             t_r = time.time()
             key = {"inputs": [sums[p] for p in files["src"]] + ["|"] + [sums[p] for p in files["tgt"]],
                    "model": encoder.model_id, "langs": [src_lang, tgt_lang], "rescorer": rescorer.fingerprint,

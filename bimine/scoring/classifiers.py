@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.text.features import NO_SPACE_RANGES
+from bimine.weights import read_safetensors
 
 KINDS = ("confidence", "fc", "bigru")
 EMBEDDING_KINDS = ("confidence", "fc")
@@ -46,8 +49,6 @@ FORMAT = 1
 
 # ---------------------------------------------------------------- tokens (bigru)
 def _no_space_re():
-    from bimine.text.features import NO_SPACE_RANGES
-
     return re.compile("([" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "])")
 
 
@@ -90,7 +91,7 @@ class TokenHasher:
 
     def batch(self, texts: list[str]):
         """Padded ``(B, T)`` int64 ids and lengths (an empty sentence has length 0)."""
-        import torch
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         seqs = [self.ids(s) for s in texts]
         width = max(1, max((len(q) for q in seqs), default=1))
@@ -102,8 +103,8 @@ class TokenHasher:
 
 # ---------------------------------------------------------------- modules
 def _modules():
-    import torch
-    from torch import nn
+    import torch  # loaded on use: PyTorch is heavy or optional
+    from torch import nn  # loaded on use: PyTorch is heavy or optional
 
     class ConfidenceHead(nn.Module):
         def __init__(self, dim: int, dropout: float = 0.4, positive_scale: bool = False):
@@ -159,7 +160,7 @@ def _modules():
                     nn.init.zeros_(p)
 
         def encode(self, ids, lengths):
-            from torch.nn.utils.rnn import pack_padded_sequence
+            from torch.nn.utils.rnn import pack_padded_sequence  # loaded on use: PyTorch is heavy or optional
 
             x = self.drop(self.emb(ids))
             packed = pack_padded_sequence(x, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
@@ -203,9 +204,7 @@ class PairClassifier:
 
     # --- file
     def save(self, path: str | Path) -> None:
-        import os
-
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # loaded on use: safetensors' torch/numpy bindings
 
         state = {k: v.detach().contiguous() for k, v in self.module.state_dict().items()}
         meta = {"bimine_classifier": json.dumps({**self.config, "format": FORMAT}, sort_keys=True)}
@@ -223,8 +222,6 @@ class PairClassifier:
 
     @classmethod
     def load(cls, path: str | Path) -> PairClassifier:
-        from bimine.weights import read_safetensors
-
         meta, state = read_safetensors(path, "pt", "classifier", "bimine train-classifier")
         if "bimine_classifier" not in meta:
             raise ConfigError(f"classifier {path}: no bimine_classifier metadata; not written by "
@@ -264,7 +261,7 @@ class PairClassifier:
     # --- scoring
     def score_embeddings(self, u: np.ndarray, v: np.ndarray, output: str = "default") -> np.ndarray:
         """Scores of the aligned rows ``(u[i], v[i])`` (embedding kinds)."""
-        import torch
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         with torch.inference_mode():
             tu, tv = torch.from_numpy(np.ascontiguousarray(u, dtype=np.float32)), \
@@ -281,7 +278,7 @@ class PairClassifier:
 
     def encode_texts(self, texts: list[str], batch: int = 512) -> np.ndarray:
         """BiGRU sentence vectors (``[h_fwd; h_bwd]``), in input order."""
-        import torch
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         hasher = TokenHasher(self.config["buckets"], self.config["max_tokens"])
         order = np.argsort([len(t) for t in texts], kind="stable")
@@ -294,7 +291,7 @@ class PairClassifier:
         return out
 
     def match_vectors(self, hs: np.ndarray, ht: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         with torch.inference_mode():
             z = self.module.match(torch.from_numpy(hs), torch.from_numpy(ht))
@@ -312,7 +309,7 @@ class PairClassifier:
                      tgt_lang: str | None = None, output: str = "default", chunk: int = 256) -> np.ndarray:
         """``(len(src), len(tgt))`` scores of every source with every target (the Cartesian
         product of paper 003 §5.1), each side encoded once."""
-        import torch
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         if self.kind == "bigru":
             hs, ht = self.encode_texts(src), self.encode_texts(tgt)
@@ -365,7 +362,7 @@ def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, fl
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve (ties count half), NaN scores left out."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # loaded on use: SciPy is heavy or optional
 
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=bool)

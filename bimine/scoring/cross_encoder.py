@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.encoders.e5_weights import read_e5, weights_path
 from bimine.errors import ConfigError, InputError
 from bimine.weights import load_safetensors, read_json
 
@@ -37,7 +38,7 @@ HEAD_CENTRE = 0.85
 
 
 def _torch():
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     return torch
 
@@ -56,7 +57,6 @@ def build_model(train_layers: int = 2, path: str | None = None):
     torch = _torch()
     nn = torch.nn
     F = torch.nn.functional
-    from bimine.encoders.e5_weights import read_e5
 
     shape, tok, w = read_e5(path)
     H, NH = shape.hidden, shape.heads
@@ -269,7 +269,7 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 def save_stage(folder: str | os.PathLike, state: dict, meta: dict) -> None:
     """Write ``cross.safetensors`` (``state``, readable by all) and ``cross.json`` (``meta``
     with the format number), each through a temporary file and a rename."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # loaded on use: safetensors' torch/numpy bindings
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -329,8 +329,6 @@ class CrossRescorer:
     def load(cls, folder: str | os.PathLike, base: str | None = None):
         """The cross-encoder saved in ``folder``: a :class:`CrossRescorer`, or a
         :class:`~bimine.scoring.cross_scratch.ScratchCrossRescorer` when its ``kind`` says so."""
-        from bimine.encoders.e5_weights import weights_path
-
         folder = Path(folder)
         meta_path, w_path = folder / META_FILE, folder / WEIGHTS_FILE
         if not meta_path.is_file() or not w_path.is_file():
@@ -340,6 +338,7 @@ class CrossRescorer:
             raise InputError(f"{meta_path}: cross-encoder format {meta.get('format')!r}; this bimine reads {FORMAT}")
         meta.pop("format")
         if meta.get("kind") == "scratch-cross":  # issue 15 (b): no e5-small base
+            # a cycle: cross_scratch imports this module
             from bimine.scoring.cross_scratch import ScratchCrossRescorer
 
             return ScratchCrossRescorer.load(folder, meta)
@@ -373,7 +372,6 @@ def train_cross(src: list[str], tgt: list[str], y: np.ndarray, *, train_layers: 
     """Fine-tune the top ``train_layers`` layers and the head on labelled pairs (binary
     cross-entropy, AdamW, linear decay), in a seeded order."""
     torch = _torch()
-    from bimine.encoders.e5_weights import weights_path
 
     y = checked_labels(src, tgt, y)
     torch.manual_seed(seed)

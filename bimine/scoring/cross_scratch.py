@@ -19,17 +19,19 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import InputError
+from bimine.scoring.cross_encoder import WEIGHTS_FILE, checked_labels, save_stage, sigmoid, state_fingerprint
+from bimine.text.translit import table_from_tensors, table_to_tensors
 from bimine.weights import load_safetensors
 
 KIND = "scratch-cross"
 
 
 def _modules():
-    import torch
-    from torch import nn
+    import torch  # loaded on use: PyTorch is heavy or optional
+    from torch import nn  # loaded on use: PyTorch is heavy or optional
 
-    from bimine.encoders.torch_tables import SparseBag
-    from bimine.encoders.transformer import (
+    from bimine.encoders.torch_tables import SparseBag  # loaded on use: pulls in PyTorch
+    from bimine.encoders.transformer import (  # loaded on use: pulls in PyTorch
         PackedLayer,
         TokenFeaturizer,
         TransformerConfig,
@@ -96,8 +98,6 @@ class ScratchCrossRescorer:
 
     @property
     def fingerprint(self) -> str:
-        from bimine.scoring.cross_encoder import state_fingerprint
-
         return state_fingerprint(self.meta, self.net.state_dict())
 
     def _feats(self, src: list[str], tgt: list[str]):
@@ -121,28 +121,19 @@ class ScratchCrossRescorer:
 
     def predict(self, src: list[str], tgt: list[str], batch: int = 128, block: int | None = None,
                 progress=None) -> np.ndarray:
-        from bimine.scoring.cross_encoder import sigmoid
-
         return sigmoid(self.logits(src, tgt, batch=batch, progress=progress))
 
     def save(self, folder: str | os.PathLike) -> None:
-        from bimine.scoring.cross_encoder import save_stage
-
         state = {k: v.detach().contiguous() for k, v in self.net.state_dict().items()}
         rom = self.featurizer.romanizer
         if rom is not None:
-            import torch
-
-            from bimine.text.translit import table_to_tensors
+            import torch  # loaded on use: PyTorch is heavy or optional
 
             state.update({k: torch.from_numpy(v) for k, v in table_to_tensors(rom.table).items()})
         save_stage(folder, state, self.meta)
 
     @classmethod
     def load(cls, folder: str | os.PathLike, meta: dict) -> ScratchCrossRescorer:
-        from bimine.scoring.cross_encoder import WEIGHTS_FILE
-        from bimine.text.translit import table_from_tensors
-
         torch, PairNet, _, TransformerConfig = _modules()
         net = PairNet(TransformerConfig.from_dict(meta["model"]))
         path = Path(folder) / WEIGHTS_FILE
@@ -163,8 +154,7 @@ def train_scratch_cross(src: list[str], tgt: list[str], y: np.ndarray, *, max_si
     layers, RowAdam for the feature table; linear warm-up over the first 5 % of the steps,
     then linear decay), in a seeded order."""
     torch, PairNet, _, TransformerConfig = _modules()
-    from bimine.encoders.torch_optim import RowAdam
-    from bimine.scoring.cross_encoder import checked_labels
+    from bimine.encoders.torch_optim import RowAdam  # loaded on use: pulls in PyTorch
 
     y = checked_labels(src, tgt, y)
     torch.manual_seed(seed)

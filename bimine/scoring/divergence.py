@@ -22,7 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError
+from bimine.outputs import atomic_path
+from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
+from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
+from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch, sentence_words, torch_device
+from bimine.weights import read_safetensors
 
 FORMAT = 1
 KINDS = ("vdpwi", "mm")
@@ -47,9 +53,7 @@ class DivergenceModel:
 
     # ------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
-        from safetensors.numpy import save_file
-
-        from bimine.outputs import atomic_path
+        from safetensors.numpy import save_file  # loaded on use: safetensors' torch/numpy bindings
 
         meta = {"format": FORMAT, "kind": self.kind, "config": self.config, **self.meta}
         with atomic_path(path) as tmp:
@@ -58,8 +62,6 @@ class DivergenceModel:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DivergenceModel:
-        from bimine.weights import read_safetensors
-
         path = Path(path)
         metadata, weights = read_safetensors(path, "numpy", "divergence model", "bimine train-divergence")
         raw = metadata.get("bimine_divergence")
@@ -114,17 +116,12 @@ class DivergenceModel:
         if not src:
             return np.zeros(0)
         if self.kind == "mm":
-            from bimine.scoring.divergence_features import pair_features
-
             self._ensure_mm()
             return self._clf.predict(pair_features(src, tgt, self._aligner))
         return self._score_vdpwi(src, tgt, src_lang, tgt_lang, encoder, batch)
 
     def _ensure_mm(self) -> None:
         if self._aligner is None:
-            from bimine.scoring.divergence_features import LinearClassifier
-            from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
-
             c = self.config
             sv, tv = Vocab(c["src_vocab"][1:]), Vocab(c["tgt_vocab"][1:])
             models = {k: IBMModel.from_arrays(self.weights, k, a, b, c["length_cap"])
@@ -133,9 +130,7 @@ class DivergenceModel:
             self._clf = LinearClassifier.from_arrays(self.weights, "clf")
 
     def _ensure_vdpwi(self, encoder):
-        import torch
-
-        from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, torch_device
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         if self._net is None:
             cfg = VDPWIConfig.from_dict(self.config["vdpwi"])
@@ -149,8 +144,6 @@ class DivergenceModel:
         return self._net, self._vectors
 
     def _score_vdpwi(self, src, tgt, src_lang, tgt_lang, encoder, batch) -> np.ndarray:
-        from bimine.scoring.vdpwi import sentence_words
-
         if encoder is None:
             raise ConfigError("the vdpwi divergence model needs the sentence encoder it was trained with")
         self.check_encoder(encoder)
@@ -167,9 +160,7 @@ def predict_pairs(net, lengths: list[int], vectors_of, batch: int) -> np.ndarray
     """P(equivalent) (float64) of the pairs whose longer sides have ``lengths``, in batches of
     similar lengths (less padding); ``vectors_of(idx)`` gives the source and target word
     vectors of the pairs ``idx``."""
-    import torch
-
-    from bimine.scoring.vdpwi import pad_batch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     dev = next(net.parameters()).device
     out = np.zeros(len(lengths))
@@ -199,16 +190,7 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config=None,
     (:class:`bimine.divergence.synthetic.Example`), ``dev_fraction`` of them held out to choose
     the epoch with the best Pearson correlation (004 §5.1). Adam, KL divergence to ``[1-y, y]``.
     ``device``: a torch device; None = a CUDA GPU when there is one, else the CPU."""
-    import torch
-
-    from bimine.scoring.vdpwi import (
-        VDPWIConfig,
-        WordVectors,
-        _module,
-        pad_batch,
-        sentence_words,
-        torch_device,
-    )
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     cfg = config or VDPWIConfig()
     torch.manual_seed(seed)
@@ -282,8 +264,6 @@ def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0
     alignment tables with translation probabilities below ``prune`` dropped
     (:meth:`WordAligner.pruned`; the dictionary at 10 % is untouched), and the classifier is
     fitted on the links of those stored tables, the ones it will see when scoring."""
-    from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
-
     t0 = time.time()
     stored = aligner.pruned(prune)
     x = pair_features([e.src for e in examples], [e.tgt for e in examples], stored)
@@ -300,6 +280,4 @@ def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0
 
 def default_path() -> Path:
     """The divergence model shipped with the default encoder."""
-    from bimine.encoders.base import default_model_path
-
     return Path(default_model_path()) / DEFAULT_FILE

@@ -97,7 +97,7 @@ class LinearClassifier:
     @classmethod
     def fit(cls, x: np.ndarray, y: np.ndarray, l2: float = 1.0, sample_weight: np.ndarray | None = None,
             ) -> LinearClassifier:
-        from scipy.optimize import minimize
+        from scipy.optimize import minimize  # loaded on use: SciPy is heavy or optional
 
         mean = x.mean(axis=0)
         std = x.std(axis=0)

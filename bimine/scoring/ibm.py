@@ -31,6 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.outputs import atomic_path
+from bimine.scoring.classifiers import tokenize as tok
+from bimine.weights import read_safetensors
 
 FORMAT = 1
 SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final", "grow-diag-final-and")
@@ -39,8 +42,6 @@ SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final", "grow-diag-final-
 def tokenize(s: str) -> list[str]:
     """Lowercased words and punctuation marks; each character of a script written without
     spaces is a token (the tokens of :func:`bimine.scoring.classifiers.tokenize`)."""
-    from bimine.scoring.classifiers import tokenize as tok
-
     return tok(s)
 
 
@@ -414,9 +415,7 @@ class WordAligner:
 
     # ------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
-        from safetensors.numpy import save_file
-
-        from bimine.outputs import atomic_path
+        from safetensors.numpy import save_file  # loaded on use: safetensors' torch/numpy bindings
 
         meta = {
             "format": FORMAT,
@@ -434,8 +433,6 @@ class WordAligner:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordAligner:
-        from bimine.weights import read_safetensors
-
         path = Path(path)
         metadata, arrays = read_safetensors(path, "numpy", "word-alignment model", "bimine train-divergence --aligner")
         raw = metadata.get("bimine_word_aligner")

@@ -35,7 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError, InputError
+from bimine.progress import bar
+from bimine.scoring.cross_encoder import CrossRescorer
+from bimine.scoring.margin import knn_mean
+from bimine.scoring.vdpwi import WordVectors
 from bimine.weights import read_json
 
 FORMAT = 1
@@ -80,8 +85,6 @@ def knn_features(sxy: np.ndarray, ixy: np.ndarray, syx: np.ndarray, iyx: np.ndar
     the order of the kNN lists), from the lists of both directions (``sxy[i, c]``: cosine of
     source i to its c-th nearest target ``ixy[i, c]``). ``cos``: the pairs' cosines when known
     (a pair found in neither list needs it; otherwise taken from the lists)."""
-    from bimine.scoring.margin import knn_mean
-
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
     mx = knn_mean(sxy, k, ixy).astype(np.float64)[i]
@@ -200,7 +203,9 @@ def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_la
     cosine, and the share of words whose best cosine reaches ``match``. Untranslated or
     replaced content (a missing clause, another name) lowers them where a sentence embedding
     averages it away."""
-    from bimine.scoring._rescore_kernel import word_match
+    from bimine.scoring._rescore_kernel import (
+        word_match,  # numba kernels: compiled on first use, not at import
+    )
 
     def side(texts, lang):
         ws = [_WORD_TOKEN.findall(t.lower())[:max_words] for t in texts]
@@ -334,8 +339,6 @@ class Rescorer:
             return cls(booster, meta).trees_only()
         stage = None
         if "cross" in meta:
-            from bimine.scoring.cross_encoder import CrossRescorer
-
             stage = CrossRescorer.load(folder / CROSS_DIR)
         return cls(booster, meta, stage)
 
@@ -358,8 +361,6 @@ def _check_trees_text(text: str, sha256: str | None) -> None:
 
 def default_rescorer_path() -> Path:
     """The rescorer shipped with the default encoder."""
-    from bimine.encoders.base import default_model_path
-
     return Path(default_model_path()) / "rescorer"
 
 
@@ -401,7 +402,7 @@ def _cross_extra() -> None:
 
 def _lightgbm():
     try:
-        import lightgbm
+        import lightgbm  # loaded on use: LightGBM is heavy or optional
     except ImportError:
         raise ConfigError("rescoring needs LightGBM (a dependency of bimine): pip install lightgbm") from None
     return lightgbm
@@ -462,9 +463,6 @@ def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], k
     cross-encoder runs on the candidates at or above its floor, each block of them kept as it
     finishes: a killed run resumes at the block it was in. ``stats`` (a dict) gets
     ``cross_pairs``, the candidates the cross-encoder scored (not set when reused from ``cache``)."""
-    from bimine.progress import bar
-    from bimine.scoring.vdpwi import WordVectors
-
     rescorer.check_encoder(encoder)
     if cache is not None and cache.exists():
         got = np.load(cache)
@@ -508,8 +506,6 @@ def _cross_stage(rescorer: Rescorer, src: list[str], tgt: list[str], p_trees: np
                  cache: Path | None, block: int = 4096) -> np.ndarray:
     """The cross-encoder's probability for the candidates at or above the floor (0 elsewhere),
     ``block`` of them at a time, each block kept next to ``cache`` when given."""
-    from bimine.progress import bar
-
     todo = np.flatnonzero(p_trees >= rescorer.cross_floor)
     out = np.zeros(len(src), dtype=np.float32)
     with bar(total=len(todo), unit=" pairs", desc="cross-encoder", enabled=progress) as b:

@@ -88,8 +88,8 @@ class WordVectors:
 
 
 def _module(cfg: VDPWIConfig, dim: int):
-    import torch
-    from torch import nn
+    import torch  # loaded on use: PyTorch is heavy or optional
+    from torch import nn  # loaded on use: PyTorch is heavy or optional
 
     class VDPWI(nn.Module):
         def __init__(self) -> None:
@@ -179,7 +179,7 @@ def _module(cfg: VDPWIConfig, dim: int):
 
 def torch_device(device: str | None = None):
     """``device`` or, when None, a CUDA GPU when PyTorch sees one, else the CPU."""
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
@@ -187,7 +187,7 @@ def torch_device(device: str | None = None):
 def pad_batch(vecs: list[np.ndarray], multiple: int = 8):
     """``(B, L, d)`` float32 tensor (L the longest rounded up to ``multiple``, at least 8) and
     the lengths."""
-    import torch
+    import torch  # loaded on use: PyTorch is heavy or optional
 
     d = vecs[0].shape[1]
     L = max(8, max(len(v) for v in vecs))

@@ -33,6 +33,8 @@ from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
 from bimine.executors import EXECUTORS, plugin
 from bimine.langs import normalize_lang
+from bimine.outputs import check_output_dir
+from bimine.progress import bar as progress_bar
 from bimine.text.io import ReadStats, read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -201,8 +203,6 @@ def build_store(
     ``ray_address`` picks the cluster; ``in_flight`` bounds the shards of text sent at once):
     the same store, byte for byte.
     """
-    from bimine.progress import bar as progress_bar
-
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}: local or ray")
     spec = getattr(encoder, "spec", None)
@@ -210,7 +210,6 @@ def build_store(
         raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
     if input_path == "-":
         raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
-    from bimine.outputs import check_output_dir
 
     check_output_dir(out_dir, inputs=(input_path,))
     if total_lines is None:  # one fast pass: bad input fails before any file is made; the count gives the ETA

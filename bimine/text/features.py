@@ -27,6 +27,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.langs import uses_spaces
+from bimine.text.subwords import Pieces
 
 _B = 0x100000001B3  # odd multiplier (the 64-bit FNV prime): invertible modulo 2**64
 _B_INV = pow(_B, -1, 1 << 64)
@@ -174,7 +175,7 @@ class _CodePointClasses:
         self.lock = threading.Lock()
 
     def ready(self, cp: np.ndarray) -> np.ndarray:
-        from bimine.text import _kernels as K
+        from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import
 
         with self.lock:
             if self.table is None:
@@ -259,7 +260,7 @@ class Featurizer:
             self.set_subword_model(subword_model)
         self.romanizer = None
         if cfg.translit:
-            from bimine.text.translit import Romanizer, build_table
+            from bimine.text.translit import Romanizer, build_table  # a cycle: translit imports this module
 
             self.romanizer = Romanizer(translit_table if translit_table is not None else build_table())
             # romanised words: unigrams and Latin character n-grams, hashed as Latin text is
@@ -276,8 +277,6 @@ class Featurizer:
 
     def set_subword_model(self, model: bytes) -> None:
         """Use the SentencePiece ``model`` (bytes) for the ``subwords`` pieces."""
-        from bimine.text.subwords import Pieces
-
         if not self.config.subwords:
             raise ConfigError("a subword model was given, but features.subwords is 0")
         self.pieces = Pieces(model, self.config.subwords)
@@ -330,7 +329,7 @@ class Featurizer:
         string does), and the compiled tokeniser splits like ``_TOKEN_RE`` (``_CLASSES``).
         A batch whose sentences themselves hold a newline is normalised line by line.
         """
-        from bimine.text import _kernels as K
+        from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import
 
         n = len(sentences)
         mc = self.config.max_chars
@@ -352,7 +351,7 @@ class Featurizer:
 
     def _featurize_numba(self, sentences: list[str], lang: str, cps=None) -> tuple[np.ndarray, np.ndarray]:
         """``cps``: the batch's :meth:`normalized_codepoints`, when the caller has them."""
-        from bimine.text import _kernels as K
+        from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import
 
         cfg = self.config
         if len(sentences) == 0:

@@ -9,6 +9,7 @@ a ``\\r`` before the ``\\n`` is removed as part of the line ending.
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import lzma
@@ -60,7 +61,7 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
         return bz2.open(p, "rb")
     if kind == "zst":
         try:
-            import zstandard
+            import zstandard  # loaded on use: zstandard is heavy or optional
         except ImportError as e:  # pragma: no cover - zstandard is a dependency
             raise InputError(f"{p}: reading .zst files needs the 'zstandard' package") from e
         return io.BufferedReader(_ZstdFrames(open(p, "rb"), zstandard), buffer_size=1 << 20)
@@ -356,8 +357,6 @@ def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool
     Counts lines (for progress bars) and, with ``find_tab``, finds the first line with a tab.
     With ``column`` (1-based), a line with fewer tab-separated columns is an error too.
     """
-    import codecs
-
     name = str(path)
     res = ScanResult()
     dec = codecs.getincrementaldecoder("utf-8")("strict") if errors == "strict" else None

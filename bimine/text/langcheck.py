@@ -5,6 +5,7 @@ files; the language codes and the groups of related languages are :mod:`bimine.l
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,11 +20,11 @@ def _identify() -> tuple:
     """(classify(text) -> label, the identifier's labels), loading py3langid once (~0.5 s)."""
     global _IDENTIFIER
     if _IDENTIFIER is None:
-        import py3langid
+        import py3langid  # loaded on use: py3langid is heavy or optional
 
         labels = []
         try:
-            from py3langid.langid import _get_identifier
+            from py3langid.langid import _get_identifier  # loaded on use: py3langid is heavy or optional
 
             labels = list(dict.fromkeys(_get_identifier().nb_classes))
         except (ImportError, AttributeError):  # other py3langid versions: ask it for its labels
@@ -113,8 +114,6 @@ def sample_lines(
     elif isinstance(source, Sequence):
         raw = _spread(source, 4 * n)
     else:
-        import itertools
-
         raw = list(itertools.islice(source, 20 * n))
     usable = [u for u in (_usable(x, column, min_letters) for x in raw if isinstance(x, str)) if u]
     return _spread(usable, n)

