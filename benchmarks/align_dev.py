@@ -34,12 +34,12 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 from benchmarks.common import CachedEncoder
+from benchmarks.harness import machine_line
 from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
 from bimine.eval.alignment import merge_by_verse, read_beads, read_ladder, score_alignment
 from bimine.text.io import read_lines
@@ -120,7 +120,7 @@ def main() -> int:
         ap.error(f"unknown sets {unknown}; known: {', '.join(all_sets)}")
     result = {"command": "python -m benchmarks.align_dev " + " ".join(sys.argv[1:]),
               "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+              "machine": machine_line(),
               "default_config": AlignConfig().__dict__, "rows": [], "sweep": []}
     print(f"# {result['command']}  ({result['date']}, {result['machine']})")
     print("| model | set | lines (src / tgt) | strict P / R / F1 | lax P / R / F1 | embed s | align s |")

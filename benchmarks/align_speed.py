@@ -27,17 +27,15 @@ says so and exits 0.
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
 import os
-import platform
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.harness import Bench, machine_line
 
 DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"
 NOVEL = DEV / "hunalign-handaligns" / "handaligns" / "steinbeck"
@@ -67,40 +65,6 @@ print(json.dumps({"align_s": t2 - t1, "import_read_s": t1 - t0}))
 """
 
 
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        mem = float("nan")
-    return f"{cpu}, {os.cpu_count()} CPUs, {mem:.0f} GiB, load {os.getloadavg()[0]:.2f}"
-
-
-def _timed(cmd: list[str], env=None) -> dict:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{p.stderr[-2000:]}")
-    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "maxrss_mb": after.ru_maxrss / 1024, "stdout": p.stdout, "stderr": p.stderr}
-
-
-def _rss_of(cmd: list[str]) -> float:
-    """Peak RSS of one command alone, in MB (a fresh wrapper, so earlier children do not count)."""
-    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True).stdout
-    return int(out.strip()) / 1024
-
-
 def _score(gold, path: Path) -> dict:
     from bimine.eval.alignment import read_beads, score_alignment
 
@@ -121,12 +85,11 @@ def _peer_python() -> str | None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--e5", action="store_true", help="also one whole-process run with e5-small (summed runs)")
-    ap.add_argument("--no-peer", action="store_true")
-    ap.add_argument("--json", default=".bench/align_speed.json")
-    a = ap.parse_args()
+    bench = Bench("align_speed", __doc__)
+    bench.arg("--repeat", type=int, default=3)
+    bench.arg("--e5", action="store_true", help="also one whole-process run with e5-small (summed runs)")
+    bench.arg("--no-peer", action="store_true")
+    a = bench.parse()
     if not NOVEL.is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
@@ -140,10 +103,9 @@ def main() -> int:
     src, tgt = list(read_lines(src_p)), list(read_lines(tgt_p))
     gold = read_ladder(NOVEL / "hand.ladder")
     n_sent = len(src) + len(tgt)
-    res = {"command": "python -m benchmarks.align_speed " + " ".join(sys.argv[1:]),
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": _machine(), "lines": [len(src), len(tgt)], "whole": [], "search": []}
-    print(f"# {res['command']} ({res['date']}; {res['machine']})")
+    res = bench.extra
+    res.update(lines=[len(src), len(tgt)], whole=[], search=[])
+    print(f"# {bench.command} ({bench.result()['date']}; {machine_line(bench.machine)})")
     print(f"steinbeck: {len(src)} hu / {len(tgt)} en lines\n")
 
     bimine = [sys.executable, "-m", "bimine.cli.main"]
@@ -157,12 +119,10 @@ def main() -> int:
         out = OUT / f"out-{extra[1]}{'-' + extra[3] if len(extra) > 3 and extra[2] == '--method' else ''}.align"
         cmd = bimine + ["align", str(src_p), str(tgt_p), "--src-lang", "hu", "--tgt-lang", "en", "-o", str(out),
                         "--no-progress", *extra]
-        times = [_timed(cmd) for _ in range(reps)]
-        rss = _rss_of(cmd) if reps > 1 else times[0]["maxrss_mb"]
-        walls = [t["wall_s"] for t in times]
-        row = {"aligner": label, "runs": reps, "wall_median_s": round(statistics.median(walls), 2),
-               "wall_min_s": round(min(walls), 2), "cpu_s": round(statistics.median(t["cpu_s"] for t in times), 2),
-               "peak_rss_mb": round(rss), "s_per_1000": round(statistics.median(walls) / n_sent * 1000, 3),
+        t = bench.process(cmd, repeat=reps)
+        row = {"aligner": label, "runs": reps, "wall_median_s": round(t["wall_s"], 2),
+               "wall_min_s": round(t["wall_min_s"], 2), "cpu_s": round(t["cpu_s"], 2),
+               "peak_rss_mb": round(t["peak_rss_mb"]), "s_per_1000": round(t["wall_s"] / n_sent * 1000, 3),
                **_score(gold, out)}
         res["whole"].append(row)
         print(f"| {label} | {reps} | {row['wall_median_s']} / {row['wall_min_s']} | {row['cpu_s']} | "
@@ -172,13 +132,14 @@ def main() -> int:
         py = _peer_python()
         if py:
             out = OUT / "out-galechurch.align"
-            times = [_timed([py, "-c", PEER_SCRIPT, str(src_p), str(tgt_p), str(out)]) for _ in range(a.repeat)]
-            walls = [t["wall_s"] for t in times]
+            peer = [py, "-c", PEER_SCRIPT, str(src_p), str(tgt_p), str(out)]
+            times = [bench.process(peer) for _ in range(a.repeat)]  # one by one: each run's own align() time
+            walls = sorted(t["wall_s"] for t in times)
+            mid = next(t for t in times if t["wall_s"] == walls[(len(walls) - 1) // 2])
             inproc = statistics.median(json.loads(t["stdout"])["align_s"] for t in times)
             row = {"aligner": f"galechurch {PEER_VERSION} (Gale-Church)", "runs": a.repeat,
                    "wall_median_s": round(statistics.median(walls), 2), "wall_min_s": round(min(walls), 2),
-                   "cpu_s": round(statistics.median(t["cpu_s"] for t in times), 2),
-                   "peak_rss_mb": round(_rss_of([py, "-c", PEER_SCRIPT, str(src_p), str(tgt_p), str(out)])),
+                   "cpu_s": round(mid["cpu_s"], 2), "peak_rss_mb": round(mid["peak_rss_mb"]),
                    "s_per_1000": round(statistics.median(walls) / n_sent * 1000, 3),
                    "in_process_align_s": round(inproc, 3), **_score(gold, out)}
             res["whole"].append(row)
@@ -219,8 +180,7 @@ def main() -> int:
             res["search"].append({"lines": [ns, nt], "search": name, "levels": al.levels, "cells": al.cells,
                                   "seconds": round(dt, 3), "same_as_exact": same or None})
             print(f"| {ns} / {nt} | {name} | {al.levels} | {al.cells:,} | {dt:.3f} | {same or '-'} |")
-    with open(a.json, "w") as f:
-        json.dump(res, f, indent=1)
+    bench.save()
     return 0
 
 

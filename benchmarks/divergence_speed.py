@@ -16,16 +16,15 @@ strongest encoder we have). Without the data the script says so and exits 0.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 
 import numpy as np
 
 from benchmarks.filter_dev import REPO
+from benchmarks.harness import Bench
+from bimine.encoders import load_encoder
+from bimine.scoring.divergence import DivergenceModel, default_path
 
 DEFAULT_DATA = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
 OUT = os.path.join(REPO, ".bench", "divergence_speed")
@@ -44,57 +43,49 @@ def pairs(data: str, n: int) -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=DEFAULT_DATA)
-    ap.add_argument("--pairs", type=int, default=20000)
-    ap.add_argument("--models", default="default,.bench/divergence/mm.en-fr.safetensors")
-    ap.add_argument("--e5-pairs", type=int, default=500)
-    ap.add_argument("--json", default=os.path.join(REPO, ".bench", "divergence_speed.json"))
-    args = ap.parse_args()
+    b = Bench("divergence_speed", __doc__)
+    b.arg("--data", default=DEFAULT_DATA)
+    b.arg("--pairs", type=int, default=20000)
+    b.arg("--models", default="default,.bench/divergence/mm.en-fr.safetensors")
+    b.arg("--e5-pairs", type=int, default=500)
+    args = b.parse()
     if not os.path.isdir(os.path.join(args.data, "dev", "newstest")):
         print(f"divergence_speed: skipped, no dev/newstest under {args.data}")
         return
     os.makedirs(OUT, exist_ok=True)
     en, fr = pairs(args.data, args.pairs)
-    a, b = os.path.join(OUT, "p.en"), os.path.join(OUT, "p.fr")
-    for path, lines in ((a, en), (b, fr)):
+    a, bb = os.path.join(OUT, "p.en"), os.path.join(OUT, "p.fr")
+    for path, lines in ((a, en), (bb, fr)):
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(x + "\n" for x in lines)
-    from bimine.encoders import load_encoder
-    from bimine.scoring.divergence import DivergenceModel, default_path
-
     enc = load_encoder("default")
-    res = {"pairs": args.pairs, "cores": os.cpu_count(), "models": {}}
+    b.extra.update(pairs=args.pairs, cores=os.cpu_count())
     for m in [x for x in args.models.split(",") if x]:
-        t = time.time()
-        subprocess.run([sys.executable, "-m", "bimine", "divergence", "--src", a, "--tgt", b, "--src-lang", "en",
-                        "--tgt-lang", "fr", "-d", m, "-o", os.path.join(OUT, "out.tsv"), "--no-progress"], check=True)
-        whole = time.time() - t
+        whole = b.process([sys.executable, "-m", "bimine", "divergence", "--src", a, "--tgt", bb, "--src-lang", "en",
+                           "--tgt-lang", "fr", "-d", m, "-o", os.path.join(OUT, "out.tsv"), "--no-progress"])
         model = DivergenceModel.load(default_path() if m == "default" else m)
         model.score(en[:64], fr[:64], src_lang="en", tgt_lang="fr", encoder=enc)
         if model._vectors is not None:
             model._vectors.cache.clear()
-        t = time.time()
-        model.score(en, fr, src_lang="en", tgt_lang="fr", encoder=enc)
-        inproc = time.time() - t
-        res["models"][m] = {"kind": model.kind, "whole_process_seconds": whole,
-                            "whole_process_pairs_per_second": args.pairs / whole,
-                            "in_process_pairs_per_second": args.pairs / inproc}
-        print(f"{m} ({model.kind}): whole process {args.pairs / whole:,.0f} pairs/s ({whole:.1f} s), "
-              f"in process {args.pairs / inproc:,.0f} pairs/s", flush=True)
+        _, inproc = b.timed(lambda model=model: model.score(en, fr, src_lang="en", tgt_lang="fr", encoder=enc))
+        b.rows.append({"model": m, "kind": model.kind, "whole_process_seconds": whole["wall_s"],
+                       "whole_process_peak_rss_mb": whole["peak_rss_mb"],
+                       "whole_process_pairs_per_second": args.pairs / whole["wall_s"],
+                       "in_process_pairs_per_second": args.pairs / inproc["wall_s"]})
+        print(f"{m} ({model.kind}): whole process {args.pairs / whole['wall_s']:,.0f} pairs/s ({whole['wall_s']:.1f} s), "
+              f"in process {args.pairs / inproc['wall_s']:,.0f} pairs/s", flush=True)
     if args.e5_pairs:
         e5 = load_encoder("e5-small")
         e5.encode(en[:8], "en")
-        t = time.time()
-        u, v = e5.encode(en[: args.e5_pairs], "en"), e5.encode(fr[: args.e5_pairs], "fr")
-        np.einsum("ij,ij->i", u, v)
-        sec = time.time() - t
-        res["e5_small_cosine"] = {"pairs": args.e5_pairs, "in_process_pairs_per_second": args.e5_pairs / sec}
-        print(f"e5-small cosine (peer): in process {args.e5_pairs / sec:,.1f} pairs/s", flush=True)
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
-    print(f"wrote {args.json}")
+
+        def cosines():
+            u, v = e5.encode(en[: args.e5_pairs], "en"), e5.encode(fr[: args.e5_pairs], "fr")
+            return np.einsum("ij,ij->i", u, v)
+
+        _, t = b.timed(cosines)
+        b.extra["e5_small_cosine"] = {"pairs": args.e5_pairs, "in_process_pairs_per_second": args.e5_pairs / t["wall_s"]}
+        print(f"e5-small cosine (peer): in process {args.e5_pairs / t['wall_s']:,.1f} pairs/s", flush=True)
+    b.save()
 
 
 if __name__ == "__main__":

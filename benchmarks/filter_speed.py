@@ -57,9 +57,7 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,6 +66,7 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from benchmarks.filter_dev import DEFAULT_DATA, PEERS, REPO, ensure_venv, peer_versions
+from benchmarks.harness import cpu_busy, machine_versions, repeat_tree
 
 OUT = os.path.join(REPO, ".bench", "filter_speed")
 SOURCES = ("tatoeba-manythings/tatoeba.en-fr", "python-docs/python-docs.en-fr", "django-docs/django-docs.en-fr",
@@ -110,141 +109,6 @@ def make_inputs(data: str, sizes: list[int]) -> tuple[dict[int, dict[str, str]],
     return out, len(src)
 
 
-# ---------------------------------------------------------------- measuring a command
-
-def _tree(root: int) -> list[int]:
-    """``root`` and its descendants (from /proc/*/stat)."""
-    parent: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    stat = f.read()
-                parent[int(d)] = int(stat[stat.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError):
-                pass
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += [c for c, pp in parent.items() if pp == p]
-    return out
-
-
-def _pss_mb(pids: list[int]) -> float:
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:
-            pass
-    return total / 1024
-
-
-def _cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs so far (/proc/stat)."""
-    with open("/proc/stat") as f:
-        v = list(map(int, f.readline().split()[1:]))
-    return sum(v) - v[3] - v[4], sum(v)
-
-
-def measure(cmd: list[str], *, env: dict | None = None, cwd: str | None = None, log: str) -> dict:
-    """One run of ``cmd``: wall and CPU seconds (the process and every descendant it waited
-    for), peak summed PSS of the process tree, exit status, and the CPU seconds the rest of
-    the machine used meanwhile (``others_cpu``: busy time of all CPUs less this run's and
-    this script's); stderr goes to ``log``."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    s0 = resource.getrusage(resource.RUSAGE_SELF)
-    b0, _ = _cpu_ticks()
-    t0 = time.perf_counter()
-    peak = 0.0
-    with open(log, "w") as err:
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
-        while p.poll() is None:  # sampling costs CPU (a /proc scan): every 0.1 s, then every 0.5 s
-            peak = max(peak, _pss_mb(_tree(p.pid)))
-            time.sleep(0.1 if time.perf_counter() - t0 < 3 else 0.5)
-    wall = time.perf_counter() - t0
-    b1, _ = _cpu_ticks()
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    s1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    mine = (s1.ru_utime - s0.ru_utime) + (s1.ru_stime - s0.ru_stime)
-    others = max(0.0, (b1 - b0) / os.sysconf("SC_CLK_TCK") - cpu - mine)
-    with open(log, encoding="utf-8", errors="replace") as f:
-        text = f.read()
-    timings = {}
-    for line in text.splitlines():
-        if line.startswith("timings (s): "):
-            for part in line[len("timings (s): "):].split(", "):
-                k, _, v = part.rpartition(" ")
-                timings[k] = float(v)
-    return {"wall": wall, "cpu": cpu, "others_cpu": others, "peak_mb": peak, "rc": p.returncode, "timings": timings,
-            "stderr_tail": text[-1500:] if p.returncode else ""}
-
-
-def repeat(cmd: list[str], times: int, **kw) -> dict:
-    runs = [measure(cmd, **kw) for _ in range(times)]
-    ok = [r for r in runs if r["rc"] == 0]
-    if not ok:
-        return {"error": runs[-1]["stderr_tail"] or f"exit status {runs[-1]['rc']}", "runs": len(runs)}
-    walls = [r["wall"] for r in ok]
-    return {"runs": len(ok), "wall_median": statistics.median(walls), "wall_min": min(walls),
-            "walls": [round(w, 2) for w in walls], "cpu_median": statistics.median(r["cpu"] for r in ok),
-            "others_share": statistics.median(r["others_cpu"] / (r["wall"] * (os.cpu_count() or 1)) for r in ok),
-            "peak_mb": max(r["peak_mb"] for r in ok), "timings": ok[len(ok) // 2]["timings"]}
-
-
-# ---------------------------------------------------------------- the machine
-
-def cpu_busy(seconds: float = 5.0) -> float:
-    """Share of all CPUs busy (any process) over ``seconds``, from /proc/stat."""
-    def snap():
-        with open("/proc/stat") as f:
-            v = list(map(int, f.readline().split()[1:]))
-        return sum(v), v[3] + v[4]
-    t0, i0 = snap()
-    time.sleep(seconds)
-    t1, i1 = snap()
-    return 1 - (i1 - i0) / max(t1 - t0, 1)
-
-
-def machine() -> dict:
-    info = {"platform": platform.platform(), "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            info["cpu"] = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        info["cpu"] = platform.processor()
-    info["cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        with open("/proc/meminfo") as f:
-            info["memory_gb"] = round(int(f.readline().split()[1]) / 2**20, 1)
-    except OSError:
-        pass
-    import importlib.metadata as md
-
-    info["versions"] = {d: md.version(d) for d in ("numpy", "numba", "py3langid", "faiss-cpu") if _has(d)}
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
-    info["commit"] = r.stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "bimine"], capture_output=True, text=True, cwd=REPO)
-    info["bimine_tree_clean"] = not dirty.stdout.strip()
-    return info
-
-
-def _has(dist: str) -> bool:
-    import importlib.metadata as md
-
-    try:
-        md.version(dist)
-        return True
-    except md.PackageNotFoundError:
-        return False
-
-
 # ---------------------------------------------------------------- bimine, whole process
 
 def bimine_cmd(files: dict, out: str, *extra: str) -> list[str]:
@@ -277,7 +141,7 @@ def bimine_runs(n: int, files: dict, times: int, model: bool, before: str | None
     for tool, what, extra, k in cases:
         cmd = bimine_cmd(files, out, *extra)
         print(f"[filter_speed] {n:,} pairs: {shown(cmd)}", file=sys.stderr)
-        res = repeat(cmd, k, env=env, cwd=REPO, log=os.path.join(OUT, f"log-{n}-{len(rows)}.txt"))
+        res = repeat_tree(cmd, k, env=env, cwd=REPO, log=os.path.join(OUT, f"log-{n}-{len(rows)}.txt"))
         rows.append({"tool": tool, "what": what, "pairs": n, "command": shown(cmd), **res})
     if before:
         env_b = dict(os.environ, PYTHONPATH=before)
@@ -290,13 +154,13 @@ def bimine_runs(n: int, files: dict, times: int, model: bool, before: str | None
                        env=env_b, cwd=tempfile.gettempdir(), check=True, capture_output=True)
         cmd = bimine_cmd(files, out, "--no-model")
         print(f"[filter_speed] {n:,} pairs: before: PYTHONPATH={before} {shown(cmd)}", file=sys.stderr)
-        res = repeat(cmd, times, env=env_b, cwd=tempfile.gettempdir(), log=os.path.join(OUT, f"log-{n}-before.txt"))
+        res = repeat_tree(cmd, times, env=env_b, cwd=tempfile.gettempdir(), log=os.path.join(OUT, f"log-{n}-before.txt"))
         rows.append({"tool": "bimine before", "what": "rules (default set), one process", "pairs": n,
                      "command": f"PYTHONPATH={before} {shown(cmd)}", **res})
         if model:
             cmd = bimine_cmd(files, out, "--workers", "2")
             print(f"[filter_speed] {n:,} pairs: before: PYTHONPATH={before} {shown(cmd)}", file=sys.stderr)
-            res = repeat(cmd, 1, env=env_b, cwd=tempfile.gettempdir(), log=os.path.join(OUT, f"log-{n}-before-model.txt"))
+            res = repeat_tree(cmd, 1, env=env_b, cwd=tempfile.gettempdir(), log=os.path.join(OUT, f"log-{n}-before-model.txt"))
             rows.append({"tool": "bimine before", "what": "default pipeline (default model)", "pairs": n,
                          "command": f"PYTHONPATH={before} {shown(cmd)}", **res})
     return rows
@@ -327,7 +191,7 @@ def opusfilter_run(venv: str, n: int, files: dict, jobs: int) -> dict:
         yaml.safe_dump(conf, f, sort_keys=False)
     cmd = [os.path.join(venv, "bin", "opusfilter"), cfg, "--overwrite", "--n-jobs", str(jobs)]
     print(f"[filter_speed] {n:,} pairs: {' '.join(cmd)}", file=sys.stderr)
-    res = repeat(cmd, 1, log=os.path.join(work, "log.txt"))
+    res = repeat_tree(cmd, 1, log=os.path.join(work, "log.txt"))
     return {"command": f"opusfilter {os.path.relpath(cfg, REPO)} --overwrite --n-jobs {jobs} (autogen --method defaults: "
                        f"{', '.join(next(iter(x)) for x in step['parameters']['filters'])})", **res}
 
@@ -337,7 +201,7 @@ def bicleaner_run(venv: str, n: int, files: dict, processes: int) -> dict:
     cmd = [os.path.join(venv, "bin", "bicleaner-hardrules"), files["tsv"], out, "-s", "en", "-t", "fr",
            "--disable_lang_ident", "--annotated_output", "-p", str(processes), "-q"]
     print(f"[filter_speed] {n:,} pairs: {' '.join(cmd)}", file=sys.stderr)
-    res = repeat(cmd, 1, cwd=OUT, log=os.path.join(OUT, f"bicleaner-{n}-p{processes}.log"))
+    res = repeat_tree(cmd, 1, cwd=OUT, log=os.path.join(OUT, f"bicleaner-{n}-p{processes}.log"))
     return {"command": "bicleaner-hardrules " + " ".join(os.path.relpath(c, REPO) if c.startswith(REPO) else c
                                                           for c in cmd[1:]), **res}
 
@@ -479,7 +343,7 @@ def main() -> None:
         return
     inputs, whole_set = make_inputs(args.data, args.sizes)
     res = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "sizes": args.sizes,
-           "source_pairs": whole_set, "machine": machine(), "argv": sys.argv[1:]}
+           "source_pairs": whole_set, "machine": machine_versions(), "argv": sys.argv[1:]}
     res["load_before"] = open("/proc/loadavg").read().split()[0]
     res["busy_before"] = cpu_busy()
     res["whole"] = []

@@ -46,6 +46,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.harness import machine_line
+
 ROOT = Path(__file__).resolve().parents[1]
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)")
 
@@ -142,14 +144,7 @@ def table(rows: list[dict]) -> str:
 
 
 def machine() -> str:
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            mem = f", {int(f.readline().split()[1]) / 2**20:.0f} GiB"
-    except OSError:
-        pass
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs{mem}, "
-            f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f}")
+    return machine_line() + f", Python {platform.python_version()}"
 
 
 def main(argv: list[str] | None = None) -> int:
