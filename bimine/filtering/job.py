@@ -1,0 +1,222 @@
+"""A ``bimine score`` / ``bimine filter`` run as one config object and the library function
+that runs it (issue 45).
+
+The command builds a :class:`FilterJob` from its options and hands it to :func:`run_filter`;
+the Python API takes the same object::
+
+    from bimine.filtering.job import FilterJob, run_filter
+
+    out = run_filter(FilterJob(output="scored.tsv", src="corpus.en", tgt="corpus.fr",
+                               src_lang="en", tgt_lang="fr", kept="kept.tsv"))
+    print(out.result.summary(True))
+
+:func:`run_filter` checks the outputs against the inputs, builds the pipeline (a YAML file,
+a :class:`~bimine.filtering.config.PipelineSpec`, or the default one with ``rules``), loads
+the model when a score needs one (saying once when it serves a language poorly), chooses the
+selection (the model's trained combination and its cut where it ships one), checks and
+counts the whole input, and runs :func:`~bimine.filtering.pipeline.run_pipeline`. Warnings
+and notes go to ``warn`` (a function of one line; default: the log) as they are known.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bimine.config import load_yaml
+from bimine.encoders.languages import SERVED_XSIM, describe, load_for_languages, poorly_served
+from bimine.errors import ConfigError
+from bimine.executors import check_executor, plugin
+from bimine.filtering.combine import combiners_for
+from bimine.filtering.config import PipelineSpec, build_filters, default_spec, parse_pipeline
+from bimine.filtering.pipeline import FilterReport, auto_workers, read_pair_blocks, run_pipeline
+from bimine.langs import normalize_lang
+from bimine.outputs import check_output_file
+from bimine.progress import bar
+from bimine.text.io import scan_text
+
+log = logging.getLogger(__name__)
+
+# the scores that embed the pairs (a classifier or a divergence model embeds them unless no_model)
+_MODEL_SCORES = ("cosine", "margin", "confidence", "rescore", "cover")
+
+
+@dataclass
+class FilterJob:
+    """What to score or filter, and how.
+
+    Input: a TSV ``input`` (its ``columns``, 1-based, are the two sides) or line-aligned
+    ``src`` and ``tgt`` files; ``src_lang`` / ``tgt_lang`` their languages. ``filtering``:
+    decide (``keep``, ``reason``) or only score. The pipeline: ``config`` (a YAML file),
+    ``spec`` (a :class:`~bimine.filtering.config.PipelineSpec`, named ``pipeline_name`` in the
+    report), or the default one with ``rules`` (``default``, ``none`` or a comma-separated
+    list) and, unless ``no_model``, the embedding scores of ``model``; each of
+    ``classifiers`` (trained classifier files) adds a score that also decides. Selection on
+    the combined score: ``threshold``, ``top_fraction``, ``token_budget`` (``normalize``:
+    min-max each graded score first, paper 002 Eq. 4). ``kept``: also write the kept rows
+    there; ``report``: an HTML report. ``workers``: processes (or ``auto``), ``block_size``:
+    pairs per block; ``executor`` ``local`` or ``ray`` (at ``ray_address``)."""
+
+    output: str
+    input: str | None = None
+    src: str | None = None
+    tgt: str | None = None
+    columns: tuple[int, int] = (1, 2)
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    filtering: bool = True
+    config: str | None = None
+    spec: PipelineSpec | None = None
+    pipeline_name: str | None = None
+    rules: str = "default"
+    model: str = "default"
+    no_model: bool = False
+    classifiers: list[str] = field(default_factory=list)
+    workers: int | str = "auto"
+    block_size: int = 20_000
+    encoding_errors: str = "strict"
+    report: str | None = None
+    progress: bool = True
+    threshold: float | None = None
+    kept: str | None = None
+    top_fraction: float | None = None
+    token_budget: int | None = None
+    normalize: bool = False
+    executor: str = "local"
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.input is None) == (self.src is None and self.tgt is None) or (
+                self.input is None and (self.src is None or self.tgt is None)):
+            raise ConfigError("give a TSV input, or both src and tgt")
+        self.columns = tuple(self.columns)
+        if len(self.columns) != 2:
+            raise ConfigError(f"columns: two column numbers, got {self.columns!r}")
+        if self.workers != "auto" and (not isinstance(self.workers, int) or self.workers < 1):
+            raise ConfigError(f"workers: 'auto' or a whole number >= 1, got {self.workers!r}")
+
+    @property
+    def inputs(self) -> list[str]:
+        return [self.input] if self.input is not None else [self.src, self.tgt]
+
+
+@dataclass
+class FilterOutcome:
+    """What :func:`run_filter` did: the pipeline's report (counts, notes, warnings), its
+    filters in order, and the output files."""
+
+    result: FilterReport
+    filters: list
+    output: str
+    kept: str | None = None
+    report: str | None = None
+
+
+def _log_warning(line: str) -> None:
+    log.warning(line)
+
+
+def check_outputs(job: FilterJob) -> None:
+    """The output files are writable, none is an input, and no two are the same file."""
+    check_output_file(job.output, inputs=job.inputs)
+    if job.kept:
+        check_output_file(job.kept, inputs=job.inputs, option="--kept")
+        if Path(job.kept).resolve() == Path(job.output).resolve():
+            raise ConfigError(f"--kept {job.kept}: is also the -o/--output file; choose another name")
+    if job.report:
+        check_output_file(job.report, inputs=job.inputs, option="--report")
+        for other, option in ((job.output, "-o/--output"), (job.kept, "--kept")):
+            if other and Path(job.report).resolve() == Path(other).resolve():
+                raise ConfigError(f"--report {job.report}: is also the {option} file; choose another name")
+
+
+def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> FilterOutcome:
+    """Score (and with ``job.filtering``, decide on) every pair of ``job``'s input; see the
+    module docstring."""
+    warn = warn or _log_warning
+    check_executor(job.executor)
+    if job.executor == "ray":
+        plugin("ray").require_ray()
+    check_outputs(job)
+    spec = job.spec
+    if spec is None and job.config:
+        spec = parse_pipeline(load_yaml(job.config), where=job.config)  # YAML errors: one line, naming the file
+    elif spec is None:
+        spec = default_spec(job.rules, model=not job.no_model)
+    default_pipeline = not job.config and job.pipeline_name is None and not job.no_model
+    for key in ("threshold", "top_fraction", "token_budget"):
+        if getattr(job, key) is not None:
+            setattr(spec, key, getattr(job, key))
+    if job.normalize:
+        spec.normalize, spec.combine = True, "minmax"
+    # a classifier given here takes part in the decision (its own threshold, best dev F1) and in the score
+    spec.filters = list(spec.filters) + [{"score": "classifier", "path": p, "threshold": "trained"}
+                                         for p in job.classifiers]
+    # a classifier needs the model when it scores embeddings (it says so if no_model)
+    needs_model = any(item.get("score") in _MODEL_SCORES
+                      or (item.get("score") in ("classifier", "divergence") and not job.no_model)
+                      for item in spec.filters)
+    encoder = combiners = None
+    if needs_model:
+        encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "filter" if job.filtering else "score",
+                                     warn=warn)
+        combiners = combiners_for(encoder)
+        if default_pipeline and combiners is not None and spec.combine is None:  # the model's trained combination
+            extended = default_spec(job.rules, model=True, combiner=True)
+            extended.filters += spec.filters[len(default_spec(job.rules, model=True).filters):]  # the classifiers
+            for key in ("threshold", "top_fraction", "token_budget"):
+                setattr(extended, key, getattr(spec, key))
+            spec = extended
+    # the trained combination: the default pipeline with a model that ships one, or a pipeline saying combine: model
+    selection = spec.selection(combiners if spec.combine == "model" else None)
+    cut_note = None
+    if default_pipeline and encoder is not None and combiners is None:
+        name = encoder.spec.kind if job.model == "auto" else job.model  # auto: the model it chose
+        cut_note = (f"model {name!r} ships no trained combination: score is the sum of cosine and margin (paper 002 "
+                    "Eq. 3), which does not see the rules; sort by it only among the pairs the rules keep")
+    weak = []
+    if selection.combine == "model":
+        # genuine pairs of a language the model serves poorly score low: no default cut, no "not parallel" warning
+        weak = poorly_served(encoder, [normalize_lang(job.src_lang), normalize_lang(job.tgt_lang)])
+        selection.warn_unrelated = not weak
+    if (job.filtering and selection.combine == "model" and selection.threshold is None
+            and selection.top_fraction is None and selection.token_budget is None):
+        if weak:  # a fixed cut would drop many of its genuine pairs
+            cut_note = (f"no default cut on score: the model serves {describe(weak)} less well (above "
+                        f"{SERVED_XSIM:g} %), so genuine pairs score low there; sort by score, pass --threshold, or "
+                        "use -m e5-small")
+        else:
+            selection.threshold = combiners.full.cut  # the default cut, chosen on dev (docs/filtering.md)
+    filters = build_filters(spec, src_lang=job.src_lang, tgt_lang=job.tgt_lang, encoder=encoder,
+                            where=job.config or "the command-line pipeline")
+    # the whole input is checked (binary, UTF-8) and counted before any work
+    total = None
+    if "-" not in job.inputs:
+        total = [scan_text(p, errors=job.encoding_errors).lines for p in job.inputs][0]
+    blocks = read_pair_blocks(job.input, src=job.src, tgt=job.tgt, columns=job.columns, block_size=job.block_size,
+                              errors=job.encoding_errors)
+    langs = {"src": job.src_lang, "tgt": job.tgt_lang}
+    notes = [f"the language identifier does not know {langs[side]!r}: the {side} side was not checked"
+             for f in filters for side in getattr(f, "unchecked", [])]
+    info = {"input": job.input if job.input is not None else f"{job.src} and {job.tgt} (line-aligned)",
+            "languages": f"{job.src_lang} → {job.tgt_lang}",
+            "pipeline": (job.pipeline_name or job.config
+                         or f"--rules {job.rules}" + (" --no-model" if job.no_model else ""))
+            + "".join(f" --classifier {c}" for c in job.classifiers),
+            "model": job.model if encoder is not None else "none (rules only)"}
+    for i, note in enumerate(notes):
+        info[f"note {i + 1}" if len(notes) > 1 else "note"] = note
+    progress = bar(total=total, unit=" pairs", desc="filter" if job.filtering else "score", enabled=job.progress)
+    try:
+        result = run_pipeline(blocks, filters, job.output, columns=job.columns if job.input is not None else None,
+                              filtering=job.filtering, selection=selection, kept_output=job.kept,
+                              workers=auto_workers() if job.workers == "auto" else job.workers, progress=progress, report_path=job.report, report_info=info,
+                              executor=job.executor, ray_address=job.ray_address)
+    finally:
+        progress.close()
+    result.notes.extend(notes)
+    if cut_note:
+        result.notes.append(cut_note)
+    return FilterOutcome(result, filters, job.output, job.kept, job.report)

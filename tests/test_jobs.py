@@ -1,0 +1,47 @@
+"""The job config objects (issue 45): the Python API runs the same job as the command, byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bimine.cli import filter as _filter_cmd  # noqa: F401  (registers the command)
+from bimine.cli.main import cli
+from bimine.errors import ConfigError
+from bimine.filtering.job import FilterJob, run_filter
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = str(ROOT / "examples" / "dev.en-fr.tsv")
+
+
+def test_filter_job_writes_what_the_command_writes(tmp_path):
+    r = CliRunner().invoke(cli, ["filter", DEV, "--src-lang", "en", "--tgt-lang", "fr", "-o", str(tmp_path / "cli.tsv"),
+                                 "--kept", str(tmp_path / "cli-kept.tsv"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    warnings = []
+    out = run_filter(FilterJob(output=str(tmp_path / "api.tsv"), input=DEV, src_lang="en", tgt_lang="fr",
+                               kept=str(tmp_path / "api-kept.tsv"), progress=False), warn=warnings.append)
+    assert (tmp_path / "api.tsv").read_bytes() == (tmp_path / "cli.tsv").read_bytes()
+    assert (tmp_path / "api-kept.tsv").read_bytes() == (tmp_path / "cli-kept.tsv").read_bytes()
+    assert out.result.summary(True) in r.output
+    assert out.result.kept == 289  # the README's figure for this file
+
+
+def test_score_job_with_rules_only_needs_no_model(tmp_path):
+    out = run_filter(FilterJob(output=str(tmp_path / "s.tsv"), input=DEV, src_lang="en", tgt_lang="fr",
+                               filtering=False, no_model=True, progress=False))
+    header = (tmp_path / "s.tsv").read_text().splitlines()[0].split("\t")
+    assert "score" in header and "keep" not in header and "cosine" not in header
+    assert out.result.pairs == 300
+
+
+def test_filter_job_refuses_what_the_command_refuses(tmp_path):
+    with pytest.raises(ConfigError, match="give a TSV input, or both src and tgt"):
+        FilterJob(output=str(tmp_path / "o.tsv"), src=DEV)
+    with pytest.raises(ConfigError, match="is the input"):
+        run_filter(FilterJob(output=DEV, input=DEV, src_lang="en", tgt_lang="fr", progress=False))
+    with pytest.raises(ConfigError, match="is also the -o/--output file"):
+        run_filter(FilterJob(output=str(tmp_path / "o.tsv"), kept=str(tmp_path / "o.tsv"), input=DEV, src_lang="en",
+                             tgt_lang="fr", progress=False))
