@@ -13,3 +13,8 @@ class InputError(BimineError):
 
 class ConfigError(BimineError):
     """A problem with a configuration file or an option."""
+
+
+class OptionError(ConfigError):
+    """An option that is missing or does not fit the others, found once the job has started
+    (e.g. a model whose features need the language); the CLI points to the command's help."""

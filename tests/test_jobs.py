@@ -45,3 +45,32 @@ def test_filter_job_refuses_what_the_command_refuses(tmp_path):
     with pytest.raises(ConfigError, match="is also the -o/--output file"):
         run_filter(FilterJob(output=str(tmp_path / "o.tsv"), kept=str(tmp_path / "o.tsv"), input=DEV, src_lang="en",
                              tgt_lang="fr", progress=False))
+
+
+def test_mine_job_writes_what_the_command_writes(tmp_path):
+    from bimine.cli import mine as _mine_cmd  # noqa: F401  (registers the command)
+    from bimine.mining.job import MineJob, run_mine
+    from bimine.mining.pipeline import MineConfig
+
+    src, tgt = str(ROOT / "examples" / "sample.en"), str(ROOT / "examples" / "sample.fr")
+    r = CliRunner().invoke(cli, ["mine", src, tgt, "--src-lang", "en", "--tgt-lang", "fr", "-o", str(tmp_path / "cli.tsv"),
+                                 "--threshold", "1.85", "--line-numbers", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    report = run_mine(MineJob(src=src, tgt=tgt, output=str(tmp_path / "api.tsv"), src_lang="en", tgt_lang="fr",
+                              mine=MineConfig(threshold=1.85), line_numbers=True, progress=False))
+    assert (tmp_path / "api.tsv").read_bytes() == (tmp_path / "cli.tsv").read_bytes()
+    assert report.written == len((tmp_path / "api.tsv").read_text().splitlines()) > 0
+
+
+def test_mine_job_option_errors_point_to_the_help(tmp_path):
+    from bimine.cli import mine as _mine_cmd  # noqa: F401  (registers the command)
+    from bimine.errors import OptionError
+    from bimine.mining.job import MineJob, run_mine
+
+    src, tgt = str(ROOT / "examples" / "sample.en"), str(ROOT / "examples" / "sample.fr")
+    with pytest.raises(OptionError, match="use it with --rescore"):
+        run_mine(MineJob(src=src, tgt=tgt, output=str(tmp_path / "o.tsv"), trained_threshold=True))
+    r = CliRunner().invoke(cli, ["mine", src, tgt, "-o", str(tmp_path / "o.tsv"), "--calibration", __file__])
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines()[-1] == \
+        "error: --calibration is used with --confidence (see 'cli mine --help')"

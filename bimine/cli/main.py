@@ -11,7 +11,7 @@ import sys
 import click
 
 from bimine import __version__
-from bimine.errors import BimineError
+from bimine.errors import BimineError, OptionError
 
 
 class Finite(click.FloatRange):
@@ -40,7 +40,10 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except BimineError as e:
-            click.echo(f"error: {e}", err=True)
+            # an option's problem found by the library reads as click's usage errors do
+            where = f" (see '{ctx.command_path} {ctx.invoked_subcommand} --help')" if isinstance(e, OptionError) \
+                and ctx.invoked_subcommand else ""
+            click.echo(f"error: {e}{where}", err=True)
             sys.exit(2)
 
     def main(self, *args, **kwargs):
@@ -117,11 +120,11 @@ def load_model(model: str, langs: list[str | None], command: str):
 
 def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
     """Print a one-line warning when the text of ``source`` is clearly not in ``lang``."""
-    from bimine.text.langcheck import check_language
+    from bimine.text.langcheck import language_warning_line
 
-    msg = check_language(source, lang, column=column)
+    msg = language_warning_line(source, lang, option, column=column)
     if msg:
-        echo_warning(f"warning: {msg}; is {option} right?")
+        echo_warning(msg)
 
 
 def echo_warning(line: str) -> None:
@@ -130,36 +133,11 @@ def echo_warning(line: str) -> None:
     tqdm.write(line, file=sys.stderr)  # above a progress bar, if one is drawn
 
 
-class language_checks:  # noqa: N801  (used as a context manager, like open())
-    """Run :func:`warn_language` for each ``(source, lang, option, column)`` in a background
-    thread while the command starts its real work; each warning is printed as soon as it is
-    known, and leaving the block waits for the checks (unless the block failed).
+def language_checks(checks: list[tuple[str, str, str, int | None]]):
+    """:class:`bimine.text.langcheck.LanguageChecks` printing its warnings."""
+    from bimine.text.langcheck import LanguageChecks
 
-    Loading the language identifier's model costs ~0.4 s, mostly LZMA decompression, which
-    releases the GIL: in the background it overlaps with loading and running the encoder
-    instead of adding to the command's wall time (docs/benchmarks.md §3).
-    """
-
-    def __init__(self, checks: list[tuple[str, str, str, int | None]]) -> None:
-        import threading
-
-        self._checks = checks
-        self._thread = threading.Thread(target=self._run, name="bimine-language-check", daemon=True)
-
-    def _run(self) -> None:
-        for source, lang, option, column in self._checks:
-            try:
-                warn_language(source, lang, option, column=column)
-            except Exception as e:  # the main work reports problems with the input itself
-                logging.getLogger(__name__).debug(f"language check of {source} skipped: {e}")
-
-    def __enter__(self) -> language_checks:
-        self._thread.start()
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self._thread.join()
+    return LanguageChecks(checks, warn=echo_warning)
 
 
 def pair_input(input, src, tgt, columns: str) -> tuple[int, int]:

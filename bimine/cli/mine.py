@@ -9,7 +9,7 @@ import math
 import click
 
 from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
-from bimine.cli.main import check_lang_option, cli, language_checks, load_model, resolve_lang
+from bimine.cli.main import check_lang_option, cli, echo_warning
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
 from bimine.scoring.margin import SCORES
@@ -110,42 +110,20 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     Output (tsv): score<TAB>source sentence<TAB>target sentence, best first, texts exactly as in the inputs.
     """
     from bimine.index.faiss_index import IndexConfig
-    from bimine.mining.pipeline import MineConfig, mine_files
+    from bimine.mining.job import MineJob, run_mine
+    from bimine.mining.pipeline import MineConfig
 
     # output, work dir, format, index string and inputs are all checked by mine_files before any work
     check_executor(executor, ray_address)
-    if threshold == "trained" and rescore is None:
-        raise click.UsageError("--threshold trained is the rescorer's threshold: use it with --rescore")
-    encoder = load_model(model, [src_lang, tgt_lang], "mine")
-    rescorer = None
-    if rescore is not None:
-        from bimine.scoring.rescore import load_rescorer
-
-        rescorer = load_rescorer(rescore, encoder)
-        if threshold == "trained":
-            threshold = rescorer.threshold
-    cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold,
-                     index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe, drop_copies=drop_copies,
-                     min_chars=min_chars)
-    from bimine.embed import resolve_workers
-
-    cal = None
-    if calibration is not None and not confidence:
-        raise click.UsageError("--calibration is used with --confidence")
-    if confidence:
-        from bimine.scoring.calibration import Calibration
-
-        cal = Calibration.for_encoder(encoder, calibration)
-    from bimine.mining.pipeline import expand_inputs
-
-    src_files, tgt_files = expand_inputs(src), expand_inputs(tgt)
-    checks = [(src_files[0], src_lang, "--src-lang", None), (tgt_files[0], tgt_lang, "--tgt-lang", None)]
-    src_lang, tgt_lang = resolve_lang(encoder, src_lang, "--src-lang"), resolve_lang(encoder, tgt_lang, "--tgt-lang")
-    with language_checks([c for c in checks if c[1] is not None]):
-        report = mine_files(src_files, tgt_files, output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
-                            cfg=cfg, src_store=src_store, tgt_store=tgt_store, work_dir=work_dir, fmt=fmt,
-                            line_numbers=line_numbers, errors=encoding_errors, progress=not no_progress,
-                            workers=resolve_workers(workers), calibration=cal, shard_size=shard_size,
-                            executor=executor, ray_address=ray_address, rescorer=rescorer)
+    trained = threshold == "trained"
+    cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=None if trained else threshold,
+                     index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe,
+                     drop_copies=drop_copies, min_chars=min_chars)
+    job = MineJob(src=src, tgt=tgt, output=output, src_lang=src_lang, tgt_lang=tgt_lang, mine=cfg, model=model,
+                  work_dir=work_dir, src_store=src_store, tgt_store=tgt_store, fmt=fmt, line_numbers=line_numbers,
+                  confidence=confidence, calibration=calibration, rescore=rescore, trained_threshold=trained,
+                  encoding_errors=encoding_errors, workers=workers, shard_size=shard_size, executor=executor,
+                  ray_address=ray_address, progress=not no_progress)
+    report = run_mine(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} pairs written to {output}", err=True)

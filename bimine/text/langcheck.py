@@ -6,12 +6,16 @@ files; the language codes and the groups of related languages are :mod:`bimine.l
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from bimine.langs import _SPECIAL, _group_key, _related, is_lang_code, language_name, normalize_lang
 from bimine.text.io import open_binary
+
+log = logging.getLogger(__name__)
 
 _IDENTIFIER = None
 
@@ -190,3 +194,43 @@ def check_language(
     label = f"{top!r}" + (f" ({language_name(top)})" if language_name(top) else "")
     where = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<lines>")
     return f"{where}: declared {lang!r} but {round(100 * count / len(found))}% of {len(found)} sampled lines look like {label}"
+
+
+def language_warning_line(source, lang: str, option: str, *, column: int | None = None) -> str | None:
+    """``warning: <check_language's message>; is <option> right?``, or None."""
+    msg = check_language(source, lang, column=column)
+    return f"warning: {msg}; is {option} right?" if msg else None
+
+
+class LanguageChecks:
+    """Check each ``(source, lang, option, column)`` (:func:`language_warning_line`) in a
+    background thread while the job starts its real work; each warning goes to ``warn`` as
+    soon as it is known, and leaving the block waits for the checks (unless the block failed).
+
+    Loading the language identifier's model costs ~0.4 s, mostly LZMA decompression, which
+    releases the GIL: in the background it overlaps with loading and running the encoder
+    instead of adding to the job's wall time (docs/benchmarks.md §3).
+    """
+
+    def __init__(self, checks: list[tuple[str, str, str, int | None]], warn=None) -> None:
+        self._checks = checks
+        self._warn = warn or log.warning
+        self._thread = threading.Thread(target=self._run, name="bimine-language-check", daemon=True)
+
+    def _run(self) -> None:
+        for source, lang, option, column in self._checks:
+            try:
+                msg = language_warning_line(source, lang, option, column=column)
+            except Exception as e:  # the main work reports problems with the input itself
+                log.debug(f"language check of {source} skipped: {e}")
+                continue
+            if msg:
+                self._warn(msg)
+
+    def __enter__(self) -> LanguageChecks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self._thread.join()

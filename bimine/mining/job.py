@@ -1,0 +1,118 @@
+"""A ``bimine mine`` run as one config object and the library function that runs it (issue 45).
+
+The command builds a :class:`MineJob` from its options and hands it to :func:`run_mine`; the
+Python API takes the same object::
+
+    from bimine.mining.job import MineJob, run_mine
+    from bimine.mining.pipeline import MineConfig
+
+    report = run_mine(MineJob(src="news.fr", tgt="news.en", output="pairs.tsv", src_lang="fr",
+                              tgt_lang="en", mine=MineConfig(threshold=1.85)))
+    print(report.summary())
+
+:func:`run_mine` loads the model (``auto`` chooses; a language the model serves poorly is
+said once), the rescorer and the calibration head when asked, expands glob patterns, checks
+the inputs' languages in the background, and runs
+:func:`~bimine.mining.pipeline.mine_files`, which checks the output, work folder, format,
+index and inputs before any work. Warnings go to ``warn`` (a function of one line; default:
+the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from bimine.embed import resolve_workers
+from bimine.encoders.base import uses_language
+from bimine.encoders.languages import load_for_languages
+from bimine.errors import ConfigError, OptionError
+from bimine.executors import check_executor
+from bimine.mining.pipeline import MineConfig, MineReport, expand_inputs, mine_files
+from bimine.scoring.calibration import Calibration
+from bimine.scoring.rescore import load_rescorer
+from bimine.text.langcheck import LanguageChecks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MineJob:
+    """What to mine, and how.
+
+    ``src`` / ``tgt``: a file, a glob pattern or a list of either per side (one sentence per
+    line); ``src_lang`` / ``tgt_lang`` their languages (checked against the text; needed only
+    by models whose features depend on them). ``mine``: k, score, strategy, threshold, index
+    and the pair filters (:class:`~bimine.mining.pipeline.MineConfig`). ``model``: ``default``,
+    ``e5-small``, ``auto`` or a model folder. ``work_dir``: keep (and reuse) stores and kNN
+    lists; ``src_store`` / ``tgt_store``: stores made by ``bimine embed --store``. ``fmt``:
+    ``tsv``, ``jsonl`` or ``parquet``; ``line_numbers``: add each side's line (``FILE:LINE``
+    for a side of many files). ``confidence``: add the calibrated confidence (the model's head,
+    or the one at ``calibration``). ``rescore``: ``default``, ``trees`` or a rescorer folder;
+    ``trained_threshold``: keep pairs at the rescorer's stored threshold. ``workers``: encoding
+    processes (0 = 1); ``shard_size``: lines per store shard; ``executor`` ``local`` or ``ray``."""
+
+    src: str | os.PathLike | list
+    tgt: str | os.PathLike | list
+    output: str
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    mine: MineConfig = field(default_factory=MineConfig)
+    model: str = "default"
+    work_dir: str | None = None
+    src_store: str | None = None
+    tgt_store: str | None = None
+    fmt: str = "tsv"
+    line_numbers: bool = False
+    confidence: bool = False
+    calibration: str | None = None
+    rescore: str | None = None
+    trained_threshold: bool = False
+    encoding_errors: str = "strict"
+    workers: int = 0
+    shard_size: int = 1_000_000
+    executor: str = "local"
+    ray_address: str | None = None
+    progress: bool = True
+
+
+def _resolve_lang(encoder, lang: str | None, option: str) -> str:
+    """The language code to encode with: the one given, or ``und`` (undetermined) when the
+    model does not use it; a model that does use it needs the option."""
+    if lang is not None:
+        return lang
+    if uses_language(encoder):
+        raise OptionError(f"{option} is needed: this model's features depend on the language")
+    return "und"
+
+
+def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> MineReport:
+    """Mine ``job``; returns the run's :class:`~bimine.mining.pipeline.MineReport`."""
+    warn = warn or log.warning
+    check_executor(job.executor)
+    if job.trained_threshold and job.rescore is None:
+        raise OptionError("--threshold trained is the rescorer's threshold: use it with --rescore")
+    encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "mine", warn=warn)
+    cfg, rescorer = job.mine, None
+    if job.rescore is not None:
+        rescorer = load_rescorer(job.rescore, encoder)
+        if job.trained_threshold:
+            cfg = replace(cfg, threshold=rescorer.threshold)
+    if job.calibration is not None and not job.confidence:
+        raise OptionError("--calibration is used with --confidence")
+    cal = Calibration.for_encoder(encoder, job.calibration) if job.confidence else None
+    src_files, tgt_files = expand_inputs(job.src), expand_inputs(job.tgt)
+    checks = [(src_files[0], job.src_lang, "--src-lang", None), (tgt_files[0], job.tgt_lang, "--tgt-lang", None)]
+    src_lang = _resolve_lang(encoder, job.src_lang, "--src-lang")
+    tgt_lang = _resolve_lang(encoder, job.tgt_lang, "--tgt-lang")
+    if job.workers < 0:
+        raise ConfigError(f"workers must be >= 0, got {job.workers}")
+    with LanguageChecks([c for c in checks if c[1] is not None], warn=warn):
+        return mine_files(src_files, tgt_files, job.output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
+                          cfg=cfg, src_store=job.src_store, tgt_store=job.tgt_store, work_dir=job.work_dir,
+                          fmt=job.fmt, line_numbers=job.line_numbers, errors=job.encoding_errors,
+                          progress=job.progress, workers=resolve_workers(job.workers), calibration=cal,
+                          shard_size=job.shard_size, executor=job.executor, ray_address=job.ray_address,
+                          rescorer=rescorer)
