@@ -74,3 +74,24 @@ def test_mine_job_option_errors_point_to_the_help(tmp_path):
     assert r.exit_code == 2
     assert r.output.strip().splitlines()[-1] == \
         "error: --calibration is used with --confidence (see 'cli mine --help')"
+
+
+def test_align_job_writes_what_the_command_writes(tmp_path):
+    from bimine.cli import align as _align_cmd  # noqa: F401  (registers the command)
+    from bimine.documents.job import AlignJob, run_align
+    from bimine.errors import OptionError
+
+    src, tgt = str(ROOT / "examples" / "doc.en"), str(ROOT / "examples" / "doc.fr")
+    r = CliRunner().invoke(cli, ["align", src, tgt, "--src-lang", "en", "--tgt-lang", "fr", "-o", str(tmp_path / "cli.align"),
+                                 "--tsv", str(tmp_path / "cli.tsv"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    said = []
+    n = run_align(AlignJob(src=src, tgt=tgt, output=str(tmp_path / "api.align"), tsv=str(tmp_path / "api.tsv"),
+                           src_lang="en", tgt_lang="fr", progress=False), say=said.append)
+    assert n == 1 and said and "beads" in said[0]
+    assert (tmp_path / "api.align").read_bytes() == (tmp_path / "cli.align").read_bytes()
+    assert (tmp_path / "api.tsv").read_bytes() == (tmp_path / "cli.tsv").read_bytes()
+    with pytest.raises(OptionError, match="give SRC and TGT, or --batch LIST"):
+        AlignJob(src=src, output=str(tmp_path / "x.align"))
+    r = CliRunner().invoke(cli, ["align", src, "-o", str(tmp_path / "x.align")])
+    assert r.exit_code == 2 and r.output.strip() == "error: give SRC and TGT, or --batch LIST (see 'cli align --help')"

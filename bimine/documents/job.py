@@ -1,0 +1,262 @@
+"""A ``bimine align`` run as one config object and the library function that runs it (issue 45).
+
+Three forms, as the command has: one document pair (``src``, ``tgt``; ``output`` a file),
+many (``batch``: a list of ``src<TAB>tgt[<TAB>name]``; ``output`` a folder), or the matched
+documents of two collections (``doc_pairs``, the output of ``bimine docs match``, with
+``src_docs`` and ``tgt_docs``; ``output`` a folder with ``index.tsv``)::
+
+    from bimine.documents.job import AlignJob, run_align
+
+    run_align(AlignJob(src="doc.en", tgt="doc.fr", output="doc.align", src_lang="en", tgt_lang="fr"))
+
+:func:`run_align` checks the outputs against the inputs, reads the batch list, loads the
+model (saying once when it serves a language poorly), aligns and writes each pair; it says
+what it did, a line a document, through ``say`` and warns through ``warn`` (functions of one
+line; default: the log).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bimine.cleanup import sweep_leftovers, temp_prefix
+from bimine.documents.align import AlignConfig, Aligner, atomic_lines, write_aligned_tsv, write_alignment
+from bimine.documents.collections import read_collection
+from bimine.encoders.base import uses_language
+from bimine.encoders.languages import load_for_languages
+from bimine.errors import InputError, OptionError
+from bimine.outputs import check_output_dir, check_output_file
+from bimine.progress import bar as progress_bar
+from bimine.text.io import read_lines
+from bimine.text.sentences import get_splitter
+
+log = logging.getLogger(__name__)
+DEFAULT_METHOD = "two-pass"  # the better one on the dev sets (docs/documents.md)
+
+
+@dataclass
+class AlignJob:
+    """What to align, and how.
+
+    Input: ``src`` and ``tgt`` (one sentence per line), or ``batch``, or ``doc_pairs`` with
+    ``src_docs`` and ``tgt_docs``. ``tsv``: also the aligned text of the one pair there;
+    ``tsv_all``: a ``.tsv`` beside each alignment of a batch. The search: ``method``
+    (``two-pass`` or ``vecalign``), ``max_side`` (default 5 for two-pass, 4 for vecalign),
+    ``max_total`` (default 6 for two-pass, vecalign's own 8), ``overlaps`` (``joined`` or
+    ``sum``), ``length_weight`` (default :class:`~bimine.documents.align.AlignConfig`'s)."""
+
+    output: str
+    src: str | None = None
+    tgt: str | None = None
+    batch: str | None = None
+    doc_pairs: str | None = None
+    src_docs: str | None = None
+    tgt_docs: str | None = None
+    tsv: str | None = None
+    tsv_all: bool = False
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    model: str = "default"
+    method: str = DEFAULT_METHOD
+    max_side: int | None = None
+    max_total: int | None = None
+    overlaps: str = "joined"
+    length_weight: float | None = None
+    encoding_errors: str = "strict"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.batch is not None or self.doc_pairs is not None) and self.tsv is not None:
+            raise OptionError("with --batch or --doc-pairs, use --tsv-all (a .tsv beside each alignment)")
+        if self.tsv_all and self.batch is None and self.doc_pairs is None:
+            raise OptionError("--tsv-all goes with --batch or --doc-pairs; for one pair use --tsv FILE")
+        if self.doc_pairs is not None:
+            if self.src is not None or self.tgt is not None or self.batch is not None:
+                raise OptionError("--doc-pairs replaces SRC TGT and --batch")
+            if self.src_docs is None or self.tgt_docs is None:
+                raise OptionError("--doc-pairs needs --src-docs and --tgt-docs (the collections it matched)")
+        elif self.src_docs is not None or self.tgt_docs is not None:
+            raise OptionError("--src-docs and --tgt-docs go with --doc-pairs")
+        elif self.batch is None and (self.src is None or self.tgt is None):
+            raise OptionError("give SRC and TGT, or --batch LIST")
+        elif self.batch is not None and (self.src is not None or self.tgt is not None):
+            raise OptionError("give SRC and TGT, or --batch LIST, not both")
+
+    def config(self) -> AlignConfig:
+        """The search's :class:`~bimine.documents.align.AlignConfig`, with the command's defaults."""
+        kwargs = {} if self.length_weight is None else {"length_weight": self.length_weight}
+        max_side = self.max_side
+        if max_side is None:  # runs of up to 5 sentences help the two-pass search (bleualign-dev +0.009)
+            max_side = 5 if self.method == "two-pass" else 4
+        max_total = self.max_total
+        if max_total is None and self.method == "two-pass":
+            max_total = 6  # with runs of 5: 1:5 and 5:1 beads
+        if max_total is not None:  # vecalign's max_total, two-pass's pass2_total
+            kwargs["max_total" if self.method == "vecalign" else "pass2_total"] = max_total
+        return AlignConfig(max_side=max_side, overlaps=self.overlaps, method=self.method, **kwargs)
+
+
+def _resolve_lang(encoder, lang: str | None, option: str) -> str:
+    if lang is not None:
+        return lang
+    if uses_language(encoder):
+        raise OptionError(f"{option} is needed: this model's features depend on the language")
+    return "und"
+
+
+def aligner_for(job: AlignJob, warn: Callable[[str], None]) -> tuple[Aligner, str, str]:
+    """The aligner of ``job`` and the language codes to encode with."""
+    config = job.config()
+    encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "align", warn=warn)
+    return (Aligner(encoder, config), _resolve_lang(encoder, job.src_lang, "--src-lang"),
+            _resolve_lang(encoder, job.tgt_lang, "--tgt-lang"))
+
+
+def read_document(path: str, errors: str) -> list[str]:
+    return list(read_lines(path, errors=errors))
+
+
+def read_batch_list(path: str) -> list[tuple[str, str, str]]:
+    """Rows ``src<TAB>tgt[<TAB>name]`` of a batch list; paths relative to the list's folder."""
+    base = os.path.dirname(os.path.abspath(path))
+    jobs, names = [], set()
+    for no, line in enumerate(read_lines(path), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if len(cells) not in (2, 3) or not all(c.strip() for c in cells):
+            raise InputError(f"{path}:{no}: expected 'src_file<TAB>tgt_file[<TAB>name]', got {line[:80]!r}")
+        src, tgt = (c if os.path.isabs(c) else os.path.join(base, c) for c in cells[:2])
+        name = cells[2] if len(cells) == 3 else os.path.basename(cells[0])
+        if "/" in name or name in (".", ".."):
+            raise InputError(f"{path}:{no}: the output name {name!r} must be a plain file name")
+        if name in names:
+            raise InputError(f"{path}:{no}: output name {name!r} is used twice; add a third column with unique names")
+        names.add(name)
+        for f in (src, tgt):
+            if not os.path.isfile(f):
+                raise InputError(f"{path}:{no}: {f} does not exist")
+        jobs.append((src, tgt, name))
+    if not jobs:
+        raise InputError(f"{path}: lists no document pairs")
+    return jobs
+
+
+def read_doc_pairs(path: str) -> list[tuple[str, str]]:
+    """(src_doc, tgt_doc) of every row of a 'docs match' output (a TSV with that header)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(rows, None)
+        if not header or "src_doc" not in header or "tgt_doc" not in header:
+            raise InputError(f"{path}:1: expected a header with src_doc and tgt_doc (the output of 'bimine docs match')")
+        a, b = header.index("src_doc"), header.index("tgt_doc")
+        out = []
+        for no, r in enumerate(rows, 2):
+            if len(r) <= max(a, b):
+                raise InputError(f"{path}:{no}: has {len(r)} column(s), the header {len(header)}")
+            out.append((r[a], r[b]))
+    return out
+
+
+def summary(a, seconds: float) -> str:
+    """One line on an alignment: lines, beads by kind, seconds."""
+    ones = sum(1 for b in a.beads if len(b.src) == 1 and len(b.tgt) == 1)
+    skips = sum(1 for b in a.beads if not b.src or not b.tgt)
+    blanks = (f" ({a.blank_src} and {a.blank_tgt} blank, each its own cost-0 deletion/insertion)"
+              if a.blank_src or a.blank_tgt else "")
+    return (f"{a.n_src} source and {a.n_tgt} target lines{blanks}: {len(a.beads)} beads ({ones} 1:1, "
+            f"{skips} insertions/deletions, {len(a.beads) - ones - skips} larger) in {seconds:.2f} s")
+
+
+def no_text_warnings(a, src: str, tgt: str) -> list[str]:
+    """A warning for each document with no text at all (empty or only blank lines): then
+    nothing can align, every line of the other document is an insertion or deletion."""
+    out = []
+    for name, n, blank in ((src, a.n_src, a.blank_src), (tgt, a.n_tgt, a.blank_tgt)):
+        if n == blank:
+            what = "is empty" if n == 0 else f"has no text ({n} blank line{'s' if n != 1 else ''})"
+            out.append(f"warning: {name} {what}: nothing is aligned, every line is an insertion or deletion")
+    return out
+
+
+def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
+              say: Callable[[str], None] | None = None) -> int:
+    """Align ``job``'s document pairs and write their beads; returns how many pairs."""
+    warn = warn or log.warning
+    say = say or log.info
+    if job.doc_pairs is not None:
+        return _align_doc_pairs(job, warn, say)
+    if job.batch is None:
+        check_output_file(job.output, inputs=(job.src, job.tgt))
+        if job.tsv is not None:
+            check_output_file(job.tsv, inputs=(job.src, job.tgt, job.output), option="--tsv")
+        pairs = [(job.src, job.tgt, None)]
+    else:
+        pairs = read_batch_list(job.batch)
+        check_output_dir(job.output, inputs=[job.batch] + [p for j in pairs for p in j[:2]])
+        os.makedirs(job.output, exist_ok=True)
+    sweep_leftovers(job.output, job.tsv)  # what runs killed by SIGKILL left
+    aligner, src_lang, tgt_lang = aligner_for(job, warn)
+    bar = progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=job.progress)
+    t_all = time.perf_counter()
+    for src_path, tgt_path, name in pairs:
+        t0 = time.perf_counter()
+        s = read_document(src_path, job.encoding_errors)
+        t = read_document(tgt_path, job.encoding_errors)
+        a = aligner.align(s, t, src_lang, tgt_lang, progress=bar)
+        out = job.output if name is None else os.path.join(job.output, name + ".align")
+        write_alignment(out, a)
+        if job.tsv is not None or job.tsv_all:
+            write_aligned_tsv(job.tsv if name is None else os.path.join(job.output, name + ".tsv"), a, s, t)
+        bar.clear()
+        for line in no_text_warnings(a, src_path, tgt_path):
+            warn(line)
+        say(f"{name or out}: " + summary(a, time.perf_counter() - t0))
+    bar.close()
+    if len(pairs) > 1:
+        say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t_all:.1f} s into {job.output}")
+    return len(pairs)
+
+
+def _align_doc_pairs(job: AlignJob, warn, say) -> int:
+    """Align the sentences of each matched document pair (``docs match`` output)."""
+    check_output_dir(job.output, inputs=(job.doc_pairs, job.src_docs, job.tgt_docs))
+    pairs = read_doc_pairs(job.doc_pairs)
+    aligner, src_lang, tgt_lang = aligner_for(job, warn)
+    split = get_splitter()
+    os.makedirs(job.output, exist_ok=True)
+    t0 = time.perf_counter()
+    sweep_leftovers(job.output)  # what runs killed by SIGKILL left
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("align")) as tmp:
+        cols = []
+        for name, path, lang in (("src", job.src_docs, src_lang), ("tgt", job.tgt_docs, tgt_lang)):
+            cols.append(read_collection(path, os.path.join(tmp, f"{name}.txt"),
+                                        split=lambda text, _lang=lang: split(text, _lang), errors=job.encoding_errors))
+        sidx, tidx = cols[0].index_of(), cols[1].index_of()
+        index = ["file\tsrc_doc\ttgt_doc\tsrc_sentences\ttgt_sentences\tbeads"]
+        with progress_bar(total=len(pairs), unit=" pair", desc="aligning", enabled=job.progress) as bar:
+            for n, (sd, td) in enumerate(pairs, 1):
+                if sd not in sidx or td not in tidx:
+                    side, doc = ("source", sd) if sd not in sidx else ("target", td)
+                    raise InputError(f"{job.doc_pairs}:{n + 1}: {side} document {doc!r} is not in "
+                                     f"{job.src_docs if side == 'source' else job.tgt_docs}")
+                s, t = cols[0].sentences(sidx[sd]), cols[1].sentences(tidx[td])
+                a = aligner.align(s, t, src_lang, tgt_lang)
+                name = f"pair-{n:05d}"
+                write_alignment(os.path.join(job.output, name + ".align"), a)
+                if job.tsv_all:
+                    write_aligned_tsv(os.path.join(job.output, name + ".tsv"), a, s, t)
+                clean = [x.replace("\t", " ") for x in (sd, td)]
+                index.append(f"{name}.align\t{clean[0]}\t{clean[1]}\t{len(s)}\t{len(t)}\t{len(a.beads)}")
+                bar.update(1)
+    atomic_lines(os.path.join(job.output, "index.tsv"), index)
+    say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t0:.1f} s into {job.output} "
+        f"(index.tsv lists them)")
+    return len(pairs)
+
