@@ -95,3 +95,17 @@ def test_align_job_writes_what_the_command_writes(tmp_path):
         AlignJob(src=src, output=str(tmp_path / "x.align"))
     r = CliRunner().invoke(cli, ["align", src, "-o", str(tmp_path / "x.align")])
     assert r.exit_code == 2 and r.output.strip() == "error: give SRC and TGT, or --batch LIST (see 'cli align --help')"
+
+
+def test_docs_match_job_writes_what_the_command_writes(tmp_path):
+    from bimine.cli import docs as _docs_cmd  # noqa: F401  (registers the command)
+    from bimine.documents.job import DocsMatchJob, run_docs_match
+
+    src, tgt = str(ROOT / "examples" / "docs.en.jsonl"), str(ROOT / "examples" / "docs.fr.jsonl")
+    r = CliRunner().invoke(cli, ["docs", "match", src, tgt, "--src-lang", "en", "--tgt-lang", "fr",
+                                 "-o", str(tmp_path / "cli.tsv"), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    report = run_docs_match(DocsMatchJob(src=src, tgt=tgt, output=str(tmp_path / "api.tsv"), src_lang="en",
+                                         tgt_lang="fr", progress=False))
+    assert (tmp_path / "api.tsv").read_bytes() == (tmp_path / "cli.tsv").read_bytes()
+    assert report.summary() in r.output

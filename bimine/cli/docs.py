@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, load_model, resolve_lang
+from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, echo_warning
 from bimine.documents.collections import FORMATS
 from bimine.documents.match import POSITIONS, RANKS
 from bimine.documents.pipeline import METHODS
@@ -66,26 +66,18 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
     per line), a TSV file (doc_id<TAB>sentence per line, a document's lines together), or a
     folder of text files (one document each). Raw text is split into sentences.
     """
+    from bimine.documents.job import DocsMatchJob, run_docs_match
     from bimine.documents.match import Eq3Config
-    from bimine.documents.pipeline import DocMatchConfig, match_documents
+    from bimine.documents.pipeline import DocMatchConfig
 
     src, tgt = src or src_opt, tgt or tgt_opt
     if src is None or tgt is None or (src_opt and src != src_opt) or (tgt_opt and tgt != tgt_opt):
         raise click.UsageError("give the two collections, as SRC TGT or with --src and --tgt")
     cfg = DocMatchConfig(method=method, eq3=Eq3Config(n=n, w1=w1, w2=w2, positions=positions, rank=rank), top=top,
                          one_to_one=one_to_one, candidates=candidates, index=index)
-    encoder = load_model(model, [src_lang, tgt_lang], "docs match")
-    cal = None
-    if method in ("eq3", "two-stage"):
-        from bimine.scoring.calibration import Calibration
-
-        cal = Calibration.for_encoder(encoder, calibration)
-    from bimine.text.sentences import get_splitter
-
-    report = match_documents(src, tgt, output, encoder=encoder,
-                             src_lang=resolve_lang(encoder, src_lang, "--src-lang"),
-                             tgt_lang=resolve_lang(encoder, tgt_lang, "--tgt-lang"), config=cfg,
-                             src_format=src_format, tgt_format=tgt_format, splitter=get_splitter(splitter), work_dir=work_dir,
-                             calibration=cal, errors=encoding_errors, progress=not no_progress)
+    job = DocsMatchJob(src=src, tgt=tgt, output=output, src_lang=src_lang, tgt_lang=tgt_lang, model=model, match=cfg,
+                       src_format=src_format, tgt_format=tgt_format, splitter=splitter, calibration=calibration,
+                       work_dir=work_dir, encoding_errors=encoding_errors, progress=not no_progress)
+    report = run_docs_match(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
     click.echo(f"{report.written} document pairs written to {output}", err=True)

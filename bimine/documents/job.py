@@ -9,6 +9,8 @@ documents of two collections (``doc_pairs``, the output of ``bimine docs match``
 
     run_align(AlignJob(src="doc.en", tgt="doc.fr", output="doc.align", src_lang="en", tgt_lang="fr"))
 
+A ``bimine docs match`` run is a :class:`DocsMatchJob`, run by :func:`run_docs_match`.
+
 :func:`run_align` checks the outputs against the inputs, reads the batch list, loads the
 model (saying once when it serves a language poorly), aligns and writes each pair; it says
 what it did, a line a document, through ``say`` and warns through ``warn`` (functions of one
@@ -23,16 +25,18 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.documents.align import AlignConfig, Aligner, atomic_lines, write_aligned_tsv, write_alignment
 from bimine.documents.collections import read_collection
+from bimine.documents.pipeline import DocMatchConfig, DocMatchReport, match_documents
 from bimine.encoders.base import uses_language
 from bimine.encoders.languages import load_for_languages
 from bimine.errors import InputError, OptionError
 from bimine.outputs import check_output_dir, check_output_file
 from bimine.progress import bar as progress_bar
+from bimine.scoring.calibration import Calibration
 from bimine.text.io import read_lines
 from bimine.text.sentences import get_splitter
 
@@ -260,3 +264,43 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
         f"(index.tsv lists them)")
     return len(pairs)
 
+
+@dataclass
+class DocsMatchJob:
+    """Which document of ``tgt`` translates each document of ``src`` (collections: JSONL, TSV
+    ``doc_id<TAB>sentence`` or a folder of text files; ``src_format`` / ``tgt_format`` or
+    ``auto``). ``match``: the method and its settings
+    (:class:`~bimine.documents.pipeline.DocMatchConfig`); ``splitter``: the sentence splitter
+    of raw text (``None``: the default); ``calibration``: a confidence head instead of the
+    model's own (``eq3`` and ``two-stage``); ``work_dir``: keep and reuse the sentence files
+    and embeddings."""
+
+    src: str
+    tgt: str
+    output: str
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    model: str = "default"
+    match: DocMatchConfig = field(default_factory=DocMatchConfig)
+    src_format: str = "auto"
+    tgt_format: str = "auto"
+    splitter: str | None = None
+    calibration: str | None = None
+    work_dir: str | None = None
+    encoding_errors: str = "strict"
+    progress: bool = True
+
+
+def run_docs_match(job: DocsMatchJob, *, warn: Callable[[str], None] | None = None) -> DocMatchReport:
+    """Match ``job``'s collections and write the document pairs; returns the run's report."""
+    warn = warn or log.warning
+    encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "docs match", warn=warn)
+    cal = None
+    if job.match.method in ("eq3", "two-stage"):
+        cal = Calibration.for_encoder(encoder, job.calibration)
+    splitter = get_splitter() if job.splitter is None else get_splitter(job.splitter)
+    return match_documents(job.src, job.tgt, job.output, encoder=encoder,
+                           src_lang=_resolve_lang(encoder, job.src_lang, "--src-lang"),
+                           tgt_lang=_resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), config=job.match,
+                           src_format=job.src_format, tgt_format=job.tgt_format, splitter=splitter,
+                           work_dir=job.work_dir, calibration=cal, errors=job.encoding_errors, progress=job.progress)
