@@ -36,14 +36,18 @@ def _io(f):
     return ray_options(f)
 
 
-def _go(filtering: bool, div_model, **kw) -> None:
-    """Run the filter pipeline with the divergence model as its one score."""
-    from bimine.cli.filter import _run
-    from bimine.filtering.config import PipelineSpec
+def _go(filtering: bool, div_model, input, src, tgt, columns, src_lang, tgt_lang, output, model, block_size,
+        encoding_errors, report, no_progress, executor, ray_address, keep=None, kept=None) -> None:
+    """The divergence model as the pipeline's one score
+    (:func:`bimine.filtering.job.divergence_job`), run like ``score`` / ``filter``."""
+    from bimine.cli.filter import _prepare, execute
+    from bimine.filtering.job import divergence_job
 
-    spec = PipelineSpec(filters=[{"score": "divergence", "path": div_model}])
-    _run(filtering, config=None, rules="none", no_model=False, classifiers=(), workers=1, spec=spec,
-         pipeline_name=f"divergence model {div_model}", **kw)
+    cols = _prepare(input, src, tgt, columns, executor, ray_address)
+    execute(divergence_job(output, divergence_model=div_model, keep=keep if filtering else None, input=input, src=src,
+                           tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang, model=model,
+                           block_size=block_size, encoding_errors=encoding_errors, report=report,
+                           progress=not no_progress, kept=kept, executor=executor, ray_address=ray_address))
 
 
 @cli.command()
@@ -63,7 +67,7 @@ def divergence(div_model, **kw) -> None:
 def select(div_model, keep, kept, **kw) -> None:
     """Keep the least divergent fraction of a parallel corpus (paper 004 §6): every pair is
     scored like 'bimine divergence'; the output adds 'keep' (1/0) and 'reason'."""
-    _go(True, div_model, top_fraction=keep, kept=kept, **kw)
+    _go(True, div_model, keep=keep, kept=kept, **kw)
 
 
 @cli.command(name="train-divergence")

@@ -80,34 +80,45 @@ def ray_options(f):
                             "the cluster's CPUs); the same output as a local run.")(f)
 
 
-def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
-         classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
-         token_budget=None, normalize=False, spec=None, pipeline_name=None, executor="local",
-         ray_address=None) -> None:
-    """The options as a :class:`~bimine.filtering.job.FilterJob`, run by the library; then the summary."""
+def _prepare(input, src, tgt, columns, executor, ray_address) -> tuple[int, int]:
+    """The usage checks every pair-scoring command makes first; ``--columns`` as two ints."""
     from bimine.cli.embed import check_executor
-    from bimine.filtering.job import FilterJob, run_filter
 
     check_executor(executor, ray_address)
     if executor == "ray":
         from bimine.distributed.ray_executor import require_ray
 
         require_ray()
-    cols = pair_input(input, src, tgt, columns)
-    job = FilterJob(output=output, input=input, src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang,
-                    filtering=filtering, config=config, spec=spec, pipeline_name=pipeline_name, rules=rules,
-                    model=model, no_model=no_model, classifiers=list(classifiers), workers=workers,
-                    block_size=block_size, encoding_errors=encoding_errors, report=report, progress=not no_progress,
-                    threshold=threshold, kept=kept, top_fraction=top_fraction, token_budget=token_budget,
-                    normalize=normalize, executor=executor, ray_address=ray_address)
+    return pair_input(input, src, tgt, columns)
+
+
+def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
+         classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
+         token_budget=None, normalize=False, executor="local", ray_address=None) -> None:
+    """The options as a :class:`~bimine.filtering.job.FilterJob`, run by the library; then the summary."""
+    from bimine.filtering.job import FilterJob
+
+    cols = _prepare(input, src, tgt, columns, executor, ray_address)
+    execute(FilterJob(output=output, input=input, src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang,
+                      filtering=filtering, config=config, rules=rules, model=model, no_model=no_model,
+                      classifiers=list(classifiers), workers=workers, block_size=block_size,
+                      encoding_errors=encoding_errors, report=report, progress=not no_progress, threshold=threshold,
+                      kept=kept, top_fraction=top_fraction, token_budget=token_budget, normalize=normalize,
+                      executor=executor, ray_address=ray_address))
+
+
+def execute(job) -> None:
+    """Run a :class:`~bimine.filtering.job.FilterJob` and print what it did."""
+    from bimine.filtering.job import run_filter
+
     out = run_filter(job, warn=echo_warning)
-    result, filters = out.result, out.filters
+    result, filters, filtering = out.result, out.filters, job.filtering
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     if os.environ.get("BIMINE_TIMINGS"):
         click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.seconds.items()), err=True)
-    click.echo(result.summary(filtering) + f"; wrote {output}" + (f" and {kept}" if kept else "")
-               + (f"; report: {report}" if report else ""), err=True)
+    click.echo(result.summary(filtering) + f"; wrote {job.output}" + (f" and {job.kept}" if job.kept else "")
+               + (f"; report: {job.report}" if job.report else ""), err=True)
     if filtering and result.failed:
         def fails(n: int) -> str:
             return f"{n:,} pair fails it" if n == 1 else f"{n:,} pairs fail it"

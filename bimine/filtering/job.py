@@ -220,3 +220,14 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
     if cut_note:
         result.notes.append(cut_note)
     return FilterOutcome(result, filters, job.output, job.kept, job.report)
+
+
+def divergence_job(output: str, *, divergence_model: str = "default", keep: float | None = None, **kw) -> FilterJob:
+    """``bimine divergence`` (``keep`` None: score only) or ``bimine select`` (keep the least
+    divergent ``keep`` fraction) as a :class:`FilterJob`: the divergence model (a file from
+    ``bimine train-divergence`` or ``default``) as the pipeline's one score, one process.
+    ``kw``: the other :class:`FilterJob` fields (input, src, tgt, languages, kept, report, ...)."""
+    spec = PipelineSpec(filters=[{"score": "divergence", "path": divergence_model}])
+    return FilterJob(output=output, filtering=keep is not None, config=None, rules="none", no_model=False,
+                     classifiers=[], workers=1, spec=spec, pipeline_name=f"divergence model {divergence_model}",
+                     top_fraction=keep, **kw)
