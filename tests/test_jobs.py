@@ -109,3 +109,22 @@ def test_docs_match_job_writes_what_the_command_writes(tmp_path):
                                          tgt_lang="fr", progress=False))
     assert (tmp_path / "api.tsv").read_bytes() == (tmp_path / "cli.tsv").read_bytes()
     assert report.summary() in r.output
+
+
+def test_bimine_run_takes_a_job_file_and_overrides(tmp_path):
+    from bimine.cli import mine as _mine_cmd  # noqa: F401  (registers the command)
+    from bimine.cli import run as _run_cmd  # noqa: F401
+
+    job = tmp_path / "mine.yaml"
+    job.write_text((ROOT / "examples" / "jobs" / "mine.yaml").read_text().replace("examples/", f"{ROOT}/examples/"))
+    r = CliRunner().invoke(cli, ["run", str(job), "--set", f"output={tmp_path / 'run.tsv'}", "--set", "progress=false"])
+    assert r.exit_code == 0, r.output
+    src, tgt = str(ROOT / "examples" / "sample.en"), str(ROOT / "examples" / "sample.fr")
+    r2 = CliRunner().invoke(cli, ["mine", src, tgt, "--src-lang", "en", "--tgt-lang", "fr", "--threshold", "1.85",
+                                  "-o", str(tmp_path / "cmd.tsv"), "--no-progress"])
+    assert r2.exit_code == 0, r2.output
+    assert (tmp_path / "run.tsv").read_bytes() == (tmp_path / "cmd.tsv").read_bytes()
+    r = CliRunner().invoke(cli, ["run", str(job), "--set", "mine.kk=3"])
+    assert r.exit_code == 2 and f"error: {job}: unknown config key(s): mine.kk" in r.output
+    r = CliRunner().invoke(cli, ["run", str(job), "--set", "job=train"])
+    assert r.exit_code == 2 and "job 'train' is not one of mine, score, filter, align, docs-match" in r.output

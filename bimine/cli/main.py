@@ -170,6 +170,7 @@ def main() -> None:
         filter,
         mine,
         rescore,
+        run,
         train,
     )
     from bimine.cli.main import cli as registered  # the module object the commands attached to
