@@ -44,7 +44,7 @@ def main() -> None:
         print(f"divergence_threshold: skipped, {refresd_path(args.data)} not found")
         return
     from bimine import load_encoder
-    from bimine.filtering.scores import DivergenceScore
+    from bimine.scoring.pair_scores import DivergenceScore
 
     d = DivergenceScore(encoder=load_encoder("default"), src_lang="en", tgt_lang="fr")
     rows = read_refresd(refresd_path(args.data))

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from benchmarks.common import CachedEncoder
     from bimine.filtering.langid import LanguageId
-    from bimine.filtering.scores import corpus_margin
+    from bimine.scoring.pair_scores import corpus_margin
 
     sets = {}
     for code, lang, en_file, xx_file in ntrex_sets(DATA):

@@ -15,7 +15,7 @@ similar).
 Input: the first ``--pairs`` en-fr pairs of the shared training data (the same file as
 ``benchmarks.filter_speed``), embedded once with the shipped default model (cached in
 ``.bench/margin_index``). For exact search (Flat) and each index configuration: wall seconds
-of :func:`bimine.filtering.scores.corpus_margin` (training, filling and both searches; 2
+of :func:`bimine.scoring.pair_scores.corpus_margin` (training, filling and both searches; 2
 threads), recall@4 of 2,000 queries per direction against the exact lists, and against the
 exact margin: the mean and 99th-percentile absolute difference, Spearman's rank correlation,
 and the share of pairs whose keep/drop decision changes when the lowest 10 % (or 30 %) by
@@ -83,8 +83,8 @@ def main() -> None:
     import faiss
     from scipy.stats import spearmanr
 
-    from bimine.filtering.scores import corpus_margin, margin_index
     from bimine.index.faiss_index import IndexConfig
+    from bimine.scoring.pair_scores import corpus_margin, margin_index
 
     faiss.omp_set_num_threads(2)
     files, _ = make_inputs(args.data, [args.pairs])

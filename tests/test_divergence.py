@@ -223,7 +223,7 @@ def test_shipped_model_scores_a_pair_the_same_alone_and_in_any_batch():
     alone and 0.209 beside 999 others."""
     pytest.importorskip("torch")
     from bimine import load_encoder
-    from bimine.filtering.scores import DivergenceScore
+    from bimine.scoring.pair_scores import DivergenceScore
 
     d = DivergenceScore(encoder=load_encoder("default"), src_lang="en", tgt_lang="fr")
     rows = [line.split("\t") for line in (EXAMPLES / "dev.en-fr.tsv").read_text().splitlines()[:40]]
@@ -242,7 +242,7 @@ def test_shipped_threshold_keeps_clean_news_and_drops_shuffled_pairs():
     pairs (benchmarks/divergence_threshold.py); REFreSD's is kept as ``refresd_threshold``."""
     pytest.importorskip("torch")
     from bimine import load_encoder
-    from bimine.filtering.scores import DivergenceScore
+    from bimine.scoring.pair_scores import DivergenceScore
 
     d = DivergenceScore(encoder=load_encoder("default"), src_lang="en", tgt_lang="fr", threshold="trained")
     assert d.model.meta["refresd_threshold"] > d.threshold

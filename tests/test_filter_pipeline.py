@@ -79,7 +79,7 @@ def test_score_with_a_model_and_a_tsv_with_extra_columns(tmp_path, tiny_model):
     blank = np.array([not s.strip() or not t.strip() for s, t in zip(SRC, TGT)])
     assert blank.any()  # a blank side has no cosine (NaN), not the cosine of two empty vectors
     np.testing.assert_allclose([float(x["cosine"]) for x in rows], np.where(blank, np.nan, want), atol=1e-5)
-    from bimine.filtering.scores import corpus_margin
+    from bimine.scoring.pair_scores import corpus_margin
 
     margin = corpus_margin(enc.encode(SRC, "en"), enc.encode(TGT, "fr"), k=4, valid_src=np.array([0, 2, 3, 4, 5, 6, 7]))
     np.testing.assert_allclose(np.array([float(x["margin"]) for x in rows])[[0, 2, 3]], margin[[0, 2, 3]], rtol=1e-5)
@@ -180,7 +180,7 @@ class _Fixed:
     """A graded score with given values (kind 'score'), for selection tests."""
 
     def __new__(cls, values, name="g"):
-        from bimine.filtering.base import PairFilter
+        from bimine.scoring.base import PairFilter
 
         f = PairFilter(name=name, threshold=None, kind="score")
         it = iter(values)

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 
 from bimine.cli import filter as _filter  # noqa: F401  (registers the commands)
 from bimine.cli.main import cli
-from bimine.filtering.base import PairFilter
 from bimine.filtering.pipeline import PairBlock, run_pipeline
 from bimine.filtering.report import SHOW_CHARS, fmt_num
 from bimine.filtering.rules import Duplicates, EmptySide, LengthRatio
+from bimine.scoring.base import PairFilter
 
 LONG = "This sentence goes on and on, " * 12 + "and then it stops."
 PAIRS = [

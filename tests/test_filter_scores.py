@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bimine.filtering.scores import corpus_margin
+from bimine.scoring.pair_scores import corpus_margin
 
 
 def unit(a):
@@ -49,7 +49,7 @@ def test_margin_in_the_pipeline_equals_the_whole_corpus_margin(tmp_path, tiny_mo
 
     from bimine import load_encoder
     from bimine.filtering.pipeline import run_pipeline
-    from bimine.filtering.scores import MarginScore
+    from bimine.scoring.pair_scores import MarginScore
 
     enc = load_encoder(tiny_model)
     src = [f"sentence number {i} about cats" for i in range(9)] + [""]
@@ -65,7 +65,7 @@ def test_margin_in_the_pipeline_equals_the_whole_corpus_margin(tmp_path, tiny_mo
 
 
 def test_margin_index_is_exact_below_the_threshold_and_ivf_above():
-    from bimine.filtering.scores import MARGIN_EXACT_BELOW, margin_index
+    from bimine.scoring.pair_scores import MARGIN_EXACT_BELOW, margin_index
 
     assert margin_index(MARGIN_EXACT_BELOW - 1, 384).factory == "Flat"
     big = margin_index(1_000_000, 384)
@@ -78,7 +78,7 @@ def test_approximate_margin_stays_close_to_the_exact_one():
     come in topics) it keeps the exact margin's order and moves few values."""
     from scipy.stats import spearmanr
 
-    from bimine.filtering.scores import MarginScore
+    from bimine.scoring.pair_scores import MarginScore
 
     rng = np.random.default_rng(3)
     n, d = 12_000, 32
@@ -109,7 +109,7 @@ def test_blank_pairs_get_no_cosine_and_rank_below_translations(tmp_path):
     translation, so the cosine and the confidence are NaN there and `score` ranks the pair
     below every real translation (issue 42: blank/blank pairs scored 1.0)."""
     from bimine import load_encoder
-    from bimine.filtering.scores import ConfidenceScore, CosineScore
+    from bimine.scoring.pair_scores import ConfidenceScore, CosineScore
 
     enc = load_encoder("default")
     src = ["The cat sits on the mat.", "", "   ", "I like apples very much.", "Hello"]

@@ -445,7 +445,7 @@ def test_each_side_of_a_block_is_embedded_once(tmp_path):
     from test_filter_pipeline import _blocks, read_tsv
 
     from bimine.filtering.pipeline import run_pipeline
-    from bimine.filtering.scores import CosineScore, MarginScore, corpus_margin
+    from bimine.scoring.pair_scores import CosineScore, MarginScore, corpus_margin
 
     enc = _CountingEncoder()
     # blocks of equal length whose texts differ: a reuse across blocks would show in the cosine
@@ -463,8 +463,8 @@ def test_each_side_of_a_block_is_embedded_once(tmp_path):
 
 
 def test_the_embedding_cache_never_mixes_texts_languages_or_encoders():
-    from bimine.filtering import scores
-    from bimine.filtering.scores import embed
+    from bimine.scoring import pair_scores as scores
+    from bimine.scoring.pair_scores import embed
 
     enc, other = _CountingEncoder(), _CountingEncoder()
     block = ["a cat", "a dog"]
@@ -488,7 +488,7 @@ def test_workers_embed_once_and_give_the_same_output(tmp_path, tiny_model):
     from bimine import load_encoder
     from bimine.filtering.pipeline import run_pipeline
     from bimine.filtering.rules import Duplicates, EmptySide
-    from bimine.filtering.scores import CosineScore, MarginScore
+    from bimine.scoring.pair_scores import CosineScore, MarginScore
 
     enc = load_encoder(tiny_model)
     src = [f"sentence number {i} about cats" for i in range(23)] + ["", "sentence number 3 about cats"]

@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass, field
 
 from bimine.errors import ConfigError
-from bimine.filtering.base import PairFilter
 from bimine.filtering.features import (
     LengthLog,
     LoneNumbers,
@@ -38,7 +37,8 @@ from bimine.filtering.features import (
 from bimine.filtering.langid import LanguageId
 from bimine.filtering.pipeline import Selection
 from bimine.filtering.rules import RULES
-from bimine.filtering.scores import (
+from bimine.scoring.base import PairFilter
+from bimine.scoring.pair_scores import (
     ClassifierScore,
     ConfidenceScore,
     CosineScore,

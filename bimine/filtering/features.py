@@ -16,25 +16,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bimine.filtering.base import PairFilter
 from bimine.filtering.rules import _units, unmatched_numbers
+from bimine.scoring.base import PairFilter
+from bimine.text.sentences import split_sentences
 
 _END_RE = re.compile(r"[.!?…。！？;:؟।][\"'»”’)\]]*\s*$")
 # a menu bar or breadcrumb trail: not », ›, · (French and German quotes, the Catalan l·l)
 _SEPARATORS_RE = re.compile(r"[|•]| [>/] ")
 # a sentence end inside a line: . ! ? then white space and an upper-case letter or an opening quote
-_SENT_BREAK_RE = re.compile(r"([.!?…][\"'»”’)]*)\s+(?=[\"'«“‘(¿¡]?[^\W\d_a-zß-ÿ])")
 
 
 def ends_sentence(s: str) -> bool:
     """Whether ``s`` ends with sentence punctuation (closing quotes and brackets allowed after it)."""
     return _END_RE.search(s) is not None
-
-
-def split_sentences(s: str) -> list[str]:
-    """``s`` cut at sentence ends followed by a capital (a cheap splitter for the features:
-    abbreviations such as "Dr. Smith" split too, which only adds a part that matches)."""
-    return [p for p in _SENT_BREAK_RE.sub("\\1\0", s).split("\0") if p.strip()]
 
 
 @dataclass

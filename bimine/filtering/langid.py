@@ -30,8 +30,8 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.filtering._cache import cached_arrays, file_digest
-from bimine.filtering.base import PairFilter
 from bimine.langs import _related, is_lang_code, normalize_lang
+from bimine.scoring.base import PairFilter
 
 _IDENT = None
 

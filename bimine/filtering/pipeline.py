@@ -37,11 +37,11 @@ from bimine.cleanup import die_with_parent, sweep_leftovers, temp_prefix
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.executors import check_executor, plugin
-from bimine.filtering.base import PairFilter
 from bimine.filtering.combine import gated, sigmoid
 from bimine.filtering.report import Example, Examples, render_report
 from bimine.filtering.rules import _units
 from bimine.filtering.select import combine_scores, select_budget, select_fraction, select_threshold
+from bimine.scoring.base import PairFilter
 from bimine.text.io import read_line_chunks
 
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from bimine.filtering.base import PairFilter
     from bimine.filtering.pipeline import FilterReport, Selection
+    from bimine.scoring.base import PairFilter
 
 EXAMPLES = 20  # dropped pairs shown per reason
 SHOW_CHARS = 160  # characters of a sentence shown in an example; the rest is in the tooltip

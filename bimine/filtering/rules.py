@@ -1,7 +1,7 @@
 """Rule-based pair filters: the cheap checks every crawled corpus needs first (paper 002 §2.1
 and the hard rules of Bicleaner and OpusFilter).
 
-Each rule is a :class:`~bimine.filtering.base.PairFilter`: a score per pair, the direction
+Each rule is a :class:`~bimine.scoring.base.PairFilter`: a score per pair, the direction
 that means clean, a default threshold and a drop reason. Lengths are counted in *units*:
 words (runs of letters/digits) in scripts written with spaces, characters in scripts written
 without them (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan), so that ratios between, say,
@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bimine.filtering.base import PairFilter
 from bimine.langs import _related
+from bimine.scoring.base import PairFilter
 from bimine.text.features import NO_SPACE_RANGES
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")

@@ -11,6 +11,7 @@ each paragraph is split; sentences come back stripped, empty ones dropped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from bimine.errors import ConfigError
@@ -69,3 +70,12 @@ def get_splitter(name: str = DEFAULT_SPLITTER) -> Callable[[str, str], list[str]
         return out
 
     return split
+
+
+_SENT_BREAK_RE = re.compile(r"([.!?…][\"'»”’)]*)\s+(?=[\"'«“‘(¿¡]?[^\W\d_a-zß-ÿ])")
+
+
+def split_sentences(s: str) -> list[str]:
+    """``s`` cut at sentence ends followed by a capital (a cheap splitter for the features:
+    abbreviations such as "Dr. Smith" split too, which only adds a part that matches)."""
+    return [p for p in _SENT_BREAK_RE.sub("\\1\0", s).split("\0") if p.strip()]

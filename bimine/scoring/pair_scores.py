@@ -16,15 +16,15 @@ from typing import ClassVar
 import numpy as np
 
 from bimine.errors import ConfigError
-from bimine.filtering.base import PairFilter
-from bimine.filtering.features import split_sentences
 from bimine.index.faiss_index import IndexConfig, _pq_m
 from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
+from bimine.scoring.base import PairFilter
 from bimine.scoring.calibration import Calibration
 from bimine.scoring.classifiers import PairClassifier
 from bimine.scoring.divergence import DivergenceModel, default_path
 from bimine.scoring.margin import knn_mean, margin_score
 from bimine.scoring.rescore import knn_features, load_rescorer, rescore_pairs
+from bimine.text.sentences import split_sentences
 
 _EMBED_CACHE: list[tuple[object, str, list[str], np.ndarray]] = []
 EMBED_CACHE_SIZE = 2  # a block's two sides
@@ -102,7 +102,7 @@ class ConfidenceScore(PairFilter):
 class Coverage(PairFilter):
     """Score: how much closer the best single sentence of a side is to the other side than the
     whole side is: ``max(cos(part, other)) - cos(side, other)`` over the sentences of each side
-    that holds two or more (:func:`~bimine.filtering.features.split_sentences`), else 0. A side
+    that holds two or more (:func:`~bimine.text.sentences.split_sentences`), else 0. A side
     with a sentence the other lacks is a partial translation: its matching sentence alone is
     closer to the other side (newstest2012 mixtures: 0.5-0.9 % of genuine pairs above 0.02, 40-46 %
     of partial ones, nearly all of those whose sides differ by a sentence). Only sides of two

@@ -1,5 +1,11 @@
-"""What every pair filter is: a score per pair, a direction, and a decision (OpusFilter's
-split of ``score()`` from ``accept()``).
+"""The one protocol of the pair scorers: a score per pair, a direction, and a decision
+(OpusFilter's split of ``score()`` from ``accept()``).
+
+The scorers of this package (:mod:`bimine.scoring.pair_scores`: the embedding cosine, the
+in-corpus margin, the calibrated confidence, the trained classifiers, the divergence models,
+the mining rescorer) and the rules and shape features of :mod:`bimine.filtering` are all
+:class:`PairFilter` s, so ``score``, ``filter``, ``divergence`` and ``select`` compose the same
+pieces in one pipeline.
 
 A filter scores a block of pairs at once (``score(src, tgt) -> float64 array``), says which
 direction of its score means clean (``clean_high``), and accepts a pair when its score is on
