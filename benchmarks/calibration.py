@@ -33,10 +33,7 @@ single threshold amounts to), and the head. ECE uses 15 equal-width bins. Withou
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -44,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness import Bench
 from bimine.encoders import load_encoder
 from bimine.filtering.train_classifier import fit_logistic
 from bimine.scoring.calibration import Calibration
@@ -127,13 +125,12 @@ def scores_of(enc, cal: Calibration, s: list[str], t: list[str]) -> dict[str, tu
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="default")
-    ap.add_argument("--train", action="store_true", help="train the head here first (bimine calibrate)")
-    ap.add_argument("--retrieved", type=int, default=None, help="with --train: bimine calibrate --retrieved R")
-    ap.add_argument("--plot", default="docs/img/calibration.png")
-    ap.add_argument("--json", default=".bench/calibration.json")
-    a = ap.parse_args()
+    bench = Bench("calibration", __doc__)
+    bench.arg("--model", default="default")
+    bench.arg("--train", action="store_true", help="train the head here first (bimine calibrate)")
+    bench.arg("--retrieved", type=int, default=None, help="with --train: bimine calibrate --retrieved R")
+    bench.arg("--plot", default="docs/img/calibration.png")
+    a = bench.parse()
     if not DEV.is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
@@ -160,10 +157,8 @@ def main() -> int:
         tr_cos.append(c)
         tr_y.append(y)
     ga, gb = fit_logistic(np.concatenate(tr_cos), np.concatenate(tr_y).astype(np.float64))
-    res = {"command": "python -m benchmarks.calibration " + " ".join(sys.argv[1:]),
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "model": enc.model_id, "head": cal.config, "global_fit": [ga, gb], "rows": []}
-    print(f"# {res['command']} ({res['date']}); head: {head_path or 'stored with the model'}; "
+    bench.extra.update(model=enc.model_id, head=cal.config, global_fit=[ga, gb])
+    print(f"# {bench.command} ({bench.result()['date']}); head: {head_path or 'stored with the model'}; "
           f"global fit sigmoid({ga:.2f} cos + {gb:.2f})")
     print("| set | setting | pairs scored | share right | ECE raw cosine | ECE global fit | ECE head | "
           "Brier raw / global / head |")
@@ -184,7 +179,7 @@ def main() -> int:
                    "ece_raw": expected_calibration_error(raw, y), "ece_global": expected_calibration_error(glob_p, y),
                    "ece_head": expected_calibration_error(p, y), "brier_raw": brier(raw, y),
                    "brier_global": brier(glob_p, y), "brier_head": brier(p, y)}
-            res["rows"].append(row)
+            bench.rows.append(row)
             print(f"| {name} | {setting} | {row['n']:,} | {row['positive_rate']:.3f} | {row['ece_raw']:.4f} | "
                   f"{row['ece_global']:.4f} | **{row['ece_head']:.4f}** | {row['brier_raw']:.4f} / "
                   f"{row['brier_global']:.4f} / {row['brier_head']:.4f} |")
@@ -193,8 +188,7 @@ def main() -> int:
     if a.plot:
         _plot(plot_data, a.plot, enc.model_id)
         print(f"\nreliability plot: {a.plot}")
-    with open(a.json, "w") as f:
-        json.dump(res, f, indent=1, default=float)
+    bench.save()
     return 0
 
 

@@ -33,15 +33,15 @@ script says so and exits 0.
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
 import os
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.harness import Bench
 
 DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"
 WORK = Path(".bench/docs_match")
@@ -101,12 +101,11 @@ def _accuracy(path: Path) -> tuple[float, int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="default")
-    ap.add_argument("--langs", default="de,es,fr")
-    ap.add_argument("--variants", default="standard,hard")
-    ap.add_argument("--json", default=".bench/docs_match.json")
-    a = ap.parse_args()
+    bench = Bench("docs_match", __doc__)
+    bench.arg("--model", default="default")
+    bench.arg("--langs", default="de,es,fr")
+    bench.arg("--variants", default="standard,hard")
+    a = bench.parse()
     if not (DEV / "newstest").is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
@@ -133,10 +132,8 @@ def main() -> int:
                                                                         eq3=eq3("negative", "index"))),
                ("two-stage (20 candidates, eq3 default)", DocMatchConfig(method="two-stage",
                                                                          eq3=eq3("inverted", "relative")))]
-    res = {"command": "python -m benchmarks.docs_match " + " ".join(sys.argv[1:]),
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-           "model": enc.model_id, "rows": []}
-    print(f"# {res['command']} ({res['date']}; model {enc.model_id})")
+    bench.extra["model"] = enc.model_id
+    print(f"# {bench.command} ({bench.result()['date']}; model {enc.model_id})")
     print("| set | pair | documents (src / tgt) | method | accuracy | one-to-one accuracy | seconds |")
     print("|---|---|---|---|---|---|---|")
     for variant, x in ((v, x) for v in a.variants.split(",") for x in a.langs.split(",")):
@@ -148,20 +145,17 @@ def main() -> int:
             row = {"set": variant, "pair": f"en-{x}", "docs": [len(src), len(tgt)], "method": label}
             for one in (False, True):
                 out = WORK / f"en-{x}.out.tsv"
-                t0 = time.perf_counter()
                 cfg1 = DocMatchConfig(method=cfg.method, eq3=cfg.eq3, one_to_one=one, candidates=cfg.candidates)
-                match_documents(str(sp), str(tp), str(out), encoder=enc, src_lang="en", tgt_lang=x, config=cfg1,
-                                calibration=cal, progress=False)
-                dt = time.perf_counter() - t0
+                _, t = bench.timed(partial(match_documents, str(sp), str(tp), str(out), encoder=enc, src_lang="en",
+                                           tgt_lang=x, config=cfg1, calibration=cal, progress=False))
                 right, n = _accuracy(out)
-                row["one_to_one" if one else "best"] = {"right": right, "of": len(src), "seconds": round(dt, 2)}
+                row["one_to_one" if one else "best"] = {"right": right, "of": len(src), "seconds": round(t["wall_s"], 2)}
             b, o = row["best"], row["one_to_one"]
-            res["rows"].append(row)
+            bench.rows.append(row)
             print(f"| {variant} | en-{x} | {len(src)} / {len(tgt)} | {label} | {100 * b['right'] / b['of']:.1f} % | "
                   f"{100 * o['right'] / o['of']:.1f} % | {b['seconds']} |")
             sys.stdout.flush()
-    with open(a.json, "w") as f:
-        json.dump(res, f, indent=1)
+    bench.save()
     return 0
 
 

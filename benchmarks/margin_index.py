@@ -24,14 +24,13 @@ margin are dropped.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import time
 
 import numpy as np
 
 from benchmarks.filter_speed import DEFAULT_DATA, make_inputs
+from benchmarks.harness import Bench
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, ".bench", "margin_index")
@@ -71,14 +70,13 @@ def recall(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=DEFAULT_DATA)
-    ap.add_argument("--pairs", type=int, default=200_000)
-    ap.add_argument("--configs", nargs="+", default=["auto:0", "fast:4", "fast:8", "fast:16", "fast:64"],
-                    help="FACTORY:NPROBE; 'fast' is IVF(4 sqrt(n) lists),PQ(d/3)x4fs,Refine(SQfp16) at k_factor 8; "
-                         "'auto' is filter's default; Flat is always run")
-    ap.add_argument("--json", default=os.path.join(REPO, ".bench", "margin_index.json"))
-    args = ap.parse_args()
+    bench = Bench("margin_index", __doc__, json_default=os.path.join(REPO, ".bench", "margin_index.json"))
+    bench.arg("--data", default=DEFAULT_DATA)
+    bench.arg("--pairs", type=int, default=200_000)
+    bench.arg("--configs", nargs="+", default=["auto:0", "fast:4", "fast:8", "fast:16", "fast:64"],
+              help="FACTORY:NPROBE; 'fast' is IVF(4 sqrt(n) lists),PQ(d/3)x4fs,Refine(SQfp16) at k_factor 8; "
+                   "'auto' is filter's default; Flat is always run")
+    args = bench.parse()
 
     import faiss
     from scipy.stats import spearmanr
@@ -92,12 +90,11 @@ def main() -> None:
     n, d = u.shape
     rng = np.random.default_rng(0)
     q = np.sort(rng.choice(n, size=min(2000, n), replace=False))
-    t = time.time()
     flat = IndexConfig(factory="Flat")
-    exact = corpus_margin(u, v, index=flat)
-    t_exact = time.time() - t
+    exact, t_exact = bench.timed(lambda: corpus_margin(u, v, index=flat))
     exact_ids = knn_lists(u, v, flat, q)
-    rows = [{"config": "Flat (exact)", "seconds": round(t_exact, 1), "recall@4": 1.0}]
+    rows = bench.rows
+    rows.append({"config": "Flat (exact)", "seconds": round(t_exact["wall_s"], 1), "recall@4": 1.0})
     for spec in args.configs:
         name, _, probe = spec.rpartition(":")
         if name == "auto":
@@ -106,12 +103,10 @@ def main() -> None:
             cfg = margin_index(n, d, exact_below=0, nprobe=int(probe))
         else:
             cfg = IndexConfig(factory=name, nprobe=int(probe), k_factor=8)
-        t = time.time()
-        got = corpus_margin(u, v, index=cfg)
-        sec = time.time() - t
+        got, sec = bench.timed(lambda cfg=cfg: corpus_margin(u, v, index=cfg))
         diff = np.abs(got - exact)
         row = {"config": f"{cfg.factory}, nprobe {cfg.nprobe}, k_factor {cfg.k_factor}" + (" (default)" if name == "auto" else ""),
-               "seconds": round(sec, 1),
+               "seconds": round(sec["wall_s"], 1),
                "recall@4": round(recall(knn_lists(u, v, cfg, q), exact_ids), 3),
                "mean |diff|": float(f"{diff.mean():.2g}"), "p99 |diff|": float(f"{np.quantile(diff, 0.99):.2g}"),
                "spearman": round(float(spearmanr(got, exact).statistic), 5)}
@@ -120,17 +115,11 @@ def main() -> None:
             row[f"decisions changed, drop {int(frac * 100)} %"] = round(float(np.mean((exact >= cut_e) != (got >= cut_g))), 5)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    res = {"pairs": n, "dim": d, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows,
-           "margin": "ratio, k = 4"}
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(res, f, indent=1)
+    bench.extra.update(pairs=n, dim=d, margin="ratio, k = 4")
+    res = bench.save()
     keys = list(rows[-1])
     print(f"\n{n:,} pairs, d = {d}, {res['date']}\n")
-    print("| " + " | ".join(keys) + " |")
-    print("|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+    print(bench.table([{k: r.get(k, "") for k in keys} for r in rows], keys))
 
 
 if __name__ == "__main__":

@@ -18,13 +18,12 @@ the script says so and exits 0.
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
 import os
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.harness import Bench
 
 DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"
 PUD = ("ar cs de en es fi fr gl hi id is it ko pl pt ru sv th tr zh").split()
@@ -57,19 +56,16 @@ def boundaries(sentences: list[str], paragraph: str) -> set[int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--group", type=int, default=5)
-    ap.add_argument("--json", default=".bench/sentence_split.json")
-    a = ap.parse_args()
+    bench = Bench("sentence_split", __doc__)
+    bench.arg("--group", type=int, default=5)
+    a = bench.parse()
     if not (DEV / "ud-pud").is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
     from bimine.text.sentences import SPLITTERS, get_splitter
 
     data = texts()
-    res = {"command": "python -m benchmarks.sentence_split " + " ".join(sys.argv[1:]),
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "rows": [],
-           "totals": {}}
+    bench.extra["totals"] = {}
     versions = {}
     for name in SPLITTERS:
         try:
@@ -78,7 +74,7 @@ def main() -> int:
             versions[name] = version(name)
         except Exception:  # noqa: BLE001
             versions[name] = "not installed"
-    print(f"# {res['command']} ({res['date']}); " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print(f"# {bench.command} ({bench.result()['date']}); " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     print("| text | " + " | ".join(f"{n} P / R / F1 / exact" for n in SPLITTERS) + " |")
     print("|---|" + "---|" * len(SPLITTERS))
     totals = {n: {"tp": 0, "fp": 0, "fn": 0, "exact": 0, "gold": 0, "seconds": 0.0, "sentences": 0}
@@ -110,8 +106,8 @@ def main() -> int:
             p = tp / (tp + fp) if tp + fp else 0.0
             r = tp / (tp + fn) if tp + fn else 0.0
             f = 2 * p * r / (p + r) if p + r else 0.0
-            res["rows"].append({"text": key, "splitter": name, "precision": p, "recall": r, "f1": f,
-                                "exact": exact / len(sents)})
+            bench.rows.append({"text": key, "splitter": name, "precision": p, "recall": r, "f1": f,
+                               "exact": exact / len(sents)})
             cells.append(f"{p:.3f} / {r:.3f} / **{f:.3f}** / {exact / len(sents):.3f}")
         print(f"| {key} | " + " | ".join(cells) + " |")
         sys.stdout.flush()
@@ -124,12 +120,11 @@ def main() -> int:
         r = t["tp"] / max(t["tp"] + t["fn"], 1)
         f = 2 * p * r / (p + r) if p + r else 0.0
         speed = t["sentences"] / t["seconds"] if t["seconds"] else float("nan")
-        res["totals"][name] = {"precision": p, "recall": r, "f1": f, "exact": t["exact"] / t["gold"],
-                               "sentences_per_s": speed, "version": versions[name]}
+        bench.extra["totals"][name] = {"precision": p, "recall": r, "f1": f, "exact": t["exact"] / t["gold"],
+                                       "sentences_per_s": speed, "version": versions[name]}
         cells.append(f"{p:.3f} / {r:.3f} / **{f:.3f}** / {t['exact'] / t['gold']:.3f} ({speed:,.0f} sentences/s)")
     print("| **all (micro)** | " + " | ".join(cells) + " |")
-    with open(a.json, "w") as f:
-        json.dump(res, f, indent=1)
+    bench.save()
     return 0
 
 
