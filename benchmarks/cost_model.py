@@ -36,22 +36,18 @@ import argparse
 import json
 import os
 import time
+from functools import partial
 
 import numpy as np
+
+from benchmarks.harness import machine, table, timed, write_json
 
 K = 4
 NPROBE_FRACTION = 3 / 32  # the default nprobe (bimine.index.faiss_index.effective_nprobe)
 CHUNK = 8192  # query rows per search call (faiss_index.SEARCH_CHUNK)
 CORES_PER_NODE = 16  # the model's workers are cores, 16 to a node
-
-
-def _timed(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+COLUMNS = ("workers", "key shard", "embed", "train", "fill", "search", "total", "quantiser share of search",
+           "memory/worker", "key indexes (object store/node)", "disk", "network: indexes to nodes / lists / text")
 
 
 def embeddings(sides: str, out: str) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -69,7 +65,7 @@ def embeddings(sides: str, out: str) -> tuple[np.ndarray, np.ndarray, float, flo
     one = enc.spec.with_threads(1).load()
     sample = lines_a[:20000]
     one.encode(sample[:512], "en")  # warm-up (compiled kernels)
-    rate = len(sample) / _timed(lambda: one.encode(sample, "en"), 3)
+    rate = len(sample) / timed(lambda: one.encode(sample, "en"), repeat=3)[1]["wall_min_s"]
     text_bytes = os.path.getsize(files[0]) / len(lines_a)
     arrays = []
     for f, c in zip(files, cached):
@@ -98,7 +94,7 @@ def measure(keys: np.ndarray, queries: np.ndarray) -> dict:
         quant = faiss.IndexFlatIP(d)
         quant.add(cent)
         nprobe = max(1, int(NPROBE_FRACTION * nlist))
-        coarse[nlist] = _timed(lambda quant=quant, nprobe=nprobe: quant.search(q, nprobe), 1) / len(q)
+        coarse[nlist] = timed(lambda quant=quant, nprobe=nprobe: quant.search(q, nprobe))[1]["wall_s"] / len(q)
         print(f"coarse nlist {nlist} nprobe {nprobe}: {coarse[nlist] * 1e6:.0f} us/query", flush=True)
     out["coarse_s_per_query"] = coarse
 
@@ -108,9 +104,7 @@ def measure(keys: np.ndarray, queries: np.ndarray) -> dict:
         sample = keys[rng.choice(len(keys), 40 * nlist, replace=False)]
         quant = faiss.IndexFlatIP(d)
         ivf = faiss.IndexIVFFlat(quant, d, nlist, faiss.METRIC_INNER_PRODUCT)
-        t = time.perf_counter()
-        ivf.train(sample)
-        train[nlist] = time.perf_counter() - t
+        train[nlist] = timed(partial(ivf.train, sample))[1]["wall_s"]
         print(f"train IVF{nlist} on {len(sample)}: {train[nlist]:.1f} s", flush=True)
     out["train_s"] = train
     out["train_c"] = float(np.mean([train[n] / n**2 for n in train]))
@@ -120,22 +114,18 @@ def measure(keys: np.ndarray, queries: np.ndarray) -> dict:
     for name, factory, nlist, refine in (("pq128x4fs+refine", "IVF1024,PQ128x4fs,Refine(SQfp16)", 1024, True),
                                          ("opq64+pq64", "OPQ64,IVF1024,PQ64", 1024, False)):
         idx = faiss.index_factory(d, factory, faiss.METRIC_INNER_PRODUCT)
-        t = time.perf_counter()
-        idx.train(keys[rng.choice(len(keys), 60000, replace=False)])
-        t_train = time.perf_counter() - t
+        t_train = timed(partial(idx.train, keys[rng.choice(len(keys), 60000, replace=False)]))[1]["wall_s"]
         parts = {}
         for n in (len(keys) // 3, len(keys)):  # two list lengths: the per-list and the per-code cost apart
             parts[n] = faiss.clone_index(idx)
-            t = time.perf_counter()
-            parts[n].add(keys[:n])
-            t_add = (time.perf_counter() - t) / n
+            t_add = timed(partial(parts[n].add, keys[:n]))[1]["wall_s"] / n
         rows, times = [], []
         for n, part in parts.items():
             if refine:
                 part.k_factor = 32
             for nprobe in (16, 96):
                 faiss.extract_index_ivf(part).nprobe = nprobe
-                times.append(_timed(lambda part=part: part.search(q, K), 1) / len(q))
+                times.append(timed(lambda part=part: part.search(q, K))[1]["wall_s"] / len(q))
                 rows.append([1.0, nprobe, nprobe * n / nlist])
         (a, t_list, t_code), *_ = np.linalg.lstsq(np.array(rows), np.array(times), rcond=None)
         shard = max(0.0, a - coarse[nlist])
@@ -156,7 +146,7 @@ def measure(keys: np.ndarray, queries: np.ndarray) -> dict:
         shards[-1].add(keys[a : a + 100000])
         faiss.extract_index_ivf(shards[-1]).nprobe = 192
         shards[-1].k_factor = 32
-    out["check_300k_s_per_query"] = _timed(lambda: [sh.search(q, K) for sh in shards], 1) / len(q)
+    out["check_300k_s_per_query"] = timed(lambda: [sh.search(q, K) for sh in shards])[1]["wall_s"] / len(q)
     print(f"check: 300k settings, one thread: {out['check_300k_s_per_query'] * 1e6:.0f} us/query", flush=True)
     return out
 
@@ -217,9 +207,8 @@ def main() -> None:
         keys, queries, rate, text_bytes = embeddings(args.sides, args.out)
         print(f"embed: {rate:,.0f} lines/s on one thread; {text_bytes:.0f} bytes/line of text", flush=True)
         c = {"date": time.strftime("%Y-%m-%d %H:%M"), "embed_lines_per_s": rate, "text_bytes_per_line": text_bytes,
-             **measure(keys, queries)}
-        with open(path, "w") as f:
-            json.dump(c, f, indent=1)
+             **measure(keys, queries), "machine": machine(busy=False)}
+        write_json(path, c)
 
     # check: the 300k run of docs/benchmarks.md §10 (IVF2048, nprobe 192, 3 key shards, 2 cores)
     sc = c["scan"]["pq128x4fs+refine"]
@@ -240,20 +229,19 @@ def main() -> None:
     for kind, fac in kinds:
         print(f"\nN = {args.n:,} a side, index {fac} ({kind} constants), nprobe 3/32 of the lists, k = {K}; "
               "one worker = one core")
-        print("| workers | key shard | embed | train | fill | search | total | quantiser share of search "
-              "| memory/worker | key indexes (object store/node) | disk | network: indexes to nodes / lists / text |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        rows = []
         for shard in (1_000_000, 10_000_000):
             for w in (16, 64, 256, 1024):
                 piece = min(shard, -(-args.n // (4 * w)))
                 m = model(c, args.n, w, shard, piece, kind, nlist)
                 s = m["seconds"]
                 net = m["network_gb"]
-                print(f"| {w} | {shard / 1e6:g}M | {_h(s['embed'])} | {_h(s['train'])} | {_h(s['fill'])} | "
-                      f"{_h(s['search'])} | **{_h(m['total_s'])}** | {100 * m['quantiser_share']:.0f}% | "
-                      f"{m['memory_per_worker_gb']:.1f} GB | {m['object_store_per_node_gb']:.0f} GB | "
-                      f"{m['disk_gb']:,.0f} GB | "
-                      f"{net['index_reads']:,.0f} / {net['neighbour_lists']:.1f} / {net['text_to_embed']:.1f} GB |")
+                rows.append([w, f"{shard / 1e6:g}M", *(_h(s[k]) for k in ("embed", "train", "fill", "search")),
+                             f"**{_h(m['total_s'])}**", f"{100 * m['quantiser_share']:.0f}%",
+                             f"{m['memory_per_worker_gb']:.1f} GB", f"{m['object_store_per_node_gb']:.0f} GB",
+                             f"{m['disk_gb']:,.0f} GB",
+                             f"{net['index_reads']:,.0f} / {net['neighbour_lists']:.1f} / {net['text_to_embed']:.1f} GB"])
+        print(table([dict(zip(COLUMNS, r)) for r in rows], COLUMNS))
 
 
 def _h(s: float) -> str:

@@ -26,15 +26,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 from benchmarks.common import CachedEncoder
 from benchmarks.dev_sets import SETS, evaluate_model
+from benchmarks.harness import process, timed, write_json
 from benchmarks.xsim import evaluate as xsim_evaluate
 from benchmarks.xsim import ntrex_sets
 from bimine.encoders import load_encoder
@@ -67,18 +66,15 @@ def training_minutes(model: str) -> float | None:
 def speeds(model: str, sentences: list[str]) -> dict:
     enc = load_encoder(model)
     enc.encode(sentences[:64], "en")  # warm-up (compiled kernels, first allocations)
-    t = time.perf_counter()
-    enc.encode(sentences, "en")
-    in_process = len(sentences) / (time.perf_counter() - t)
+    _, t = timed(lambda: enc.encode(sentences, "en"))
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "in.en")
         with open(src, "w", encoding="utf-8") as f:
             f.write("\n".join(sentences) + "\n")
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "bimine", "embed", src, "-m", model, "-o", os.path.join(tmp, "o.npy"),
-                        "--no-progress"], check=True, capture_output=True)
-        whole = len(sentences) / (time.perf_counter() - t)
-    return {"in_process": round(in_process, 1), "whole_process": round(whole, 1)}
+        whole = process([sys.executable, "-m", "bimine", "embed", src, "-m", model, "-o", os.path.join(tmp, "o.npy"),
+                         "--no-progress"])
+    return {"in_process": round(len(sentences) / t["wall_s"], 1),
+            "whole_process": round(len(sentences) / whole["wall_s"], 1)}
 
 
 def main() -> None:
@@ -117,8 +113,7 @@ def main() -> None:
         out[label] = row
         print(json.dumps({label: row}), flush=True)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, out)
     print(markdown(out, len(sentences)))
 
 

@@ -16,9 +16,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+
+from benchmarks.harness import timed, write_json
 
 
 def main() -> None:
@@ -49,9 +50,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     q = a[np.sort(rng.choice(len(a), 2000, replace=False))].astype(np.float32)
     qt = a[rng.choice(len(a), 20000, replace=False)].astype(np.float32)
-    t = time.time()
-    exact_sims, exact = knn_exact(q, keys, max(args.k, 100))
-    exact_s = (time.time() - t) / len(q) * 1e6
+    (exact_sims, exact), t = timed(lambda: knn_exact(q, keys, max(args.k, 100)))
+    exact_s = t["wall_s"] / len(q) * 1e6
     exact = exact[:, : args.k]
     # how flat the neighbourhoods are: median cosine of the 1st, 4th, 10th and 100th neighbour
     flat = {f"median cos nn{j}": round(float(np.median(exact_sims[:, j - 1])), 3) for j in (1, 4, 10, 100)}
@@ -59,24 +59,22 @@ def main() -> None:
           flush=True)
     results = []
     for fac in args.factory:
-        t = time.time()
-        idx = build_index(lambda: iter([(0, keys)]), len(keys), keys.shape[1], IndexConfig(factory=fac))
-        build_s = time.time() - t
+        idx, t = timed(lambda fac=fac: build_index(lambda: iter([(0, keys)]), len(keys), keys.shape[1],
+                                                   IndexConfig(factory=fac)))
+        build_s = t["wall_s"]
         for nprobe in args.nprobe:
             for kf in args.k_factor if idx.refines else [0]:
                 idx.cfg = IndexConfig(factory=fac, nprobe=nprobe, k_factor=kf or 1)
                 _, ids = knn_search(idx, iter([(0, q)]), len(q), args.k)
                 r = recall_at_k(ids, exact, args.k)
-                t = time.time()
-                knn_search(idx, iter([(0, qt)]), len(qt), args.k)
+                _, t = timed(lambda idx=idx: knn_search(idx, iter([(0, qt)]), len(qt), args.k))
                 res = {"factory": fac, "n_keys": len(keys), "build_s": round(build_s, 1), "nprobe": idx.nprobe,
                        "k_factor": kf or None, f"recall@{args.k}": round(float(r), 4),
-                       "s_per_1M_queries": round((time.time() - t) / len(qt) * 1e6)}
+                       "s_per_1M_queries": round(t["wall_s"] / len(qt) * 1e6)}
                 results.append(res)
                 print(json.dumps(res), flush=True)
         del idx
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_json(os.path.join(args.out, "results.json"), results)
 
 
 if __name__ == "__main__":

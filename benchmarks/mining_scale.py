@@ -26,9 +26,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import numpy as np
+
+from benchmarks.harness import process, write_json
 
 
 def collect(data: str, patterns: list[str], n: int) -> list[str]:
@@ -71,18 +72,14 @@ def scale_inputs(data: str, out: str, sizes: list[int]):
 
 
 def run_mine(args: list[str]) -> dict:
-    t = time.time()
-    p = subprocess.run([sys.executable, "-m", "bimine", "mine", *args, "--no-progress"], capture_output=True,
-                       text=True)
-    wall = time.time() - t
-    if p.returncode:
-        raise SystemExit(p.stderr)
-    peak = float(re.search(r"peak memory (\d+) MB", p.stderr).group(1))
-    steps = re.search(r"time: (.*); peak", p.stderr).group(1)
-    index = re.search(r"index: ([^;]*);", p.stderr).group(1)
-    out = {"wall_s": round(wall, 1), "peak_rss_mb": peak, "steps": steps, "index": index,
-           "pairs": int(re.search(r"(\d+) pairs written", p.stderr).group(1))}
-    cross = re.search(r"rescored: (\d+) pairs by the trees, (\d+) of them also by the cross-encoder", p.stderr)
+    p = process([sys.executable, "-m", "bimine", "mine", *args, "--no-progress"])
+    err = p["stderr"]
+    peak = float(re.search(r"peak memory (\d+) MB", err).group(1))
+    steps = re.search(r"time: (.*); peak", err).group(1)
+    index = re.search(r"index: ([^;]*);", err).group(1)
+    out = {"wall_s": round(p["wall_s"], 1), "peak_rss_mb": peak, "steps": steps, "index": index,
+           "pairs": int(re.search(r"(\d+) pairs written", err).group(1))}
+    cross = re.search(r"rescored: (\d+) pairs by the trees, (\d+) of them also by the cross-encoder", err)
     if cross:
         out["rescored"], out["cross_pairs"] = int(cross.group(1)), int(cross.group(2))
     return out
@@ -133,8 +130,7 @@ def main() -> None:
         results.append(res)
         print(json.dumps(res), flush=True)
         subprocess.run(["rm", "-rf", work])
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_json(os.path.join(args.out, "results.json"), results)
 
 
 if __name__ == "__main__":

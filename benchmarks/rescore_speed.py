@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 
+from benchmarks.harness import write_json
 from benchmarks.mining_scale import run_mine, scale_inputs
 
 
@@ -59,8 +60,7 @@ def main() -> None:
         results.append(res)
         print(json.dumps(res), flush=True)
         subprocess.run(["rm", "-rf", work])
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_json(os.path.join(args.out, "results.json"), results)
 
 
 if __name__ == "__main__":

@@ -30,14 +30,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import itertools
-import json
 import os
 import sys
-import time
 from dataclasses import replace
 
 import numpy as np
 
+from benchmarks.harness import timed, write_json
 from bimine.encoders import load_encoder
 from bimine.text.features import Featurizer, _append, normalize_text
 from bimine.text.subwords import flatten, from_tensors, train_model
@@ -76,13 +75,13 @@ def sentence_cut(ngrams: Featurizer, f: Featurizer, sentences: list[str], lang: 
 
 
 def rate(fn, sentences: list[str], lang: str, repeats: int, batch: int = 2048) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+    """Lines/s of ``fn`` over ``sentences`` in batches, the fastest of ``repeats`` passes."""
+
+    def one_pass() -> None:
         for i in range(0, len(sentences), batch):
             fn(sentences[i : i + batch], lang)
-        best = min(best, time.perf_counter() - t0)
-    return len(sentences) / best
+
+    return len(sentences) / timed(one_pass, repeat=repeats)[1]["wall_min_s"]
 
 
 def main() -> None:
@@ -138,8 +137,7 @@ def main() -> None:
         print(f"| {r['input']} | {r['no pieces']:,.0f} | {r['sentence cut']:,.0f} | {r['word cache']:,.0f} | "
               f"{r['features/sentence']} | {r['with pieces']} | {r['cut differs']} |")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"vocabulary": vocab_name, "rows": rows}, f, indent=1)
+        write_json(args.json, {"vocabulary": vocab_name, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -25,31 +25,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 from benchmarks.dev_sets import evaluate_model
+from benchmarks.harness import timed, write_json
 from bimine.encoders.transformer import RUNTIMES, TransformerEncoder
 from bimine.errors import ConfigError
 from bimine.text.io import read_lines
 
 
 def measure(model: str, runtime: str, sentences: list[str], repeats: int, data: str) -> tuple[dict, np.ndarray]:
-    t = time.perf_counter()
-    enc = TransformerEncoder.load(model, runtime=runtime)
-    load_s = time.perf_counter() - t
+    enc, load = timed(lambda: TransformerEncoder.load(model, runtime=runtime))
     enc.encode(sentences[:64], "en")  # warm-up
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        vectors = enc.encode(sentences, "en")
-        times.append(time.perf_counter() - t)
+    vectors, t = timed(lambda: enc.encode(sentences, "en"), repeat=repeats)
     dev = evaluate_model(enc, data)
     p1 = {name: [d["en2xx"]["1"], d["xx2en"]["1"]] for name, d in dev.items()}
-    return {"load_s": round(load_s, 2), "sentences_per_s": round(len(sentences) / statistics.median(times), 1),
+    return {"load_s": round(load["wall_s"], 2), "sentences_per_s": round(len(sentences) / t["wall_s"], 1),
             "p1": p1}, vectors
 
 
@@ -88,8 +81,7 @@ def main() -> None:
         out[runtime] = row
         print(json.dumps({runtime: row}), flush=True)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, out)
     print(f"\n{len(sentences)} newstest2012 English sentences, median of {args.repeats} runs\n")
     print("| runtime | load | sentences/s in process | cosine to float32 mean / min | P@1 mean | largest P@1 change |")
     print("|---|---:|---:|---:|---:|---:|")
