@@ -17,9 +17,10 @@ import json
 import os
 import statistics
 import tempfile
-import time
+from functools import partial
 
 from benchmarks.embed_throughput import CORPORA, REPEATED, Others, input_lang, load_input, write_lines
+from benchmarks.harness import timed, write_json
 
 
 def main() -> None:
@@ -59,9 +60,9 @@ def main() -> None:
                 for r in range(args.rounds):
                     for key in (("a", "b") if r % 2 == 0 else ("b", "a")):
                         with Others() as others:
-                            t = time.perf_counter()
-                            embed_file(src, out, lang=lang, model=encs[key], progress=False, workers=1)
-                            secs[key].append(time.perf_counter() - t)
+                            _, t = timed(partial(embed_file, src, out, lang=lang, model=encs[key], progress=False,
+                                                 workers=1))
+                            secs[key].append(t["wall_s"])
                         busy.append(others.cores)
                 ratios = [sa / sb for sa, sb in zip(secs["a"], secs["b"])]  # > 1: b is faster
                 row = {"input": name, "threads": th, "lines": len(lines),
@@ -84,8 +85,7 @@ def main() -> None:
               f"{r['b_over_a_median_ratio']:.3f} | {min(r['ratios']):.3f}-{max(r['ratios']):.3f} | "
               f"{r['others_cores_max']} |")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_json(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import tempfile
 import numpy as np
 
 from benchmarks.filter_dev import DEFAULT_DATA
+from benchmarks.harness import write_json
 
 NTREX = {"fr": "fra", "de": "deu", "es": "spa", "ru": "rus", "ar": "arb", "zh": "zho_Hans", "hi": "hin",
          "ko": "kor", "fa": "fas", "ja": "jpn", "km": "khm", "ps": "pus"}
@@ -82,8 +83,7 @@ def main() -> None:
             cells = " | ".join(f"{100 * g:.1f} | {100 * s:.1f}" for g, s in row["kept"].values())
             print(f"| {xx} | {err} | {'0.5' if served else 'none (a note says why)'} | {cells} |", flush=True)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+        write_json(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import resource
 import subprocess
@@ -66,7 +65,7 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from benchmarks.filter_dev import DEFAULT_DATA, PEERS, REPO, ensure_venv, peer_versions
-from benchmarks.harness import cpu_busy, machine_versions, repeat_tree
+from benchmarks.harness import cpu_busy, machine_versions, repeat_tree, write_json
 
 OUT = os.path.join(REPO, ".bench", "filter_speed")
 SOURCES = ("tatoeba-manythings/tatoeba.en-fr", "python-docs/python-docs.en-fr", "django-docs/django-docs.en-fr",
@@ -377,10 +376,7 @@ def main() -> None:
     md = tables(res)
     res["markdown"] = md
     print(md)
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, res)
     with open(os.path.splitext(args.json)[0] + ".md", "w") as f:
         f.write(md + "\n")
     print(f"\nwrote {args.json}; inputs, outputs and logs in {OUT}", file=sys.stderr)
