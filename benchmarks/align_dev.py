@@ -30,16 +30,13 @@ used to choose the defaults. Without ``../shared/data`` the script says so and e
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 from benchmarks.common import CachedEncoder
-from benchmarks.harness import machine_line
+from benchmarks.harness import Bench, machine_line, timed
 from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
 from bimine.eval.alignment import merge_by_verse, read_beads, read_ladder, score_alignment
 from bimine.text.io import read_lines
@@ -77,11 +74,9 @@ def run_one(enc, data: dict, config: AlignConfig, cache: dict) -> dict:
                       embed_overlaps(data["tgt"], enc, data["tgt_lang"], config.max_side, mode=config.overlaps))
     src, tgt = cache[key]
     t_embed = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    a = align_overlaps(src, tgt, config)
-    t_align = time.perf_counter() - t0
+    a, t_align = timed(lambda: align_overlaps(src, tgt, config))
     pred = [b[:2] for b in a.beads]
-    row = {"embed_s": round(t_embed, 2), "align_s": round(t_align, 2), "levels": a.levels,
+    row = {"embed_s": round(t_embed, 2), "align_s": round(t_align["wall_s"], 2), "levels": a.levels,
            "beads": len(pred), **{k: round(v, 4) for k, v in score_alignment(data["gold"], pred).scores().items()}}
     if "src_verse" in data:
         merged = merge_by_verse(pred, data["src_verse"], data["tgt_verse"])
@@ -96,19 +91,18 @@ def fmt(r: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", action="append", help="default, e5-small or a model folder (repeatable)")
-    ap.add_argument("--sets", default="bleualign,1984.hu,1984.ro,steinbeck,dtm,bible")
-    ap.add_argument("--sweep", action="store_true", help="also a grid of options on bleualign and dtm")
-    ap.add_argument("--overlaps", choices=("joined", "sum"), default="joined",
-                    help="runs of sentences in the main table: joined text (default) or summed vectors "
-                         "(one encoding per sentence: for e5-small, ~4x less encoding)")
-    ap.add_argument("--method", action="append", choices=("vecalign", "two-pass"),
-                    help="the search (repeatable; default: both, vecalign first)")
-    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                    help="an AlignConfig option for the two-pass rows (repeatable; Python literals: margin=False)")
-    ap.add_argument("--json", default=".bench/align_dev.json")
-    a = ap.parse_args()
+    bench = Bench("align_dev", __doc__)
+    bench.arg("--model", action="append", help="default, e5-small or a model folder (repeatable)")
+    bench.arg("--sets", default="bleualign,1984.hu,1984.ro,steinbeck,dtm,bible")
+    bench.arg("--sweep", action="store_true", help="also a grid of options on bleualign and dtm")
+    bench.arg("--overlaps", choices=("joined", "sum"), default="joined",
+              help="runs of sentences in the main table: joined text (default) or summed vectors "
+                   "(one encoding per sentence: for e5-small, ~4x less encoding)")
+    bench.arg("--method", action="append", choices=("vecalign", "two-pass"),
+              help="the search (repeatable; default: both, vecalign first)")
+    bench.arg("--option", action="append", default=[], metavar="KEY=VALUE",
+              help="an AlignConfig option for the two-pass rows (repeatable; Python literals: margin=False)")
+    a = bench.parse()
     if not DEV.is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
@@ -117,12 +111,9 @@ def main() -> int:
     names = a.sets.split(",")
     unknown = [n for n in names if n not in all_sets]
     if unknown:
-        ap.error(f"unknown sets {unknown}; known: {', '.join(all_sets)}")
-    result = {"command": "python -m benchmarks.align_dev " + " ".join(sys.argv[1:]),
-              "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-              "machine": machine_line(),
-              "default_config": AlignConfig().__dict__, "rows": [], "sweep": []}
-    print(f"# {result['command']}  ({result['date']}, {result['machine']})")
+        bench.parser.error(f"unknown sets {unknown}; known: {', '.join(all_sets)}")
+    bench.extra.update(default_config=AlignConfig().__dict__, sweep=[])
+    print(f"# {bench.command}  ({bench.result()['date']}, {machine_line(bench.machine)})")
     print("| model | set | lines (src / tgt) | strict P / R / F1 | lax P / R / F1 | embed s | align s |")
     print("|---|---|---|---|---|---|---|")
     import ast
@@ -144,7 +135,7 @@ def main() -> int:
             for n in names:
                 d = all_sets[n]
                 r = run_one(enc, d, AlignConfig(**opts), cache)
-                result["rows"].append({"model": m, "set": n, "options": opts, **r})
+                bench.rows.append({"model": m, "set": n, "options": opts, **r})
                 print(f"| {label} | {n} | {len(d['src'])} / {len(d['tgt'])} | {fmt(r)} | {r['embed_s']} | {r['align_s']} |")
                 if "verse_merged" in r:
                     print(f"| {label} | {n} (verse-merged) | | {fmt(r['verse_merged'])} | | |")
@@ -160,13 +151,11 @@ def main() -> int:
             cells = []
             for n in ("bleualign", "dtm"):
                 r = run_one(enc, all_sets[n], AlignConfig(**opts), cache)
-                result["sweep"].append({"model": models[0], "set": n, "options": opts, **r})
+                bench.extra["sweep"].append({"model": models[0], "set": n, "options": opts, **r})
                 cells.append(f"{r['f1_strict']:.3f} / {r['f1_lax']:.3f}")
             print(f"| {opts or 'defaults'} | " + " | ".join(cells) + " |")
             sys.stdout.flush()
-    os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(result, f, indent=1)
+    bench.save()
     return 0
 
 
