@@ -178,8 +178,8 @@ class Bench:
 
     def __init__(self, name: str, doc: str | None = None, *, json_default: str | None = None) -> None:
         self.name = name
-        self.parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}",
-                                              description=(doc or "").split("\n\n")[0] or None)
+        self.parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=doc or None,
+                                              formatter_class=argparse.RawDescriptionHelpFormatter)
         self.parser.add_argument("--json", default=json_default or f".bench/{name}.json",
                                  help="where the results go (default: %(default)s)")
         self.rows: list[dict] = []
