@@ -1,6 +1,8 @@
-"""Reading weight files (safetensors) and their JSON configs, with one-line errors.
+"""Reading and writing weight files (safetensors) and their JSON configs.
 
-Every loader of a model file (encoders, calibration head, rescorer, cross-encoders, divergence
+Every writer of a model file goes through :func:`save_safetensors` and :func:`write_json`
+(a temporary name beside the file, then a rename: never a half-written file under the final
+name; readable by all, as the umask allows). Every loader of a model file (encoders, calibration head, rescorer, cross-encoders, divergence
 models, classifiers, training checkpoints) reads through here, so a file that is missing, cut
 short, or has an absurd header length is a :class:`~bimine.errors.ConfigError` naming the file
 and what it should be, never a ``SafetensorError`` traceback from deep inside the library.
@@ -81,3 +83,49 @@ def read_json(path: str | os.PathLike, what: str = "config") -> dict:
     if not isinstance(obj, dict):
         raise ConfigError(f"{what} {path}: expected a JSON object, found {type(obj).__name__}")
     return obj
+
+
+def _readable(path: str) -> None:
+    """Permissions of an ordinary new file (safetensors creates its files owner-only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
+def save_safetensors(path: str | os.PathLike, tensors: dict, metadata: dict[str, str] | None = None, *,
+                     atomic: bool = True) -> None:
+    """Write ``tensors`` (NumPy arrays or torch tensors) and string ``metadata`` to ``path``;
+    ``atomic``: through ``PATH.tmp-PID`` and a rename (off where the caller already writes to a
+    temporary name or folder)."""
+    first = next(iter(tensors.values()), None)
+    if first is not None and type(first).__module__.split(".")[0] == "torch":
+        from safetensors.torch import save_file  # loaded on use: the torch binding needs torch
+    else:
+        from safetensors.numpy import save_file  # loaded on use: like the torch binding
+    path = str(path)
+    if not atomic:
+        save_file(tensors, path, metadata=metadata)
+        _readable(path)
+        return
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        save_file(tensors, tmp, metadata=metadata)
+        _readable(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_json(path: str | os.PathLike, obj, **dumps) -> None:
+    """``obj`` as JSON (``dumps``: options of :func:`json.dumps`) and a final newline at
+    ``path``, through ``PATH.tmp-PID`` and a rename."""
+    path = str(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(obj, **dumps) + "\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.text.features import NO_SPACE_RANGES
-from bimine.weights import read_safetensors
+from bimine.weights import read_safetensors, save_safetensors
 
 KINDS = ("confidence", "fc", "bigru")
 EMBEDDING_KINDS = ("confidence", "fc")
@@ -204,21 +203,9 @@ class PairClassifier:
 
     # --- file
     def save(self, path: str | Path) -> None:
-        from safetensors.torch import save_file  # loaded on use: safetensors' torch/numpy bindings
-
         state = {k: v.detach().contiguous() for k, v in self.module.state_dict().items()}
         meta = {"bimine_classifier": json.dumps({**self.config, "format": FORMAT}, sort_keys=True)}
-        path = str(path)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            save_file(state, tmp, metadata=meta)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        save_safetensors(path, state, meta)
 
     @classmethod
     def load(cls, path: str | Path) -> PairClassifier:

@@ -26,7 +26,7 @@ import numpy as np
 
 from bimine.encoders.e5_weights import read_e5, weights_path
 from bimine.errors import ConfigError, InputError
-from bimine.weights import load_safetensors, read_json
+from bimine.weights import load_safetensors, read_json, save_safetensors, write_json
 
 FORMAT = 1
 META_FILE = "cross.json"
@@ -269,17 +269,10 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 def save_stage(folder: str | os.PathLike, state: dict, meta: dict) -> None:
     """Write ``cross.safetensors`` (``state``, readable by all) and ``cross.json`` (``meta``
     with the format number), each through a temporary file and a rename."""
-    from safetensors.torch import save_file  # loaded on use: safetensors' torch/numpy bindings
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (WEIGHTS_FILE + ".tmp")
-    save_file(state, str(tmp))
-    os.chmod(tmp, 0o644)  # safetensors creates it owner-only; a shipped model is read by everyone
-    os.replace(tmp, folder / WEIGHTS_FILE)
-    tmp = folder / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps({"format": FORMAT, **meta}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / META_FILE)
+    save_safetensors(folder / WEIGHTS_FILE, state)
+    write_json(folder / META_FILE, {"format": FORMAT, **meta}, indent=1, sort_keys=True)
 
 
 class CrossRescorer:

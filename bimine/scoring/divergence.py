@@ -28,7 +28,7 @@ from bimine.outputs import atomic_path
 from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
 from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
 from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch, sentence_words, torch_device
-from bimine.weights import read_safetensors
+from bimine.weights import read_safetensors, save_safetensors
 
 FORMAT = 1
 KINDS = ("vdpwi", "mm")
@@ -53,12 +53,10 @@ class DivergenceModel:
 
     # ------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
-        from safetensors.numpy import save_file  # loaded on use: safetensors' torch/numpy bindings
-
         meta = {"format": FORMAT, "kind": self.kind, "config": self.config, **self.meta}
-        with atomic_path(path) as tmp:
-            save_file({k: np.ascontiguousarray(v) for k, v in self.weights.items()}, tmp,
-                      metadata={"bimine_divergence": json.dumps(meta, ensure_ascii=False)})
+        with atomic_path(path) as tmp:  # atomic_path also sweeps the temporaries of killed runs
+            save_safetensors(tmp, {k: np.ascontiguousarray(v) for k, v in self.weights.items()},
+                             {"bimine_divergence": json.dumps(meta, ensure_ascii=False)}, atomic=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DivergenceModel:

@@ -33,7 +33,7 @@ import numpy as np
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
 from bimine.scoring.classifiers import tokenize as tok
-from bimine.weights import read_safetensors
+from bimine.weights import read_safetensors, save_safetensors
 
 FORMAT = 1
 SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final", "grow-diag-final-and")
@@ -415,8 +415,6 @@ class WordAligner:
 
     # ------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
-        from safetensors.numpy import save_file  # loaded on use: safetensors' torch/numpy bindings
-
         meta = {
             "format": FORMAT,
             "src_lang": self.src_lang,
@@ -429,7 +427,7 @@ class WordAligner:
         }
         arrays = {**self.e2f.arrays("e2f"), **self.f2e.arrays("f2e")}
         with atomic_path(path) as tmp:
-            save_file(arrays, tmp, metadata={"bimine_word_aligner": json.dumps(meta, ensure_ascii=False)})
+            save_safetensors(tmp, arrays, {"bimine_word_aligner": json.dumps(meta, ensure_ascii=False)}, atomic=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordAligner:

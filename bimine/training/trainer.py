@@ -49,7 +49,7 @@ from bimine.training.distill import DistillConfig, TeacherCache, english_pool, t
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss, word_distill_loss
 from bimine.training.model import TorchDAN
 from bimine.training.words import WordDistillConfig, check_word_config, load_word_batches
-from bimine.weights import load_safetensors, read_json
+from bimine.weights import load_safetensors, read_json, save_safetensors
 
 log = logging.getLogger(__name__)
 
@@ -323,8 +323,6 @@ def _save_checkpoint(
     groups: list[PairGroup],
     extra: dict,
 ) -> None:
-    from safetensors.torch import save_file  # loaded on use: safetensors' torch/numpy bindings
-
     tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
     meta: dict = {"step": step, "opt": [], **extra}
     for o, opt in enumerate(opts):
@@ -343,7 +341,7 @@ def _save_checkpoint(
     tmp = run / "checkpoint.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    save_file(tensors, str(tmp / "state.safetensors"))
+    save_safetensors(tmp / "state.safetensors", tensors, atomic=False)  # the folder is renamed into place
     (tmp / "state.json").write_text(json.dumps(meta))
     final = run / "checkpoint"
     old = run / "checkpoint.old"
@@ -449,8 +447,6 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
     """Write ``config.json`` + ``model.safetensors`` (atomically: temp folder, then rename).
     A ``translit`` model stores its romanisation table with the weights (the one the run
     used; built from anyascii when not given), a ``subwords`` one its SentencePiece model."""
-    from safetensors.numpy import save_file  # loaded on use: safetensors' torch/numpy bindings
-
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -461,8 +457,7 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
         if subword_model is None:
             raise ConfigError("features.subwords is set, but no subword model was given to export")
         weights.update(to_tensors(subword_model))
-    save_file(weights, str(tmp / "model.safetensors"))
-    os.chmod(tmp / "model.safetensors", 0o644)  # safetensors writes it owner-only; a model is read by others
+    save_safetensors(tmp / "model.safetensors", weights, atomic=False)  # the folder is renamed into place
     meta = {
         "architecture": cfg.encoder,
         "model": cfg.model.to_dict(),
