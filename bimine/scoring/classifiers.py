@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,33 +37,12 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError
-from bimine.text.features import NO_SPACE_RANGES
+from bimine.text.tokens import tokenize
 from bimine.weights import read_safetensors, save_safetensors
 
 KINDS = ("confidence", "fc", "bigru")
 EMBEDDING_KINDS = ("confidence", "fc")
 FORMAT = 1
-
-
-# ---------------------------------------------------------------- tokens (bigru)
-def _no_space_re():
-    return re.compile("([" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "])")
-
-
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-_NO_SPACE = None
-
-
-def tokenize(s: str) -> list[str]:
-    """Lowercased ``\\w+`` runs and single punctuation marks; each character of a script
-    written without spaces is a token of its own."""
-    global _NO_SPACE
-    s = s.lower()
-    if not s.isascii():
-        if _NO_SPACE is None:
-            _NO_SPACE = _no_space_re()
-        s = _NO_SPACE.sub(r" \1 ", s)
-    return _TOKEN_RE.findall(s)
 
 
 class TokenHasher:
