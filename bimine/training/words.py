@@ -46,13 +46,14 @@ log = logging.getLogger(__name__)
 class WordDistillConfig:
     """``lists``: word lists (see the module docstring; empty: no word distillation).
     ``teacher``: ``e5-small`` or a model folder. ``cache``: folder of the teacher's vectors
-    (relative paths start at the run folder). ``weight`` / ``rank_weight``: the two terms.
+    (relative paths start at ``data.root``, as the lists' do, so that runs share the cache that
+    ``bimine data vocab --teacher`` fills; null: ``teacher-cache`` in the run folder). ``weight`` / ``rank_weight``: the two terms.
     ``batch``: words per step. ``temperature``: language sampling. ``max_per_language``: the
     first words of each list (lists are ordered most frequent first), null for all."""
 
     lists: list[str] = field(default_factory=list)
     teacher: str = "e5-small"
-    cache: str = "teacher-cache"
+    cache: str | None = None
     weight: float = 1.0
     rank_weight: float = 1.0
     batch: int = 512
@@ -176,7 +177,7 @@ def load_word_batches(wc: WordDistillConfig, root: str, run_dir: str, dim: int, 
     enc = load_encoder(wc.teacher, batch_size=wc.teacher_batch) if wc.teacher == "e5-small" else load_encoder(wc.teacher)
     if enc.dim != dim:
         raise ConfigError(f"words.teacher {wc.teacher} gives {enc.dim}-dim vectors; the student's are {dim}-dim")
-    folder = wc.cache if os.path.isabs(wc.cache) else os.path.join(run_dir, wc.cache)
+    folder = os.path.join(run_dir, "teacher-cache") if wc.cache is None else os.path.join(root, wc.cache)
     cache = TeacherCache(folder, enc)
     words = [w for lang in sorted(by_lang) for w in by_lang[lang]]
     teacher = cache.embed(words, progress=progress)
