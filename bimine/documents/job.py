@@ -31,8 +31,7 @@ from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.documents.align import AlignConfig, Aligner, atomic_lines, write_aligned_tsv, write_alignment
 from bimine.documents.collections import read_collection
 from bimine.documents.pipeline import DocMatchConfig, DocMatchReport, match_documents
-from bimine.encoders.base import uses_language
-from bimine.encoders.languages import load_for_languages
+from bimine.encoders.languages import load_for_languages, resolve_lang
 from bimine.errors import InputError, OptionError
 from bimine.outputs import check_output_dir, check_output_file
 from bimine.progress import bar as progress_bar
@@ -106,20 +105,12 @@ class AlignJob:
         return AlignConfig(max_side=max_side, overlaps=self.overlaps, method=self.method, **kwargs)
 
 
-def _resolve_lang(encoder, lang: str | None, option: str) -> str:
-    if lang is not None:
-        return lang
-    if uses_language(encoder):
-        raise OptionError(f"{option} is needed: this model's features depend on the language")
-    return "und"
-
-
 def aligner_for(job: AlignJob, warn: Callable[[str], None]) -> tuple[Aligner, str, str]:
     """The aligner of ``job`` and the language codes to encode with."""
     config = job.config()
     encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "align", warn=warn)
-    return (Aligner(encoder, config), _resolve_lang(encoder, job.src_lang, "--src-lang"),
-            _resolve_lang(encoder, job.tgt_lang, "--tgt-lang"))
+    return (Aligner(encoder, config), resolve_lang(encoder, job.src_lang, "--src-lang"),
+            resolve_lang(encoder, job.tgt_lang, "--tgt-lang"))
 
 
 def read_document(path: str, errors: str) -> list[str]:
@@ -300,7 +291,7 @@ def run_docs_match(job: DocsMatchJob, *, warn: Callable[[str], None] | None = No
         cal = Calibration.for_encoder(encoder, job.calibration)
     splitter = get_splitter() if job.splitter is None else get_splitter(job.splitter)
     return match_documents(job.src, job.tgt, job.output, encoder=encoder,
-                           src_lang=_resolve_lang(encoder, job.src_lang, "--src-lang"),
-                           tgt_lang=_resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), config=job.match,
+                           src_lang=resolve_lang(encoder, job.src_lang, "--src-lang"),
+                           tgt_lang=resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), config=job.match,
                            src_format=job.src_format, tgt_format=job.tgt_format, splitter=splitter,
                            work_dir=job.work_dir, calibration=cal, errors=job.encoding_errors, progress=job.progress)

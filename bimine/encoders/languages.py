@@ -13,7 +13,8 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from bimine.encoders.base import load_encoder, model_folder
+from bimine.encoders.base import load_encoder, model_folder, uses_language
+from bimine.errors import OptionError
 from bimine.langs import normalize_lang
 from bimine.weights import read_json
 
@@ -114,3 +115,13 @@ def load_for_languages(model: str, langs: list[str | None], command: str, *, war
     if msg:
         warn(msg)
     return encoder
+
+
+def resolve_lang(encoder, lang: str | None, option: str) -> str:
+    """The language code to encode with: the one given, or ``und`` (undetermined) when the
+    model does not use it; a model that does use it needs ``option``."""
+    if lang is not None:
+        return lang
+    if uses_language(encoder):
+        raise OptionError(f"{option} is needed: this model's features depend on the language")
+    return "und"

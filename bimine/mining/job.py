@@ -26,8 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from bimine.embed import resolve_workers
-from bimine.encoders.base import uses_language
-from bimine.encoders.languages import load_for_languages
+from bimine.encoders.languages import load_for_languages, resolve_lang
 from bimine.errors import ConfigError, OptionError
 from bimine.executors import check_executor
 from bimine.mining.pipeline import MineConfig, MineReport, expand_inputs, mine_files
@@ -78,16 +77,6 @@ class MineJob:
     progress: bool = True
 
 
-def _resolve_lang(encoder, lang: str | None, option: str) -> str:
-    """The language code to encode with: the one given, or ``und`` (undetermined) when the
-    model does not use it; a model that does use it needs the option."""
-    if lang is not None:
-        return lang
-    if uses_language(encoder):
-        raise OptionError(f"{option} is needed: this model's features depend on the language")
-    return "und"
-
-
 def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> MineReport:
     """Mine ``job``; returns the run's :class:`~bimine.mining.pipeline.MineReport`."""
     warn = warn or log.warning
@@ -105,8 +94,8 @@ def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> Mine
     cal = Calibration.for_encoder(encoder, job.calibration) if job.confidence else None
     src_files, tgt_files = expand_inputs(job.src), expand_inputs(job.tgt)
     checks = [(src_files[0], job.src_lang, "--src-lang", None), (tgt_files[0], job.tgt_lang, "--tgt-lang", None)]
-    src_lang = _resolve_lang(encoder, job.src_lang, "--src-lang")
-    tgt_lang = _resolve_lang(encoder, job.tgt_lang, "--tgt-lang")
+    src_lang = resolve_lang(encoder, job.src_lang, "--src-lang")
+    tgt_lang = resolve_lang(encoder, job.tgt_lang, "--tgt-lang")
     if job.workers < 0:
         raise ConfigError(f"workers must be >= 0, got {job.workers}")
     with LanguageChecks([c for c in checks if c[1] is not None], warn=warn):
