@@ -113,6 +113,31 @@ def test_english_pool_takes_the_most_shared_sentences():
     assert len({tuple(p) for p in picks}) > 1  # that depends on the seed
 
 
+def test_min_words_keeps_prose_out_of_the_short_strings():
+    """``distill.min_words``: the pool and the per-language samples hold only texts of that many
+    words, however often the short ones are shared."""
+    import numpy as np
+
+    from bimine.training.distill import english_pool, long_enough, teacher_rows
+
+    ok, cancel = "Cancel", "Open the file"
+    verse = "In the beginning God created the heaven and the earth."
+    help_line = "Choose Format - Cells and click the Numbers tab to change it."
+    sides = [[ok, cancel, verse, help_line], [ok, cancel, verse], [ok, cancel, help_line]]
+    assert english_pool(sides, 2, seed=0) == [ok, cancel]
+    assert english_pool(sides, 2, seed=0, min_words=4) == [verse, help_line]
+    assert english_pool(sides, 10, seed=0, min_words=10) == [verse, help_line]  # 10 and 12 words
+    assert english_pool(sides, 10, seed=0, min_words=11) == [help_line]
+    texts = [ok, verse, cancel, help_line, verse]
+    assert long_enough(texts, 3).tolist() == [False, True, True, True, True]
+    eligible = long_enough(texts, 4)
+    assert teacher_rows(5, 10, seed=0, group=1, eligible=eligible).tolist() == [1, 3, 4]
+    for seed in range(10):
+        rows = teacher_rows(5, 2, seed=seed, group=1, eligible=eligible)
+        assert len(rows) == 2 and set(rows.tolist()) <= {1, 3, 4} and np.all(np.diff(rows) > 0)
+    assert teacher_rows(5, 2, seed=0, group=1).tolist() == teacher_rows(5, 2, seed=0, group=1, eligible=None).tolist()
+
+
 def test_training_with_an_english_pool(shared_data, tmp_path, caplog):
     """The pool's vectors are computed once (at most ``english_pool`` of them) and shared by the
     language pairs; the log says how many pairs they cover."""

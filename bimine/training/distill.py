@@ -37,13 +37,17 @@ class DistillConfig:
     the most pairs over all language pairs (:func:`english_pool`), and every pair whose
     English side is one of them gets its vector: software catalogs translate the same English
     strings into a hundred languages, so a pool covers far more pairs per teacher call than
-    per-language samples do. ``cache``: folder of the teacher vectors (relative paths start at
-    the run folder)."""
+    per-language samples do. ``min_words``: only English texts of at least this many
+    whitespace-separated words get teacher vectors (both ways of choosing; 1: all), so that a
+    pool holds prose (help pages, manuals, Bible verses: issue 43's sentence-level teacher
+    vectors) instead of the short interface strings that are shared most. ``cache``: folder of
+    the teacher vectors (relative paths start at the run folder)."""
 
     teacher: str | None = None
     weight: float = 1.0
     pairs_per_language: int = 2000
     english_pool: int | None = None
+    min_words: int = 1
     cache: str = "teacher-cache"
     batch_size: int = 256
 
@@ -201,21 +205,29 @@ def word_teacher(reader: str = "auto", batch_size: int = 512):
     return E5Encoder(batch_size=batch_size)
 
 
-def teacher_rows(n: int, k: int, seed: int, group: int) -> np.ndarray:
-    """The sorted rows of a language pair that get teacher vectors: a fixed sample of ``k``."""
-    if k >= n:
-        return np.arange(n)
-    return np.sort(np.random.default_rng([seed, 4242, group]).choice(n, size=k, replace=False))
+def teacher_rows(n: int, k: int, seed: int, group: int, eligible: np.ndarray | None = None) -> np.ndarray:
+    """The sorted rows of a language pair that get teacher vectors: a fixed sample of ``k``
+    (among the ``eligible`` rows where given, a boolean mask)."""
+    rows = np.arange(n) if eligible is None else np.flatnonzero(eligible)
+    if k >= len(rows):
+        return rows
+    return np.sort(rows[np.random.default_rng([seed, 4242, group]).choice(len(rows), size=k, replace=False)])
 
 
-def english_pool(sides: list[list[str]], size: int, seed: int) -> list[str]:
-    """The ``size`` distinct texts that occur in the most rows over all ``sides`` (the English
-    sides of the language pairs), most frequent first; among texts tied at the cut, a fixed
-    random choice (``seed``), in order of first appearance."""
+def long_enough(texts: list[str], min_words: int) -> np.ndarray:
+    """Per text: whether it has at least ``min_words`` whitespace-separated words."""
+    return np.fromiter((len(t.split()) >= min_words for t in texts), dtype=bool, count=len(texts))
+
+
+def english_pool(sides: list[list[str]], size: int, seed: int, min_words: int = 1) -> list[str]:
+    """The ``size`` distinct texts of at least ``min_words`` words that occur in the most rows
+    over all ``sides`` (the English sides of the language pairs), most frequent first; among
+    texts tied at the cut, a fixed random choice (``seed``), in order of first appearance."""
     counts: dict[str, int] = {}
     for texts in sides:
         for t in texts:
-            counts[t] = counts.get(t, 0) + 1
+            if min_words <= 1 or len(t.split()) >= min_words:
+                counts[t] = counts.get(t, 0) + 1
     if size >= len(counts):
         return sorted(counts, key=lambda t: -counts[t])  # stable: ties in order of first appearance
     freq = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))

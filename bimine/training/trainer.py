@@ -45,7 +45,7 @@ from bimine.training.data import (
     featurize_side,
     load_groups,
 )
-from bimine.training.distill import DistillConfig, TeacherCache, english_pool, teacher_rows
+from bimine.training.distill import DistillConfig, TeacherCache, english_pool, long_enough, teacher_rows
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss, word_distill_loss
 from bimine.training.model import TorchDAN
 from bimine.training.words import WordDistillConfig, check_word_config, load_word_batches
@@ -212,8 +212,8 @@ def _check_values(cfg: TrainConfig) -> None:
         raise ConfigError(f"loss.length_penalty: must be >= 0, got {loss.length_penalty}")
     dc = cfg.distill
     if dc.teacher is not None and (dc.pairs_per_language < 1 or dc.batch_size < 1 or not dc.weight > 0
-                                   or (dc.english_pool is not None and dc.english_pool < 1)):
-        raise ConfigError("distill: pairs_per_language, english_pool and batch_size must be >= 1, weight > 0")
+                                   or (dc.english_pool is not None and dc.english_pool < 1) or dc.min_words < 1):
+        raise ConfigError("distill: pairs_per_language, english_pool, min_words and batch_size must be >= 1, weight > 0")
     if loss.similarity not in ("cosine", "dot"):
         raise ConfigError(f"loss.similarity: must be cosine or dot, got {loss.similarity!r}")
     check_word_config(cfg.words)
@@ -369,6 +369,8 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
         data.append([g.src_lang, g.tgt_lang, len(g), h.hexdigest()[:16]])
     d = to_dict(cfg)
     settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim", "distill")}
+    if cfg.distill.min_words == 1:  # absent at its default: older checkpoints keep their fingerprint
+        settings["distill"] = {k: v for k, v in settings["distill"].items() if k != "min_words"}
     settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
                     sampling_temperature=cfg.data.sampling_temperature)
     if cfg.words.lists:  # absent when unused: older checkpoints keep their fingerprint
@@ -610,7 +612,7 @@ class Trainer:
         english = [(g, grp, (grp.src if grp.src_lang == "en" else grp.tgt).texts)
                    for g, grp in enumerate(groups) if "en" in (grp.src_lang, grp.tgt_lang)]
         if dc.english_pool is not None:
-            pool = english_pool([texts for _, _, texts in english], dc.english_pool, self.cfg.train.seed)
+            pool = english_pool([texts for _, _, texts in english], dc.english_pool, self.cfg.train.seed, dc.min_words)
             vectors = cache.embed(pool, progress=progress)  # one matrix shared by every language pair
             at = {t: i for i, t in enumerate(pool)}
             for _, grp, texts in english:
@@ -621,7 +623,8 @@ class Trainer:
                      f"{sum(len(grp) for _, grp, _ in english)} pairs")
             return
         for g, grp, texts in english:
-            rows = teacher_rows(len(grp), dc.pairs_per_language, self.cfg.train.seed, g)
+            eligible = None if dc.min_words <= 1 else long_enough(texts, dc.min_words)
+            rows = teacher_rows(len(grp), dc.pairs_per_language, self.cfg.train.seed, g, eligible)
             grp.teacher = cache.embed([texts[i] for i in rows], progress=progress)
             grp.teacher_index = np.full(len(grp), -1, dtype=np.int64)
             grp.teacher_index[rows] = np.arange(len(rows))
