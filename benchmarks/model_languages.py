@@ -1,16 +1,20 @@
 """Store the default model's per-language dev figures with it (``languages.json`` beside its weights).
 
     python -m benchmarks.model_languages     # reads docs/results/xsim-full.md, writes bimine/models/default/languages.json
+    python -m benchmarks.model_languages --json .bench/xsim/X.json --model default   # from an xsim run's JSON
 
 For each language: the shipped model's NTREX-128 xsim error (the mean over that language's NTREX
 sets, e.g. zho_Hans/zho_Hant/yue for zh), its UD PUD xsim error where there is a set, and the
 training pairs, as measured by ``python -m benchmarks.xsim`` and recorded in
-docs/results/xsim-full.md (re-run that to re-measure). Commands read it to say how well the
-model serves a language (``bimine.encoders.languages``).
+docs/results/xsim-full.md (re-run that to re-measure). With ``--json``, the figures are those of
+the ``--model`` column of a ``python -m benchmarks.xsim --json`` run, and the training pairs those of
+the shipped model's own training record. Commands read it to say how well the model serves a
+language (``bimine.encoders.languages``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -22,22 +26,52 @@ OUT = os.path.join(REPO, "bimine", "models", "default", "languages.json")
 ROW = re.compile(r"^\| (ntrex|pud) \| [^|]*\((\w+)\) \| ([\d,]+) \| [\d.]+ \| ([\d.]+) \| [\d.]+ \|$")
 
 
-def main() -> None:
-    from bimine import load_encoder
-
+def from_table(path: str) -> tuple[dict, dict[str, int], str]:
+    """Per language {ntrex|pud: [errors]} and training pairs, from the middle model column of
+    docs/results/xsim-full.md."""
     sets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     pairs: dict[str, int] = {}
-    with open(TABLE, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             m = ROW.match(line.strip())
             if m:
                 kind, lang, n, err = m.group(1), m.group(2), int(m.group(3).replace(",", "")), float(m.group(4))
                 sets[lang][kind].append(err)
                 pairs[lang] = n
+    return sets, pairs, "docs/results/xsim-full.md (python -m benchmarks.xsim)"
+
+
+def from_json(path: str, model: str) -> tuple[dict, dict[str, int], str]:
+    """The same from one model of a ``benchmarks.xsim --json`` file; training pairs from the
+    shipped model's config (0 for a measured language it was not trained on)."""
+    from bimine.encoders.base import default_model_path
+
+    with open(path, encoding="utf-8") as f:
+        res = json.load(f)["results"]
+    if model not in res:
+        raise SystemExit(f"{path} has no model {model!r} (it has {', '.join(res)})")
+    with open(os.path.join(str(default_model_path()), "config.json"), encoding="utf-8") as f:
+        trained = {k: int(v) for k, v in json.load(f).get("training", {}).get("languages", {}).items()}
+    sets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for kind in ("ntrex", "pud"):
+        for r in res[model].get(kind, {}).values():
+            sets[r["lang"]][kind].append(round(float(r["mean"]), 1))  # as the table shows them
+    pairs = {lang: trained.get(lang, 0) for lang in sets}
+    return sets, pairs, f"{os.path.relpath(path, REPO)} (python -m benchmarks.xsim --json), model {model}"
+
+
+def main() -> None:
+    from bimine import load_encoder
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", default=None, help="an xsim run's JSON instead of docs/results/xsim-full.md")
+    ap.add_argument("--model", default="default", help="with --json: the model's name in it")
+    args = ap.parse_args()
+    sets, pairs, source = from_json(args.json, args.model) if args.json else from_table(TABLE)
     langs = {lang: {"ntrex_xsim": round(sum(v["ntrex"]) / len(v["ntrex"]), 2) if v["ntrex"] else None,
                     "pud_xsim": round(sum(v["pud"]) / len(v["pud"]), 2) if v["pud"] else None,
                     "train_pairs": pairs[lang]} for lang, v in sorted(sets.items())}
-    doc = {"model_id": load_encoder("default").model_id, "source": "docs/results/xsim-full.md (python -m benchmarks.xsim)",
+    doc = {"model_id": load_encoder("default").model_id, "source": source,
            "measure": "xsim error in % against English, both directions, ratio margin k=4; NTREX-128 and UD PUD",
            "languages": langs}
     with open(OUT + ".tmp", "w", encoding="utf-8") as f:
