@@ -19,6 +19,12 @@ Vecalign's exact DP (only where its table fits in memory) against its down-sampl
 search (whether both found the same beads), and the two-pass search (the default), with the
 cells each fills.
 
+``--long N`` (e.g. 100000) times instead one document pair of N lines a side, English-French,
+made of consecutive pairs of training corpora (the Bible, then Python's docs, then Tatoeba:
+``../shared/data/train``) with 1 % of the lines of each side deleted at random (seed 0), so that
+the gold is known (1:1 beads and those deletions as null beads): whole process, both methods,
+one run each, with strict / lax F1 against that gold. Issue 44 asks for minutes, not hours.
+
 Peer: the ``galechurch`` package (Gale & Church 1993's length-based aligner, Rust core) in
 its own venv ``.bench/venvs/galechurch`` (made here with pip), whole process and in process,
 and its strict/lax F1 on the same gold beside ours. Without ``../shared/data`` the script
@@ -84,12 +90,87 @@ def _peer_python() -> str | None:
     return str(py)
 
 
+LONG_SOURCES = ["bible-sword/pairs/bible.en-fr", "python-docs/python-docs.en-fr", "tatoeba-manythings/tatoeba.en-fr"]
+
+
+def long_pair(n: int, train: Path, drop: float = 0.01, seed: int = 0):
+    """``n`` consecutive English-French pairs of :data:`LONG_SOURCES`, ``drop`` of each side's
+    lines deleted at random; returns (English lines, French lines, gold beads)."""
+    import numpy as np
+
+    from bimine.text.io import read_lines
+
+    en, fr = [], []
+    for name in LONG_SOURCES:
+        for e, f in zip(read_lines(train / f"{name}.en.gz"), read_lines(train / f"{name}.fr.gz")):
+            if len(en) == n:
+                break
+            if e.strip() and f.strip():
+                en.append(e)
+                fr.append(f)
+    if len(en) < n:
+        raise SystemExit(f"only {len(en)} pairs in {', '.join(LONG_SOURCES)}: ask for fewer lines")
+    rng = np.random.default_rng(seed)
+    gone_en = set(rng.choice(n, size=int(n * drop), replace=False).tolist())
+    gone_fr = set(rng.choice(n, size=int(n * drop), replace=False).tolist()) - gone_en
+    gold, src, tgt = [], [], []
+    for i in range(n):
+        if i in gone_en:  # the French line has no English counterpart any more
+            gold.append(((), (len(tgt),)))
+            tgt.append(fr[i])
+        elif i in gone_fr:
+            gold.append(((len(src),), ()))
+            src.append(en[i])
+        else:
+            gold.append(((len(src),), (len(tgt),)))
+            src.append(en[i])
+            tgt.append(fr[i])
+    return src, tgt, gold
+
+
+def long_document(bench: Bench, n: int) -> int:
+    train = DEV.parent / "train"
+    if not all((train / f"{s}.en.gz").is_file() for s in LONG_SOURCES):
+        print(f"no training corpora at {train}: nothing to measure")
+        return 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    src, tgt, gold = long_pair(n, train)
+    src_p, tgt_p = OUT / f"long{n}.en", OUT / f"long{n}.fr"
+    for path, lines in ((src_p, src), (tgt_p, tgt)):
+        path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    res = bench.extra
+    res.update(long=n, lines=[len(src), len(tgt)], whole=[])
+    print(f"# {bench.command} ({bench.result()['date']}; {machine_line(bench.machine)})")
+    print(f"{n:,} pairs of {', '.join(LONG_SOURCES)}; 1 % deleted on each side: {len(src):,} en / {len(tgt):,} fr lines\n")
+    print("| search | wall s | CPU s | peak RSS MB | s per 1,000 sentences | strict F1 | lax F1 |")
+    print("|---|---|---|---|---|---|---|")
+    bimine = [sys.executable, "-m", "bimine.cli.main"]
+    for method in ("two-pass", "vecalign"):
+        out = OUT / f"long{n}-{method}.align"
+        cmd = bimine + ["align", str(src_p), str(tgt_p), "--src-lang", "en", "--tgt-lang", "fr", "-o", str(out),
+                        "--no-progress", "--method", method]
+        t = bench.process(cmd)
+        row = {"search": method, "wall_s": round(t["wall_s"], 1), "cpu_s": round(t["cpu_s"], 1),
+               "peak_rss_mb": round(t["peak_rss_mb"]),
+               "s_per_1000": round(t["wall_s"] / (len(src) + len(tgt)) * 1000, 3), **_score(gold, out)}
+        res["whole"].append(row)
+        print(f"| {method} | {row['wall_s']} | {row['cpu_s']} | {row['peak_rss_mb']} | {row['s_per_1000']} | "
+              f"{row['f1_strict']:.3f} | {row['f1_lax']:.3f} |")
+        sys.stdout.flush()
+    bench.save()
+    return 0
+
+
 def main() -> int:
     bench = Bench("align_speed", __doc__)
     bench.arg("--repeat", type=int, default=3)
     bench.arg("--e5", action="store_true", help="also one whole-process run with e5-small (summed runs)")
     bench.arg("--no-peer", action="store_true")
+    bench.arg("--long", type=int, default=None, metavar="N",
+              help="time one N-line English-French document pair made from training corpora instead")
     a = bench.parse()
+    if a.long is not None:
+        return long_document(bench, a.long)
     if not NOVEL.is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
