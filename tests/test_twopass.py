@@ -155,3 +155,34 @@ def test_the_shipped_example_deletion_is_found(tmp_path):
     beads = out.read_text().splitlines()
     assert any(b.startswith("[20]:[]:") for b in beads), beads
     assert sum(b.count(",") for b in beads) == 0  # no bead of more than one sentence a side here
+
+
+@pytest.mark.parametrize("options", [dict(), dict(max_side=5, pass2_total=6),
+                                     dict(gap_open=0.0, skip_score=-0.1, margin=True, extra_sentence_score=0.0)])
+def test_a_two_to_two_bead_and_a_block_of_debris_lines(options):
+    """Hand-made: sentences 4 and 5 are cut differently by the two sides (the source after a short
+    clause, the target after a long one), so that neither 1:1 pairing is a translation but the
+    two runs are; three short lines unlike anything (OCR debris) sit in the target between 8 and 9.
+    The library's, the command's and Bertalign's settings all give the 2:2 bead and skip the debris."""
+    rng = np.random.default_rng(1)
+    dim = 48
+
+    def unit(v):
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    base = unit(rng.normal(size=(12, dim)))
+    xs, ys = base.copy(), base.copy()
+    a, b, c = rng.normal(size=(3, dim))
+    xs[4], xs[5] = unit(a), unit(b + c)
+    ys[4], ys[5] = unit(a + b), unit(c)
+    lx, ly = [40.0] * 12, [40.0] * 12
+    lx[4], lx[5], ly[4], ly[5] = 12.0, 70.0, 70.0, 12.0
+    debris = unit(rng.normal(size=(3, dim)))
+    ys = np.concatenate([ys[:9], debris, ys[9:]])
+    ly = ly[:9] + [3.0, 2.0, 4.0] + ly[9:]
+    ys = unit(ys + rng.normal(scale=0.03, size=ys.shape))
+    al = align_overlaps(_overlaps(xs, lx, 4), _overlaps(ys, ly, 4), AlignConfig(method="two-pass", window=10, **options))
+    beads = [(b.src, b.tgt) for b in al.beads]
+    want = ([((i,), (i,)) for i in range(4)] + [((4, 5), (4, 5))] + [((i,), (i,)) for i in range(6, 9)]
+            + [((), (j,)) for j in (9, 10, 11)] + [((i,), (i + 3,)) for i in range(9, 12)])
+    assert beads == want
