@@ -112,3 +112,29 @@ def test_word_config_refusals(shared_data, tmp_path):
                                              "words.rank_weight": 0.0})
     with pytest.raises(ConfigError, match="words.batch"):
         tiny_config(shared_data, steps=5, **{"words.lists": ["fr:x.txt"], "words.batch": 1})
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_one_pass_per_tower_equals_one_pass_per_language(shared):
+    """embed_by_language featurises each language's texts for that language and runs one forward
+    pass per tower: the same vectors, in the same order, as a pass per language."""
+    from bimine.encoders.dan import DANConfig
+    from bimine.text.features import FeatureConfig, Featurizer
+    from bimine.training.model import TorchDAN
+    from bimine.training.trainer import embed_by_language
+
+    torch.manual_seed(0)
+    cfg = DANConfig(features=FeatureConfig(buckets=4096), embed_dim=16, hidden=[16], output_dim=8, shared=shared,
+                    languages=[] if shared else ["fr", "zh", "de"])
+    model = TorchDAN(cfg)
+    feat = Featurizer(cfg.features)
+    parts = [("fr", ["maison", "le chat noir"]), ("zh", ["房子", "黑猫", "中华人民共和国"]), ("de", ["Haus"]),
+             ("fr", ["chien"])]
+    got = embed_by_language(model, feat, parts)
+    want = torch.cat([model(*feat.featurize(texts, lang), lang) for lang, texts in parts])
+    assert got.shape == (7, 8)
+    assert torch.allclose(got, want, atol=1e-6)
+    # the Chinese part is featurised as a language without spaces: its vectors differ from the same
+    # texts featurised as French
+    as_fr = model(*feat.featurize(parts[1][1], "fr"), "fr" if shared else "zh")
+    assert not torch.allclose(got[2:5], as_fr, atol=1e-4)

@@ -388,6 +388,36 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
     return {"data": data, "settings": json.loads(json.dumps(settings, sort_keys=True, default=str))}
 
 
+def embed_by_language(model: TorchDAN, featurizer: Featurizer, parts: list[tuple[str, list[str]]]) -> torch.Tensor:
+    """The model's raw outputs for the texts of ``parts`` (``(language, texts)``, in that order),
+    each part featurised for its language (the character n-grams depend on whether it writes
+    spaces), then one forward pass per tower for all parts of that tower: with a shared tower,
+    one pass for a batch of words of two hundred languages instead of two hundred small ones."""
+    feats = [featurizer.featurize(texts, lang) for lang, texts in parts]
+    if not isinstance(model, TorchDAN):  # the transformer: one pass per part, as it takes its own inputs
+        return torch.cat([model(*f, lang) for f, (lang, _) in zip(feats, parts)])
+    towers: dict[str, list[int]] = {}
+    for k, (lang, _) in enumerate(parts):
+        towers.setdefault(model.cfg.tower_for(lang), []).append(k)
+    sizes = [len(texts) for _, texts in parts]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    outs, where = [], []
+    for ks in towers.values():
+        ids = np.concatenate([feats[k][0] for k in ks])
+        offs, base = [np.zeros(1, dtype=feats[ks[0]][1].dtype)], 0
+        for k in ks:
+            offs.append(feats[k][1][1:] + base)
+            base += len(feats[k][0])
+        outs.append(model(ids, np.concatenate(offs), parts[ks[0]][0]))
+        where += [np.arange(starts[k], starts[k + 1]) for k in ks]
+    out = torch.cat(outs)
+    if len(towers) == 1:
+        return out
+    perm = np.empty(int(starts[-1]), dtype=np.int64)
+    perm[np.concatenate(where)] = np.arange(int(starts[-1]))
+    return out[torch.from_numpy(perm)]
+
+
 def group_weights(groups, language_weights: dict[str, float]) -> list[float] | None:
     """Sampling weight of each language-pair group: the product of ``language_weights`` of its
     non-English sides (1 when none is listed); ``None`` when no weight is set."""
@@ -656,12 +686,13 @@ class Trainer:
         rows = wb.rows(step)
         if len(rows) < 2:
             return None
-        outs = []
-        for lang in dict.fromkeys(wb.lang_of[i] for i in rows.tolist()):  # rows come grouped by language
-            part = [i for i in rows.tolist() if wb.lang_of[i] == lang]
-            outs.append(model(*self.featurizer.featurize([wb.words[i] for i in part], lang), lang))
-        student = torch.cat(outs)
-        teacher = torch.from_numpy(wb.teacher[rows].astype(np.float32))
+        by_lang: dict[str, list[int]] = {}
+        for i in rows.tolist():
+            by_lang.setdefault(wb.lang_of[i], []).append(i)
+        order = [i for part in by_lang.values() for i in part]
+        student = embed_by_language(model, self.featurizer,
+                                    [(lang, [wb.words[i] for i in part]) for lang, part in by_lang.items()])
+        teacher = torch.from_numpy(wb.teacher[np.array(order, dtype=np.int64)].astype(np.float32))
         wc, lc = (self.cfg.prose if prose else self.cfg.words), self.cfg.loss
         return word_distill_loss(student, teacher, weight=wc.weight, rank_weight=wc.rank_weight, scale=lc.scale,
                                  margin=lc.margin)
