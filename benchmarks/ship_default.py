@@ -112,7 +112,7 @@ def main() -> int:
             raise SystemExit("nothing saved: the 'encoder' step never ran")
         shutil.rmtree(SHIPPED)
         shutil.copytree(REPO / saved, SHIPPED)
-        for step in STEPS:
+        for step in STEPS + MEASURE:
             (work / f"{step}.done").unlink(missing_ok=True)
         print(f"restored {saved} to {SHIPPED.relative_to(REPO)}")
         return 0
@@ -121,8 +121,8 @@ def main() -> int:
     unknown = set(wanted) - set(STEPS + MEASURE)
     if unknown:
         raise SystemExit(f"unknown steps {sorted(unknown)}; the steps: {', '.join(STEPS + MEASURE)}")
-    if any(s in MEASURE for s in wanted) and not done("encoder"):
-        raise SystemExit("the measurements need the new encoder shipped first (step 'encoder')")
+    if not done("encoder") and "encoder" not in wanted and wanted:
+        raise SystemExit("every step after 'encoder' needs the new encoder shipped first: run the 'encoder' step")
     for step in STEPS + MEASURE:
         if step not in wanted or done(step):
             continue
@@ -131,7 +131,10 @@ def main() -> int:
         if step == "encoder":
             old_id = model_id(SHIPPED)
             if old_id == new_id:
-                raise SystemExit(f"{new} is already the shipped model ({new_id})")
+                if not state.get("saved"):
+                    raise SystemExit(f"{new} is already the shipped model ({new_id})")
+                (work / "encoder.done").write_text("copied by an earlier run\n")  # stopped after the copy
+                continue
             saved = REPO / ".bench" / "models" / old_id
             if not saved.is_dir():
                 shutil.copytree(SHIPPED, saved)
@@ -154,8 +157,12 @@ def main() -> int:
         elif step == "languages":
             run(module("benchmarks.model_languages", "--json", str(work / "xsim.json"), "--model", "default"), log)
         elif step == "calibration":
+            head = REPO / ".bench" / "calibration" / "default.safetensors"
+            head.unlink(missing_ok=True)  # never ship a head left by an earlier run
             run(module("benchmarks.calibration", "--train", "--plot", "", "--json", str(work / "calibration.json")), log)
-            shutil.copy2(REPO / ".bench" / "calibration" / "default.safetensors", SHIPPED / "calibration.safetensors")
+            if not head.is_file():
+                raise SystemExit(f"no calibration head was trained (no dev data?): see {log}")
+            shutil.copy2(head, SHIPPED / "calibration.safetensors")
         elif step == "combiner":
             run(module("benchmarks.fit_combiner"), log)
         elif step == "divergence":

@@ -128,3 +128,20 @@ def test_training_with_prose_pulls_sentences_to_the_teacher(shared_data, tmp_pat
     assert closeness(out) > closeness(base) + 0.2
     with pytest.raises(ConfigError, match="prose.batch"):
         tiny_config(shared_data, steps=5, **{"prose.lists": [str(folder)], "prose.batch": 1})
+
+
+def test_a_rebuild_removes_lists_it_has_no_sentences_for_and_holdout_is_checked(tmp_path):
+    from bimine.data.prose import check_prose_holdout
+
+    fr = [(f"{LONG} number {i}", f"Le fichier numéro {i} est utilisé") for i in range(40)]
+    de = [(f"{LONG} number {i}", f"Die Datei Nummer {i} ist belegt") for i in range(12)]
+    r = _recipe(tmp_path / "r", {"fr": fr, "de": de})
+    out = tmp_path / "out"
+    build_prose(str(out), ProseConfig(recipe=str(r), per_lang=5, min_pairs=10, holdout=0), progress=False)
+    assert (out / "prose" / "de.tsv.gz").exists()
+    m = build_prose(str(out), ProseConfig(recipe=str(r), per_lang=5, min_pairs=20, holdout=2), progress=False)
+    assert "de" not in m["languages"] and not (out / "prose" / "de.tsv.gz").exists()  # no stale list left
+    check_prose_holdout(str(out / "prose"), [(str(r), 2)])
+    check_prose_holdout(str(out / "prose"), [(str(tmp_path / "other"), 3000)])  # another recipe: not ours
+    with pytest.raises(ConfigError, match="holdout 2"):
+        check_prose_holdout(str(out / "prose"), [(str(r), 3)])

@@ -126,11 +126,33 @@ def build_prose(out: str, cfg: ProseConfig, *, progress: bool = True) -> dict:
         _write_gz(os.path.join(folder, "en.tsv.gz"), [english[i] for i in rows.tolist()])
         langs["en"] = {"eligible": len(english), "chosen": int(len(rows))}
     written = {k: v for k, v in langs.items() if v["chosen"]}
+    for name in os.listdir(folder):  # lists of an earlier build that this one has no sentences for
+        if name.endswith(".tsv.gz") and name[: -len(".tsv.gz")] not in written:
+            os.remove(os.path.join(folder, name))
     m = {"format": FORMAT, "settings": settings, "recipe_hash": recipe_hash, "languages": written,
          "empty": sorted(k for k, v in langs.items() if not v["chosen"]),
          "sentences": sum(v["chosen"] for v in written.values())}
     _atomic_write_json(manifest_path, m)
     return m
+
+
+def check_prose_holdout(folder: str, recipes: list[tuple[str, int]]) -> None:
+    """Refuse a prose folder (``OUT/prose``, with its manifest) drawn from one of ``recipes``
+    (``(folder, holdout)`` of the training config) with a smaller holdout than training uses:
+    its sentences could be pairs the training holds out. A folder without a prose manifest (a
+    hand-made list) is not checked."""
+    path = os.path.join(folder, "manifest.json")
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        m = json.load(f)
+    if m.get("format") != FORMAT:
+        return
+    drawn_from = os.path.realpath(m["settings"]["recipe"])
+    for recipe, holdout in recipes:
+        if os.path.realpath(recipe) == drawn_from and m["settings"]["holdout"] < holdout:
+            raise ConfigError(f"{folder} was drawn with holdout {m['settings']['holdout']}, but training holds out "
+                              f"{holdout} pairs of {recipe}: rebuild it with 'bimine data prose ... --holdout {holdout}'")
 
 
 def prose_texts(out: str) -> list[str]:

@@ -23,6 +23,7 @@ import torch
 import yaml
 
 from bimine.config import from_dict, to_dict
+from bimine.data.prose import check_prose_holdout
 from bimine.data.recipe import recipe_corpora
 from bimine.encoders import load_encoder
 from bimine.encoders.dan import DANConfig
@@ -768,6 +769,10 @@ class Trainer:
         self._teach(groups, progress)
         self.word_batches = load_word_batches(cfg.words, cfg.data.root, str(self.run), cfg.model.output_dim,
                                               cfg.train.seed, progress=progress)
+        recipes = [(os.path.join(cfg.data.root, os.path.expandvars(r.path)), r.holdout) for r in cfg.data.recipes]
+        for entry in cfg.prose.lists:
+            if os.path.isdir(os.path.join(cfg.data.root, entry)):
+                check_prose_holdout(os.path.join(cfg.data.root, entry), recipes)
         self.prose_batches = load_word_batches(cfg.prose, cfg.data.root, str(self.run), cfg.model.output_dim,
                                                cfg.train.seed, progress=progress, section="prose", stream=4344)
         rom, sub = self.featurizer.romanizer, self.featurizer.pieces
