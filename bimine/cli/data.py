@@ -168,7 +168,7 @@ def _teacher(output: str, cache: str | None, reader: str, batch: int, no_progres
               help="Languages with fewer pairs in the recipe are left out (as the training config's min_pairs).")
 @click.option("--holdout", type=click.IntRange(min=0), default=3000, show_default=True,
               help="The pairs training holds out (the first N of a language with 10 N or more) are never drawn.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the sample.")
 @click.option("--teacher", type=click.Choice(["e5-small"]), default=None,
               help="Then compute the teacher's vectors of every sentence into --cache (resumable).")
 @click.option("--cache", type=click.Path(file_okay=False), default=None,
