@@ -98,6 +98,11 @@ def test_cli_prose(tmp_path):
     assert len(_lines(tmp_path / "out" / "prose" / "fr.tsv.gz")) == 3
     res = CliRunner().invoke(cli, ["data", "prose", str(tmp_path / "out2"), "--no-progress"])
     assert res.exit_code != 0 and "--recipe" in res.output
+    (tmp_path / "not-a-recipe").mkdir()
+    res = CliRunner().invoke(cli, ["data", "prose", str(tmp_path / "out3"), "--recipe", str(tmp_path / "not-a-recipe"),
+                                   "--no-progress"])
+    assert res.exit_code != 0 and "no manifest.json" in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
 
 
 def test_training_with_prose_pulls_sentences_to_the_teacher(shared_data, tmp_path):

@@ -18,7 +18,6 @@ a fixed function of the seed; a rerun with the same settings on the same recipe 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -26,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from bimine.data.recipe import _atomic_write_json, recipe_corpora
+from bimine.data.recipe import _atomic_write_gz, _atomic_write_json, recipe_corpora
 from bimine.errors import ConfigError
 from bimine.progress import bar
 from bimine.text.io import read_lines
@@ -78,14 +77,6 @@ def sample(n: int, k: int, seed: int, salt: str) -> np.ndarray:
     return np.sort(np.random.default_rng([seed, key]).choice(n, size=k, replace=False))
 
 
-def _write_gz(path: str, lines: list[str]) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, path)
-
-
 def _recipe_hash(folder: str) -> str:
     with open(os.path.join(folder, "manifest.json"), "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()[:16]
@@ -96,6 +87,7 @@ def build_prose(out: str, cfg: ProseConfig, *, progress: bool = True) -> dict:
     folder = os.path.join(out, "prose")
     manifest_path = os.path.join(folder, "manifest.json")
     settings = {**asdict(cfg), "recipe": os.path.abspath(cfg.recipe)}
+    entries = recipe_corpora(cfg.recipe, min_pairs=cfg.min_pairs, holdout=cfg.holdout)  # no manifest: ConfigError
     recipe_hash = _recipe_hash(cfg.recipe)
     if os.path.isfile(manifest_path):
         with open(manifest_path, encoding="utf-8") as f:
@@ -104,7 +96,6 @@ def build_prose(out: str, cfg: ProseConfig, *, progress: bool = True) -> dict:
                 os.path.isfile(os.path.join(folder, f"{lang}.tsv.gz")) for lang in old.get("languages", {})):
             return old
     os.makedirs(folder, exist_ok=True)
-    entries = recipe_corpora(cfg.recipe, min_pairs=cfg.min_pairs, holdout=cfg.holdout)
     langs: dict[str, dict] = {}
     english: list[str] = []
     pbar = bar(total=len(entries), desc="prose", unit=" languages", enabled=progress)
@@ -116,14 +107,14 @@ def build_prose(out: str, cfg: ProseConfig, *, progress: bool = True) -> dict:
         if not len(rows):
             langs[lang] = {"eligible": 0, "chosen": 0}
             continue
-        _write_gz(os.path.join(folder, f"{lang}.tsv.gz"), [xx[i] for i in rows.tolist()])
+        _atomic_write_gz(os.path.join(folder, f"{lang}.tsv.gz"), [xx[i] for i in rows.tolist()])
         english += [en[i] for i in rows.tolist()]
         langs[lang] = {"eligible": len(xx), "chosen": int(len(rows))}
     pbar.close()
     english = list(dict.fromkeys(english))
     rows = sample(len(english), cfg.per_lang, cfg.seed, "en")
     if len(rows):
-        _write_gz(os.path.join(folder, "en.tsv.gz"), [english[i] for i in rows.tolist()])
+        _atomic_write_gz(os.path.join(folder, "en.tsv.gz"), [english[i] for i in rows.tolist()])
         langs["en"] = {"eligible": len(english), "chosen": int(len(rows))}
     written = {k: v for k, v in langs.items() if v["chosen"]}
     for name in os.listdir(folder):  # lists of an earlier build that this one has no sentences for

@@ -361,6 +361,15 @@ def _package_license(kind: str, path: str) -> list[str]:
 # --------------------------------------------------------------------------- the stages
 
 
+def _atomic_write_gz(path: str, lines) -> None:
+    """Write ``lines`` (each followed by a newline) gzip'd to ``path``: a temporary name, then a rename."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+        for line in lines:
+            f.write(line + "\n")
+    os.replace(tmp, path)
+
+
 def _atomic_write_json(path: str, obj) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:

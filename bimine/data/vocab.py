@@ -81,7 +81,14 @@ from functools import lru_cache
 from itertools import islice
 
 from bimine.data.decontam import HeldOutKeys
-from bimine.data.recipe import _atomic_write_json, download, language_of, local_corpora, unpack
+from bimine.data.recipe import (
+    _atomic_write_gz,
+    _atomic_write_json,
+    download,
+    language_of,
+    local_corpora,
+    unpack,
+)
 from bimine.encoders.e5_weights import read_e5
 from bimine.errors import BimineError, ConfigError, InputError
 from bimine.langs import uses_spaces
@@ -655,11 +662,7 @@ def run_part(out: str, part: Part) -> dict:
     os.makedirs(os.path.dirname(tsv), exist_ok=True)
     t0 = time.time()
     words, info = part.run()
-    tmp = f"{tsv}.tmp{os.getpid()}"
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
-        for i, w in enumerate(words, 1):
-            f.write(f"{w}\t{i if part.ranked else ''}\n")
-    os.replace(tmp, tsv)
+    _atomic_write_gz(tsv, (f"{w}\t{i if part.ranked else ''}" for i, w in enumerate(words, 1)))
     info = {**info, "source": part.source, "lang": part.lang, "words": len(words), "ranked": part.ranked,
             "code": CODE_VERSION, "seconds": round(time.time() - t0, 1)}
     _atomic_write_json(js, info)
@@ -721,15 +724,16 @@ def merge_language(out: str, lang: str, sources: list[str], keys, max_per_lang: 
         items = items[:max_per_lang]
     path = os.path.join(out, "vocab", _out_name(lang))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
     per_source: Counter = Counter()
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+
+    def rows():
         for e in items:
             srcs = ",".join(s if r is None else f"{s}:{r}" for s, r in sorted(e[2].items(), key=lambda kv: SOURCES.index(kv[0])))
             ranks = [r for r in e[2].values() if r is not None]
-            f.write(f"{e[0]}\t{srcs}\t{min(ranks) if ranks else ''}\n")
             per_source.update(e[2].keys())
-    os.replace(tmp, path)
+            yield f"{e[0]}\t{srcs}\t{min(ranks) if ranks else ''}"
+
+    _atomic_write_gz(path, rows())
     return {"file": _out_name(lang), "words": len(items), "sources": dict(sorted(per_source.items())),
             "candidates": len(entries), "drops": {k: v for k, v in drops.items() if v}}
 

@@ -225,8 +225,9 @@ def english_pool(sides: list[list[str]], size: int, seed: int, min_words: int = 
     texts tied at the cut, a fixed random choice (``seed``), in order of first appearance."""
     counts: dict[str, int] = {}
     for texts in sides:
-        for t in texts:
-            if min_words <= 1 or len(t.split()) >= min_words:
+        keep = long_enough(texts, min_words) if min_words > 1 else None
+        for i, t in enumerate(texts):
+            if keep is None or keep[i]:
                 counts[t] = counts.get(t, 0) + 1
     if size >= len(counts):
         return sorted(counts, key=lambda t: -counts[t])  # stable: ties in order of first appearance

@@ -244,6 +244,11 @@ def check_train_files(cfg: TrainConfig) -> None:
                               "use 'default', 'e5-small' or a folder written by 'bimine train'")
 
 
+def recipe_folder(cfg: TrainConfig, recipe) -> str:
+    """The folder of a ``data.recipes`` entry (its path is relative to ``data.root``)."""
+    return os.path.join(cfg.data.root, os.path.expandvars(recipe.path))
+
+
 def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     """The training config of ``data`` (a YAML mapping with any --set overrides applied).
 
@@ -270,7 +275,7 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
     else:
         cfg.data.root = os.path.join(base_dir, os.path.expandvars(cfg.data.root))
     for i, r in enumerate(cfg.data.recipes):
-        folder = os.path.join(cfg.data.root, os.path.expandvars(r.path))
+        folder = recipe_folder(cfg, r)
         try:
             entries = recipe_corpora(folder, min_pairs=r.min_pairs, max_pairs=r.max_pairs, holdout=r.holdout,
                                      languages=[normalize_lang(x) for x in r.languages] or None)
@@ -769,7 +774,7 @@ class Trainer:
         self._teach(groups, progress)
         self.word_batches = load_word_batches(cfg.words, cfg.data.root, str(self.run), cfg.model.output_dim,
                                               cfg.train.seed, progress=progress)
-        recipes = [(os.path.join(cfg.data.root, os.path.expandvars(r.path)), r.holdout) for r in cfg.data.recipes]
+        recipes = [(recipe_folder(cfg, r), r.holdout) for r in cfg.data.recipes]
         for entry in cfg.prose.lists:
             if os.path.isdir(os.path.join(cfg.data.root, entry)):
                 check_prose_holdout(os.path.join(cfg.data.root, entry), recipes)
