@@ -150,3 +150,23 @@ def test_a_rebuild_removes_lists_it_has_no_sentences_for_and_holdout_is_checked(
     check_prose_holdout(str(out / "prose"), [(str(tmp_path / "other"), 3000)])  # another recipe: not ours
     with pytest.raises(ConfigError, match="holdout 2"):
         check_prose_holdout(str(out / "prose"), [(str(r), 3)])
+
+
+def test_training_checks_the_holdout_of_prose_lists_however_they_are_given(tmp_path, monkeypatch):
+    """The check reads the lists as training does (list_files): a folder given through an
+    environment variable, or one list file of a prose folder, is checked like a plain folder."""
+    from bimine.training.trainer import check_prose_lists, load_train_config
+
+    fr = [(f"{LONG} number {i}", f"Le fichier numéro {i} est utilisé") for i in range(40)]
+    r = _recipe(tmp_path / "r", {"fr": fr})
+    build_prose(str(tmp_path / "out"), ProseConfig(recipe=str(r), per_lang=5, min_pairs=10, holdout=2), progress=False)
+    monkeypatch.setenv("PROSE_TEST_DIR", str(tmp_path / "out" / "prose"))
+    for lists in (["$PROSE_TEST_DIR"], [str(tmp_path / "out" / "prose" / "fr.tsv.gz")]):
+        for holdout, refused in ((2, False), (3, True)):
+            cfg = load_train_config({"data": {"root": str(tmp_path), "recipes": [
+                {"path": "r", "min_pairs": 10, "holdout": holdout}]}, "prose": {"lists": lists}})
+            if refused:
+                with pytest.raises(ConfigError, match="holdout 2"):
+                    check_prose_lists(cfg)
+            else:
+                check_prose_lists(cfg)

@@ -49,7 +49,7 @@ from bimine.training.data import (
 from bimine.training.distill import DistillConfig, TeacherCache, english_pool, long_enough, teacher_rows
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss, word_distill_loss
 from bimine.training.model import TorchDAN
-from bimine.training.words import WordDistillConfig, check_word_config, load_word_batches
+from bimine.training.words import WordDistillConfig, check_word_config, list_files, load_word_batches
 from bimine.weights import load_safetensors, read_json, save_safetensors
 
 log = logging.getLogger(__name__)
@@ -247,6 +247,15 @@ def check_train_files(cfg: TrainConfig) -> None:
 def recipe_folder(cfg: TrainConfig, recipe) -> str:
     """The folder of a ``data.recipes`` entry (its path is relative to ``data.root``)."""
     return os.path.join(cfg.data.root, os.path.expandvars(recipe.path))
+
+
+def check_prose_lists(cfg: TrainConfig) -> None:
+    """Refuse prose lists drawn from a ``data.recipes`` entry with a smaller holdout than that entry's
+    (:func:`bimine.data.prose.check_prose_holdout`): every folder that holds one of the
+    ``prose.lists`` files, resolved as training reads them (:func:`list_files`)."""
+    recipes = [(recipe_folder(cfg, r), r.holdout) for r in cfg.data.recipes]
+    for folder in dict.fromkeys(os.path.dirname(p) for _, p in list_files(cfg.prose.lists, cfg.data.root, "prose")):
+        check_prose_holdout(folder, recipes)
 
 
 def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
@@ -774,10 +783,7 @@ class Trainer:
         self._teach(groups, progress)
         self.word_batches = load_word_batches(cfg.words, cfg.data.root, str(self.run), cfg.model.output_dim,
                                               cfg.train.seed, progress=progress)
-        recipes = [(recipe_folder(cfg, r), r.holdout) for r in cfg.data.recipes]
-        for entry in cfg.prose.lists:
-            if os.path.isdir(os.path.join(cfg.data.root, entry)):
-                check_prose_holdout(os.path.join(cfg.data.root, entry), recipes)
+        check_prose_lists(cfg)
         self.prose_batches = load_word_batches(cfg.prose, cfg.data.root, str(self.run), cfg.model.output_dim,
                                                cfg.train.seed, progress=progress, section="prose", stream=4344)
         rom, sub = self.featurizer.romanizer, self.featurizer.pieces
