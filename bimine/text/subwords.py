@@ -31,7 +31,7 @@ TENSOR = "subwords.model"
 
 def _spm():
     try:
-        import sentencepiece  # loaded on use: sentencepiece is heavy or optional
+        import sentencepiece  # loaded on use: only models with features.subwords need it
     except ImportError as e:
         raise ConfigError("features.subwords needs the sentencepiece package: pip install sentencepiece") from e
     return sentencepiece
