@@ -52,10 +52,10 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) ->
               help="Keep pairs whose score (in the units of --score; with --rescore, the rescorer's probability, "
                    "and 'trained' = its stored threshold) is at least this; the same test for "
                    "every score. Default: keep every selected candidate, negative scores included. "
-                   "Typical cuts for the default model: eq9 ~1.85, ratio ~1.25, distance ~0.11 "
+                   "Typical cuts for the default model: eq9 ~1.85, ratio ~1.22, distance ~0.10 "
                    "(best F1 on the newstest BUCC-style train splits, docs/benchmarks.md); for the default "
-                   "rescorer ~0.06-0.16 on news (its stored 0.40 was chosen on interface strings and is "
-                   "stricter there: docs/rescoring.md).")
+                   "rescorer ~0.25-0.32 on news, its trees alone ~0.05-0.08 (the stored 0.35 and 0.38 were "
+                   "chosen on held-out training-data candidates and do not travel: docs/rescoring.md).")
 @click.option("--index", "factory", default="auto", show_default=True,
               help="FAISS factory string (Flat, IVF4096,SQ8, IVF4096,PQ128x4fs,Refine(SQfp16), "
                    "OPQ64,IVF65536,PQ64, HNSW32) or auto by size.")
