@@ -361,3 +361,23 @@ def test_cli_align_matched_documents(tmp_path):
     r = run_cli("align", "--doc-pairs", str(pairs), "--src-docs", str(ex / "docs.en.jsonl"), "--tgt-docs",
                 str(ex / "docs.fr.jsonl"), "-o", str(tmp_path / "x"))
     assert r.returncode == 2 and "doc-pairs.tsv:2: target document 'nope'" in r.stderr
+
+
+def test_mostly_skipped_warning():
+    """More than half of both documents' text lines skipped (blank lines not counted) gets one
+    warning line; a mostly aligned pair, or an empty side, gets none."""
+    from bimine.documents.align import Alignment, Bead
+    from bimine.documents.job import mostly_skipped_warning
+
+    skipped = [Bead((i,), (), 0.0) for i in range(3)] + [Bead((), (j,), 0.0) for j in range(3)]
+    a = Alignment(beads=skipped + [Bead((3,), (3,), 0.2)], n_src=4, n_tgt=4, skip_cost=1.0, levels=0, cells=0)
+    w = mostly_skipped_warning(a, "a.en", "a.fr")
+    assert w.startswith("warning: 3 of 4 text lines of a.en and 3 of 4 of a.fr are insertions or deletions")
+    # the same beads, but two of the skipped source lines are blank: 1 of 2 text lines is not more than half
+    a.blank_src = 2
+    assert mostly_skipped_warning(a, "a.en", "a.fr") is None
+    ones = [Bead((i,), (i,), 0.2) for i in range(3)] + [Bead((3,), (), 0.0), Bead((), (3,), 0.0)]
+    assert mostly_skipped_warning(Alignment(beads=ones, n_src=4, n_tgt=4, skip_cost=1.0, levels=0, cells=0),
+                                  "a.en", "a.fr") is None
+    empty = Alignment(beads=[Bead((), (0,), 0.0)], n_src=0, n_tgt=1, skip_cost=1.0, levels=0, cells=0)
+    assert mostly_skipped_warning(empty, "a.en", "a.fr") is None

@@ -180,6 +180,20 @@ def no_text_warnings(a, src: str, tgt: str) -> list[str]:
     return out
 
 
+def mostly_skipped_warning(a, src: str, tgt: str) -> str | None:
+    """A warning when more than half of the text lines of both documents are insertions or
+    deletions (documents that share little, or search settings under which every bead scores
+    below a skip: e5-small with both the margin and the random baseline)."""
+    skipped_src = sum(1 for b in a.beads if b.src and not b.tgt) - a.blank_src
+    skipped_tgt = sum(1 for b in a.beads if b.tgt and not b.src) - a.blank_tgt
+    text_src, text_tgt = a.n_src - a.blank_src, a.n_tgt - a.blank_tgt
+    if text_src and text_tgt and 2 * skipped_src > text_src and 2 * skipped_tgt > text_tgt:
+        return (f"warning: {skipped_src} of {text_src} text lines of {src} and {skipped_tgt} of {text_tgt} of {tgt} "
+                "are insertions or deletions: the documents share little, or the search's settings leave no bead worth "
+                "more than a skip")
+    return None
+
+
 def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
               say: Callable[[str], None] | None = None) -> int:
     """Align ``job``'s document pairs and write their beads; returns how many pairs."""
@@ -212,6 +226,9 @@ def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
         bar.clear()
         for line in no_text_warnings(a, src_path, tgt_path):
             warn(line)
+        skipped = mostly_skipped_warning(a, src_path, tgt_path)
+        if skipped:
+            warn(skipped)
         say(f"{name or out}: " + summary(a, time.perf_counter() - t0))
     bar.close()
     if len(pairs) > 1:
@@ -235,6 +252,7 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
                                         split=lambda text, _lang=lang: split(text, _lang), errors=job.encoding_errors))
         sidx, tidx = cols[0].index_of(), cols[1].index_of()
         index = ["file\tsrc_doc\ttgt_doc\tsrc_sentences\ttgt_sentences\tbeads"]
+        mostly_skipped = []
         with progress_bar(total=len(pairs), unit=" pair", desc="aligning", enabled=job.progress) as bar:
             for n, (sd, td) in enumerate(pairs, 1):
                 if sd not in sidx or td not in tidx:
@@ -245,12 +263,17 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
                 a = aligner.align(s, t, src_lang, tgt_lang)
                 name = f"pair-{n:05d}"
                 write_alignment(os.path.join(job.output, name + ".align"), a)
+                if mostly_skipped_warning(a, sd, td):
+                    mostly_skipped.append(name)
                 if job.tsv_all:
                     write_aligned_tsv(os.path.join(job.output, name + ".tsv"), a, s, t)
                 clean = [x.replace("\t", " ") for x in (sd, td)]
                 index.append(f"{name}.align\t{clean[0]}\t{clean[1]}\t{len(s)}\t{len(t)}\t{len(a.beads)}")
                 bar.update(1)
     atomic_lines(os.path.join(job.output, "index.tsv"), index)
+    if mostly_skipped:
+        warn(f"warning: in {len(mostly_skipped)} of {len(pairs)} document pairs more than half of both documents' "
+             f"lines are insertions or deletions (the first: {', '.join(mostly_skipped[:3])})")
     say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t0:.1f} s into {job.output} "
         f"(index.tsv lists them)")
     return len(pairs)
