@@ -73,6 +73,10 @@ def run_one(enc, data: dict, config: AlignConfig, cache: dict) -> dict:
         cache[key] = (embed_overlaps(data["src"], enc, data["src_lang"], config.max_side, mode=config.overlaps),
                       embed_overlaps(data["tgt"], enc, data["tgt_lang"], config.max_side, mode=config.overlaps))
     src, tgt = cache[key]
+    if config.token_weight:
+        from bimine.documents.tokens import shared_token_bits
+
+        src.tokens, tgt.tokens = shared_token_bits(data["src"], data["tgt"], src, tgt, config.token_max_df)
     t_embed = time.perf_counter() - t0
     a, t_align = timed(lambda: align_overlaps(src, tgt, config))
     pred = [b[:2] for b in a.beads]

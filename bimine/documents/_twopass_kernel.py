@@ -111,7 +111,28 @@ def _outside_mean(V, vr, W, w0, left, right, count):
 
 
 @njit(cache=True, nogil=True)
-def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, bx, by, extra):
+def _popcount(v):
+    """Set bits of a uint64 (SWAR)."""
+    v = v - ((v >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    v = (v & np.uint64(0x3333333333333333)) + ((v >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return int((v * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def token_counts(XT, xr, YT, yr):
+    """Tokens in both rows' bit sets, and in one of them only."""
+    both = 0
+    total = 0
+    for w in range(XT.shape[1]):
+        both += _popcount(XT[xr, w] & YT[yr, w])
+        total += _popcount(XT[xr, w]) + _popcount(YT[yr, w])
+    return both, total - 2 * both
+
+
+@njit(cache=True, nogil=True)
+def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, bx, by, extra,
+               XT, YT, tok_weight, tok_unmatched):
     """Score of the bead of source sentences ``pi..pi+a-1`` and target ``pj..pj+b-1``."""
     xr = xstart[a - 1] + pi
     yr = ystart[b - 1] + pj
@@ -127,12 +148,15 @@ def bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, marg
         lo = min(lx, ly)
         hi = max(lx, ly)
         s *= np.log2(1.0 + lo / hi) if hi > 0 else 0.0
+    if tok_weight != 0.0:
+        both, one = token_counts(XT, xr, YT, yr)
+        s += tok_weight * (both - tok_unmatched * one)
     return s + extra * (a + b - 2)
 
 
 @njit(cache=True, nogil=True)
 def band_dp_affine(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length, skip_x,
-                   skip_y, open_x, open_y, xcut, ycut, bx, by, extra):
+                   skip_y, open_x, open_y, xcut, ycut, bx, by, extra, XT, YT, tok_weight, tok_unmatched):
     """Fill the maximising DP over the band with affine skips (Gotoh): a run of skipped sentences on one side scores
     the opening score of its first sentence (``open_x``/``open_y``) once plus each sentence's
     skip score, so that a block of lines with no
@@ -194,7 +218,7 @@ def band_dp_affine(n, m, lo, hi, off, ta, tb, X, xstart, xlen, Y, ystart, ylen, 
                 if xcut[xstart[a - 1] + pi] or ycut[ystart[b - 1] + pj]:
                     continue
                 v = prev - bead_score(a, b, pi, pj, n, m, X, xstart, xlen, Y, ystart, ylen, ratio, margin, length,
-                                      bx, by, extra)
+                                      bx, by, extra, XT, YT, tok_weight, tok_unmatched)
                 if v < D[0, c]:
                     D[0, c] = v
                     B[0, c] = t

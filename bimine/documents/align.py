@@ -79,6 +79,13 @@ class AlignConfig:
     isolated_quantile: float = 0.0  #: two-pass: the lines with the lowest best cosines ...
     isolated_skip: float = 0.0  #: ... skip at this score (0: free)
     baseline: str = "none"  #: two-pass: "none" (Bertalign) or "random": cosine less its mean to random sentences
+    # two-pass: numbers and names that both documents hold (bimine.documents.tokens; bleualign-dev +0.026,
+    # docs/documents.md): a bead scores token_weight per such token on both its sides, less token_unmatched
+    # times that per such token on one side only, counting tokens in at most token_max_df sentences of
+    # each document (0: every shared token); token_weight 0 turns it off
+    token_weight: float = 0.2
+    token_unmatched: float = 1.0
+    token_max_df: int = 2
 
     def __post_init__(self) -> None:
         if self.max_side < 1:
@@ -101,6 +108,8 @@ class AlignConfig:
             raise ConfigError("top_k must be >= 1, window and band2 >= 0, window_share in [0, 1]")
         if self.baseline not in ("none", "random"):
             raise ConfigError(f"baseline must be 'none' or 'random', got {self.baseline!r}")
+        if self.token_weight < 0 or self.token_unmatched < 0 or self.token_max_df < 0:
+            raise ConfigError("token_weight, token_unmatched and token_max_df must be >= 0")
         if self.pass2_total < 2:
             raise ConfigError(f"pass2_total must be >= 2 (a 1:1 bead), got {self.pass2_total}")
 
@@ -139,6 +148,8 @@ class Overlaps:
     lengths: np.ndarray
     n: int
     gaps: np.ndarray | None = None
+    #: optional per-row token bit sets (rows x words uint64): see :func:`bimine.documents.tokens.shared_token_bits`
+    tokens: np.ndarray | None = None
 
     @property
     def k(self) -> int:
@@ -450,9 +461,14 @@ class Aligner:
         """Align two documents (one sentence per line); blank lines are paragraph breaks (see the
         module docstring), every line is in exactly one bead."""
         skeep, tkeep = text_lines(src), text_lines(tgt)
-        so = self.embed([src[i] for i in skeep], src_lang, progress)
-        to = self.embed([tgt[j] for j in tkeep], tgt_lang, progress)
+        ss, ts = [src[i] for i in skeep], [tgt[j] for j in tkeep]
+        so = self.embed(ss, src_lang, progress)
+        to = self.embed(ts, tgt_lang, progress)
         so.gaps, to.gaps = _gaps(skeep), _gaps(tkeep)
+        if self.config.token_weight and self.config.method == "two-pass":
+            from bimine.documents.tokens import shared_token_bits
+
+            so.tokens, to.tokens = shared_token_bits(ss, ts, so, to, self.config.token_max_df)
         return with_blank_lines(align_overlaps(so, to, self.config), skeep, len(src), tkeep, len(tgt))
 
 

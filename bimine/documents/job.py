@@ -52,7 +52,9 @@ class AlignJob:
     ``tsv_all``: a ``.tsv`` beside each alignment of a batch. The search: ``method``
     (``two-pass`` or ``vecalign``), ``max_side`` (default 5 for two-pass, 4 for vecalign),
     ``max_total`` (default 6 for two-pass, vecalign's own 8), ``overlaps`` (``joined`` or
-    ``sum``), ``length_weight`` (default :class:`~bimine.documents.align.AlignConfig`'s)."""
+    ``sum``), ``length_weight`` (default :class:`~bimine.documents.align.AlignConfig`'s),
+    ``token_weight`` (two-pass: the score of a number or name both sides of a bead hold; default
+    :class:`~bimine.documents.align.AlignConfig`'s, 0 turns it off)."""
 
     output: str
     src: str | None = None
@@ -71,10 +73,13 @@ class AlignJob:
     max_total: int | None = None
     overlaps: str = "joined"
     length_weight: float | None = None
+    token_weight: float | None = None
     encoding_errors: str = "strict"
     progress: bool = True
 
     def __post_init__(self) -> None:
+        if self.token_weight is not None and self.method != "two-pass":
+            raise OptionError("--token-weight goes with --method two-pass")
         if (self.batch is not None or self.doc_pairs is not None) and self.tsv is not None:
             raise OptionError("with --batch or --doc-pairs, use --tsv-all (a .tsv beside each alignment)")
         if self.tsv_all and self.batch is None and self.doc_pairs is None:
@@ -94,6 +99,8 @@ class AlignJob:
     def config(self) -> AlignConfig:
         """The search's :class:`~bimine.documents.align.AlignConfig`, with the command's defaults."""
         kwargs = {} if self.length_weight is None else {"length_weight": self.length_weight}
+        if self.token_weight is not None:
+            kwargs["token_weight"] = self.token_weight
         max_side = self.max_side
         if max_side is None:  # runs of up to 5 sentences help the two-pass search (bleualign-dev +0.009)
             max_side = 5 if self.method == "two-pass" else 4

@@ -158,10 +158,15 @@ def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray
     open_x = np.where(ix, 0.0, float(config.gap_open))
     open_y = np.where(iy, 0.0, float(config.gap_open))
     bx, by = baselines(src, tgt, config)
+    use_tokens = bool(config.token_weight) and src.tokens is not None and tgt.tokens is not None
+    xt = src.tokens if use_tokens else np.zeros((1, 1), np.uint64)
+    yt = tgt.tokens if use_tokens else np.zeros((1, 1), np.uint64)
     D, B, P = band_dp_affine(n, m, lo, hi, off, ta, tb, src.vectors, src.start, src.lengths.astype(np.float64),
                              tgt.vectors, tgt.start, tgt.lengths.astype(np.float64), float(ratio),
                              bool(config.margin), bool(config.length_penalty), skip_x, skip_y, open_x, open_y,
-                             src.cut_rows(), tgt.cut_rows(), bx, by, float(config.extra_sentence_score))
+                             src.cut_rows(), tgt.cut_rows(), bx, by, float(config.extra_sentence_score),
+                             xt, yt, float(config.token_weight) if use_tokens else 0.0,
+                             float(config.token_unmatched))
     moves, ei, ej, cum = backtrack_affine(n, m, lo, off, ta, tb, D, B, P)
     if len(moves) == 0 and (n or m):
         raise RuntimeError("alignment search band holds no path (a bug: please report it)")

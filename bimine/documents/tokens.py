@@ -1,0 +1,65 @@
+"""Tokens both documents of a pair share (numbers, names), as bit sets per run of sentences.
+
+A translation keeps numbers and most names as they are: ``1952``, ``8848``, ``Lombard``,
+``H.W.Tilman``. A token of one document is *shared* when the same token (case-folded) occurs
+somewhere in the other document: a number or a capitalised word of 3+ letters on both sides. Each
+run of sentences (a row of :class:`~bimine.documents.align.Overlaps`) gets the set of shared
+tokens of its sentences as a bit set, and the two-pass search can add ``token_weight`` times the
+Dice overlap of a bead's two sets to its score (0 when neither side holds a shared token), the
+way hunalign uses identical numbers beside its dictionary.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+WORDS = 8  #: uint64 words per bit set (512 bits; exact while a pair shares at most 512 tokens)
+
+_TOKEN = re.compile(r"\w+")
+
+
+def candidates(sentence: str) -> set[str]:
+    """The tokens of ``sentence`` that a translation may keep as they are: those holding a digit,
+    and capitalised words of at least 3 characters; case-folded."""
+    out = set()
+    for t in _TOKEN.findall(sentence):
+        if any(c.isdigit() for c in t) or (len(t) >= 3 and t[0].isupper()):
+            out.add(t.casefold())
+    return out
+
+
+def shared_token_bits(src: list[str], tgt: list[str], src_ov, tgt_ov, max_df: int = 0,
+                      words: int = WORDS) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``src_ov`` and ``tgt_ov`` (runs of sentences), the bit set of the shared
+    tokens of the run's sentences (module docstring); with ``max_df``, only tokens found in at
+    most that many sentences of each document."""
+    from collections import Counter
+
+    cs = [candidates(s) for s in src]
+    ct = [candidates(t) for t in tgt]
+    fs, ft = Counter(t for c in cs for t in c), Counter(t for c in ct for t in c)
+    shared = sorted(t for t in fs.keys() & ft.keys() if not max_df or max(fs[t], ft[t]) <= max_df)
+    bit = {t: i % (64 * words) for i, t in enumerate(shared)}
+    return _rows(cs, bit, src_ov, words), _rows(ct, bit, tgt_ov, words)
+
+
+def _rows(cands: list[set[str]], bit: dict[str, int], ov, words: int) -> np.ndarray:
+    n = len(cands)
+    single = np.zeros((n, words), np.uint64)
+    for i, c in enumerate(cands):
+        for t in c:
+            b = bit.get(t)
+            if b is not None:
+                single[i, b // 64] |= np.uint64(1) << np.uint64(b % 64)
+    out = np.zeros((len(ov.vectors), words), np.uint64)
+    for s in range(1, ov.k + 1):
+        rows = n - s + 1
+        if rows <= 0:
+            break
+        acc = single[:rows].copy()
+        for d in range(1, s):
+            acc |= single[d : d + rows]
+        out[ov.start[s - 1] : ov.start[s - 1] + rows] = acc
+    return out
