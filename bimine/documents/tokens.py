@@ -20,13 +20,14 @@ WORDS = 8  #: uint64 words per bit set (512 bits; exact while a pair shares at m
 _TOKEN = re.compile(r"\w+")
 
 
-def candidates(sentence: str) -> set[str]:
+def candidates(sentence: str) -> dict[str, None]:
     """The tokens of ``sentence`` that a translation may keep as they are: those holding a digit,
-    and capitalised words of at least 3 characters; case-folded."""
-    out = set()
+    and capitalised words of at least 3 characters; case-folded, each once, in the order of the
+    sentence (a dict used as an ordered set)."""
+    out: dict[str, None] = {}
     for t in _TOKEN.findall(sentence):
         if any(c.isdigit() for c in t) or (len(t) >= 3 and t[0].isupper()):
-            out.add(t.casefold())
+            out.setdefault(t.casefold())
     return out
 
 
@@ -40,7 +41,10 @@ def shared_token_bits(src: list[str], tgt: list[str], src_ov, tgt_ov, max_df: in
     cs = [candidates(s) for s in src]
     ct = [candidates(t) for t in tgt]
     fs, ft = Counter(t for c in cs for t in c), Counter(t for c in ct for t in c)
-    shared = sorted(t for t in fs.keys() & ft.keys() if not max_df or max(fs[t], ft[t]) <= max_df)
+    # bits in the order of first occurrence in the source document: when there are more shared
+    # tokens than bits, two tokens share a bit only if 64 * words other shared tokens lie between
+    # them, too far apart to meet in one bead
+    shared = [t for t in fs if t in ft and (not max_df or max(fs[t], ft[t]) <= max_df)]
     bit = {t: i % (64 * words) for i, t in enumerate(shared)}
     return _rows(cs, bit, src_ov, words), _rows(ct, bit, tgt_ov, words)
 
