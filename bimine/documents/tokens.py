@@ -4,14 +4,17 @@ A translation keeps numbers and most names as they are: ``1952``, ``8848``, ``Lo
 ``H.W.Tilman``. A token of one document is *shared* when the same token (case-folded) occurs
 somewhere in the other document: a number or a capitalised word of 3+ letters on both sides. Each
 run of sentences (a row of :class:`~bimine.documents.align.Overlaps`) gets the set of shared
-tokens of its sentences as a bit set, and the two-pass search can add ``token_weight`` times the
-Dice overlap of a bead's two sets to its score (0 when neither side holds a shared token), the
-way hunalign uses identical numbers beside its dictionary.
+tokens of its sentences as a bit set (those in at most ``max_df`` sentences of each document),
+and the two-pass search adds ``token_weight`` to a bead's score per token in both of its sets and
+subtracts ``token_weight * token_unmatched`` per token in one set only
+(:class:`~bimine.documents.align.AlignConfig`), the way hunalign uses identical numbers beside
+its dictionary.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import numpy as np
 
@@ -36,8 +39,6 @@ def shared_token_bits(src: list[str], tgt: list[str], src_ov, tgt_ov, max_df: in
     """Per row of ``src_ov`` and ``tgt_ov`` (runs of sentences), the bit set of the shared
     tokens of the run's sentences (module docstring); with ``max_df``, only tokens found in at
     most that many sentences of each document."""
-    from collections import Counter
-
     cs = [candidates(s) for s in src]
     ct = [candidates(t) for t in tgt]
     fs, ft = Counter(t for c in cs for t in c), Counter(t for c in ct for t in c)
@@ -49,7 +50,7 @@ def shared_token_bits(src: list[str], tgt: list[str], src_ov, tgt_ov, max_df: in
     return _rows(cs, bit, src_ov, words), _rows(ct, bit, tgt_ov, words)
 
 
-def _rows(cands: list[set[str]], bit: dict[str, int], ov, words: int) -> np.ndarray:
+def _rows(cands: list[dict[str, None]], bit: dict[str, int], ov, words: int) -> np.ndarray:
     n = len(cands)
     single = np.zeros((n, words), np.uint64)
     for i, c in enumerate(cands):
