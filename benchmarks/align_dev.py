@@ -38,6 +38,7 @@ from pathlib import Path
 from benchmarks.common import CachedEncoder
 from benchmarks.harness import Bench, machine_line, timed
 from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
+from bimine.documents.tokens import attach_shared_tokens
 from bimine.eval.alignment import merge_by_verse, read_beads, read_ladder, score_alignment
 from bimine.text.io import read_lines
 
@@ -73,10 +74,7 @@ def run_one(enc, data: dict, config: AlignConfig, cache: dict) -> dict:
         cache[key] = (embed_overlaps(data["src"], enc, data["src_lang"], config.max_side, mode=config.overlaps),
                       embed_overlaps(data["tgt"], enc, data["tgt_lang"], config.max_side, mode=config.overlaps))
     src, tgt = cache[key]
-    if config.token_weight:
-        from bimine.documents.tokens import shared_token_bits
-
-        src.tokens, tgt.tokens = shared_token_bits(data["src"], data["tgt"], src, tgt, config.token_max_df)
+    attach_shared_tokens(data["src"], data["tgt"], src, tgt, config)
     t_embed = time.perf_counter() - t0
     a, t_align = timed(lambda: align_overlaps(src, tgt, config))
     pred = [b[:2] for b in a.beads]

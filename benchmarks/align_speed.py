@@ -147,17 +147,18 @@ def long_document(bench: Bench, n: int) -> int:
     print("| search | wall s | CPU s | peak RSS MB | s per 1,000 sentences | strict F1 | lax F1 |")
     print("|---|---|---|---|---|---|---|")
     bimine = [sys.executable, "-m", "bimine.cli.main"]
-    for method, extra in (("two-pass", []), ("two-pass, --token-weight 0", ["--token-weight", "0"]),
-                          ("vecalign", [])):
-        out = OUT / f"long{n}-{method.split(',')[0]}{'-t0' if extra else ''}.align"
+    for label, tag, extra in (("two-pass", "two-pass", ["--method", "two-pass"]),
+                              ("two-pass, --token-weight 0", "two-pass-t0", ["--method", "two-pass", "--token-weight", "0"]),
+                              ("vecalign", "vecalign", ["--method", "vecalign"])):
+        out = OUT / f"long{n}-{tag}.align"
         cmd = bimine + ["align", str(src_p), str(tgt_p), "--src-lang", "en", "--tgt-lang", "fr", "-o", str(out),
-                        "--no-progress", "--method", method.split(",")[0]] + extra
+                        "--no-progress", *extra]
         t = bench.process(cmd)
-        row = {"search": method, "wall_s": round(t["wall_s"], 1), "cpu_s": round(t["cpu_s"], 1),
+        row = {"search": label, "wall_s": round(t["wall_s"], 1), "cpu_s": round(t["cpu_s"], 1),
                "peak_rss_mb": round(t["peak_rss_mb"]),
                "s_per_1000": round(t["wall_s"] / (len(src) + len(tgt)) * 1000, 3), **_score(gold, out)}
         res["whole"].append(row)
-        print(f"| {method} | {row['wall_s']} | {row['cpu_s']} | {row['peak_rss_mb']} | {row['s_per_1000']} | "
+        print(f"| {label} | {row['wall_s']} | {row['cpu_s']} | {row['peak_rss_mb']} | {row['s_per_1000']} | "
               f"{row['f1_strict']:.3f} | {row['f1_lax']:.3f} |")
         sys.stdout.flush()
     bench.save()
@@ -178,7 +179,7 @@ def main() -> int:
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
     from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
-    from bimine.documents.tokens import shared_token_bits
+    from bimine.documents.tokens import attach_shared_tokens
     from bimine.encoders import load_encoder
     from bimine.eval.alignment import read_ladder
     from bimine.text.io import read_lines
@@ -194,16 +195,18 @@ def main() -> int:
     print(f"steinbeck: {len(src)} hu / {len(tgt)} en lines\n")
 
     bimine = [sys.executable, "-m", "bimine.cli.main"]
-    runs = [("bimine, default model, two-pass (the default)", ["--model", "default", "--method", "two-pass"], a.repeat),
-            ("bimine, default model, two-pass, --token-weight 0", ["--model", "default", "--method", "two-pass",
-                                                                   "--token-weight", "0"], a.repeat),
-            ("bimine, default model, vecalign", ["--model", "default", "--method", "vecalign"], a.repeat)]
+    runs = [("bimine, default model, two-pass (the default)", "default-two-pass",
+             ["--model", "default", "--method", "two-pass"], a.repeat),
+            ("bimine, default model, two-pass, --token-weight 0", "default-two-pass-t0",
+             ["--model", "default", "--method", "two-pass", "--token-weight", "0"], a.repeat),
+            ("bimine, default model, vecalign", "default-vecalign", ["--model", "default", "--method", "vecalign"],
+             a.repeat)]
     if a.e5:
-        runs.append(("bimine, e5-small, --overlaps sum", ["--model", "e5-small", "--overlaps", "sum"], 1))
+        runs.append(("bimine, e5-small, --overlaps sum", "e5-small", ["--model", "e5-small", "--overlaps", "sum"], 1))
     print("| aligner | runs | wall s (median / min) | CPU s | peak RSS MB | s per 1,000 sentences | strict F1 | lax F1 |")
     print("|---|---|---|---|---|---|---|---|")
-    for label, extra, reps in runs:
-        out = OUT / f"out-{extra[1]}{'-' + extra[3] if len(extra) > 3 and extra[2] == '--method' else ''}{'-t0' if '--token-weight' in extra else ''}.align"
+    for label, tag, extra, reps in runs:
+        out = OUT / f"out-{tag}.align"
         cmd = bimine + ["align", str(src_p), str(tgt_p), "--src-lang", "hu", "--tgt-lang", "en", "-o", str(out),
                         "--no-progress", *extra]
         t = bench.process(cmd, repeat=reps)
@@ -258,11 +261,9 @@ def main() -> int:
                                                                                      token_weight=0.0))):
             if name == "vecalign, exact" and ns * nt > 5_000_000:
                 continue
-            s_ov.tokens = t_ov.tokens = None
 
             def search(cfg=cfg, s_ov=s_ov, t_ov=t_ov, ns=ns, nt=nt):
-                if cfg.method == "two-pass" and cfg.token_weight:  # as the command does: tokens of these lines
-                    s_ov.tokens, t_ov.tokens = shared_token_bits(src[:ns], tgt[:nt], s_ov, t_ov, cfg.token_max_df)
+                attach_shared_tokens(src[:ns], tgt[:nt], s_ov, t_ov, cfg)  # as the command does, timed with it
                 return align_overlaps(s_ov, t_ov, cfg)
 
             search()  # compiled code loaded, caches warm

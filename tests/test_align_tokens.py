@@ -81,3 +81,15 @@ def test_popcount_and_token_counts_against_python():
         x = sum(int(w) << (64 * k) for k, w in enumerate(a[i]))
         y = sum(int(w) << (64 * k) for k, w in enumerate(b[i]))
         assert token_counts(a, i, b, i) == (bin(x & y).count("1"), bin(x ^ y).count("1"))
+
+
+def test_attach_shared_tokens_only_for_the_two_pass_search_that_reads_them():
+    from bimine.documents.tokens import attach_shared_tokens
+
+    src, tgt = ["Lombard 1952", "Pugh"], ["Lombard 1952", "Hagen"]
+    so, to = _Ov(2, 2), _Ov(2, 2)
+    attach_shared_tokens(src, tgt, so, to, AlignConfig(method="two-pass"))
+    assert so.tokens.shape == (3, 8) and int(so.tokens[0, 0]) == 0b11 and int(to.tokens[1, 0]) == 0
+    for cfg in (AlignConfig(method="two-pass", token_weight=0.0), AlignConfig(method="vecalign")):
+        attach_shared_tokens(src, tgt, so, to, cfg)
+        assert so.tokens is None and to.tokens is None

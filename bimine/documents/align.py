@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bimine.documents.tokens import attach_shared_tokens
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
 
@@ -465,10 +466,7 @@ class Aligner:
         so = self.embed(ss, src_lang, progress)
         to = self.embed(ts, tgt_lang, progress)
         so.gaps, to.gaps = _gaps(skeep), _gaps(tkeep)
-        if self.config.token_weight and self.config.method == "two-pass":
-            from bimine.documents.tokens import shared_token_bits
-
-            so.tokens, to.tokens = shared_token_bits(ss, ts, so, to, self.config.token_max_df)
+        attach_shared_tokens(ss, ts, so, to, self.config)
         return with_blank_lines(align_overlaps(so, to, self.config), skeep, len(src), tkeep, len(tgt))
 
 

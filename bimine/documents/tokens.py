@@ -50,6 +50,16 @@ def shared_token_bits(src: list[str], tgt: list[str], src_ov, tgt_ov, max_df: in
     return _rows(cs, bit, src_ov, words), _rows(ct, bit, tgt_ov, words)
 
 
+def attach_shared_tokens(src: list[str], tgt: list[str], src_ov, tgt_ov, config) -> None:
+    """Give ``src_ov`` and ``tgt_ov`` (the overlaps of the sentences ``src`` and ``tgt``) the token
+    bit sets that the search of ``config`` (an :class:`~bimine.documents.align.AlignConfig`)
+    reads: the two-pass search with a ``token_weight``; None otherwise."""
+    if config.method == "two-pass" and config.token_weight:
+        src_ov.tokens, tgt_ov.tokens = shared_token_bits(src, tgt, src_ov, tgt_ov, config.token_max_df)
+    else:
+        src_ov.tokens = tgt_ov.tokens = None
+
+
 def _rows(cands: list[dict[str, None]], bit: dict[str, int], ov, words: int) -> np.ndarray:
     n = len(cands)
     single = np.zeros((n, words), np.uint64)
