@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -401,3 +402,15 @@ def test_the_command_on_bleualign_dev_reaches_the_issue_target(shared_data, tmp_
     pred = read_beads(out)
     scores = score_alignment(read_beads(dev / "dev.defr"), pred).scores()
     assert scores["f1_strict"] >= 0.90, scores
+
+
+def test_cli_align_token_weight_mistakes(tmp_path):
+    """--token-weight belongs to the two-pass search and is at least 0: one line, exit 2, no output."""
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    out = tmp_path / "x.align"
+    r = run_cli("align", str(ex / "doc.en"), str(ex / "doc.fr"), "-o", str(out), "--method", "vecalign",
+                "--token-weight", "0.1")
+    assert r.returncode == 2 and "--token-weight goes with --method two-pass" in r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+    r = run_cli("align", str(ex / "doc.en"), str(ex / "doc.fr"), "-o", str(out), "--token-weight", "-0.2")
+    assert r.returncode == 2 and "--token-weight" in r.stderr and "Traceback" not in r.stderr and not out.exists()
