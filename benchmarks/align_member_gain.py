@@ -37,6 +37,7 @@ from benchmarks.common import CachedEncoder
 from benchmarks.harness import Bench, machine_line
 from bimine.documents.align import AlignConfig, embed_overlaps
 from bimine.documents.tokens import attach_shared_tokens
+from bimine.documents.twopass import score_terms
 from bimine.filtering.rules import length_units
 from bimine.text.io import read_lines
 
@@ -55,22 +56,15 @@ class Scorer:
         self.X = embed_overlaps(src, enc, src_lang, config.max_side)
         self.Y = embed_overlaps(tgt, enc, tgt_lang, config.max_side)
         attach_shared_tokens(src, tgt, self.X, self.Y, config)
-        sx, sy = float(self.X.lengths[: self.X.n].sum()), float(self.Y.lengths[: self.Y.n].sum())
-        self.ratio = sx / sy if sy > 0 else 1.0
-        self.zx, self.zy = np.zeros(len(self.X.vectors)), np.zeros(len(self.Y.vectors))
-        # as the search does (bimine.documents.twopass.solve_band): no token sets, no token term
-        self.tokens = self.X.tokens is not None and self.Y.tokens is not None and bool(config.token_weight)
-        none = np.zeros((1, 1), np.uint64)
-        self.xt, self.yt = (self.X.tokens, self.Y.tokens) if self.tokens else (none, none)
+        self.t = score_terms(self.X, self.Y, config)  # the length ratio, baselines and tokens the search uses
 
     def __call__(self, i: int, a: int, j: int, b: int) -> float:
         from bimine.documents._twopass_kernel import bead_score
 
-        X, Y, c = self.X, self.Y, self.c
+        X, Y, c, t = self.X, self.Y, self.c, self.t
         return float(bead_score(a, b, i, j, X.n, Y.n, X.vectors, X.start, X.lengths, Y.vectors, Y.start,
-                                Y.lengths, self.ratio, c.margin, c.length_penalty, self.zx, self.zy,
-                                c.extra_sentence_score, self.xt, self.yt, c.token_weight if self.tokens else 0.0,
-                                c.token_unmatched))
+                                Y.lengths, t.ratio, c.margin, c.length_penalty, t.bx, t.by, c.extra_sentence_score,
+                                t.xt, t.yt, t.token_weight, c.token_unmatched))
 
 
 def member_gains(score: Scorer, gold, src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -227,6 +227,7 @@ def test_the_member_gain_benchmark_scores_beads_as_the_command_does(tmp_path):
     from bimine.cli import align  # noqa: F401  (registers the command)
     from bimine.cli.main import cli
     from bimine.encoders import load_encoder
+    from bimine.eval.alignment import parse_bead
     from bimine.text.io import read_lines
 
     out = tmp_path / "doc.align"
@@ -237,9 +238,11 @@ def test_the_member_gain_benchmark_scores_beads_as_the_command_does(tmp_path):
     score = Scorer(load_encoder("default"), en, fr, "en", "fr", AlignConfig(method="two-pass", **OPTIONS))
     checked = 0
     for line in out.read_text().splitlines():
-        s, t, cost = line.split(":")
-        xs, ys = [int(v) for v in s.strip("[]").split(",") if v], [int(v) for v in t.strip("[]").split(",") if v]
+        bead = parse_bead(line)
+        assert bead is not None, line
+        xs, ys = bead
         if xs and ys:
-            assert score(xs[0], len(xs), ys[0], len(ys)) == pytest.approx(1.0 - float(cost), abs=2e-6), line
+            cost = float(line.rsplit(":", 1)[1])
+            assert score(xs[0], len(xs), ys[0], len(ys)) == pytest.approx(1.0 - cost, abs=2e-6), line
             checked += 1
     assert checked >= 35  # every bead of the 38, none skipped by a parsing slip

@@ -24,6 +24,8 @@ documents' length when anchors are dense (they are: most sentences of a translat
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bimine.documents.align import AlignConfig, Alignment, Bead, Overlaps, _Path, level0_problem, solve
@@ -133,6 +135,33 @@ def isolated_lines(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> tuple[n
     return bx <= np.quantile(bx, config.isolated_quantile), by <= np.quantile(by, config.isolated_quantile)
 
 
+class ScoreTerms(NamedTuple):
+    """What :func:`bimine.documents._twopass_kernel.bead_score` reads besides the embeddings and
+    the options: see :func:`score_terms`."""
+
+    ratio: float
+    bx: np.ndarray
+    by: np.ndarray
+    xt: np.ndarray
+    yt: np.ndarray
+    token_weight: float
+
+
+def score_terms(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> ScoreTerms:
+    """The documents' length ratio (source characters over target characters), the rows'
+    baselines (:func:`baselines`), and the token bit sets with their weight (none, and weight 0,
+    unless both sides carry them and ``token_weight`` is set) that the second pass scores beads
+    with."""
+    sx = float(src.lengths[: src.n].sum())
+    sy = float(tgt.lengths[: tgt.n].sum())
+    bx, by = baselines(src, tgt, config)
+    use_tokens = bool(config.token_weight) and src.tokens is not None and tgt.tokens is not None
+    none = np.zeros((1, 1), np.uint64)
+    return ScoreTerms(ratio=sx / sy if sy > 0 else 1.0, bx=bx, by=by, xt=src.tokens if use_tokens else none,
+                      yt=tgt.tokens if use_tokens else none,
+                      token_weight=float(config.token_weight) if use_tokens else 0.0)
+
+
 def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray,
                hi: np.ndarray) -> tuple[_Path, list]:
     """The second pass over the band ``lo..hi``; returns the path and the bead types.
@@ -149,24 +178,17 @@ def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray
     tb = np.array([t[1] for t in types], np.int64)
     widths = hi - lo + 1
     off = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
-    sx = float(src.lengths[:n].sum())
-    sy = float(tgt.lengths[:m].sum())
-    ratio = sx / sy if sy > 0 else 1.0
     ix, iy = isolated_lines(src, tgt, config)
     skip_x = np.where(ix, config.isolated_skip, config.skip_score).astype(np.float64)
     skip_y = np.where(iy, config.isolated_skip, config.skip_score).astype(np.float64)
     open_x = np.where(ix, 0.0, float(config.gap_open))
     open_y = np.where(iy, 0.0, float(config.gap_open))
-    bx, by = baselines(src, tgt, config)
-    use_tokens = bool(config.token_weight) and src.tokens is not None and tgt.tokens is not None
-    xt = src.tokens if use_tokens else np.zeros((1, 1), np.uint64)
-    yt = tgt.tokens if use_tokens else np.zeros((1, 1), np.uint64)
+    t = score_terms(src, tgt, config)
     D, B, P = band_dp_affine(n, m, lo, hi, off, ta, tb, src.vectors, src.start, src.lengths.astype(np.float64),
-                             tgt.vectors, tgt.start, tgt.lengths.astype(np.float64), float(ratio),
+                             tgt.vectors, tgt.start, tgt.lengths.astype(np.float64), t.ratio,
                              bool(config.margin), bool(config.length_penalty), skip_x, skip_y, open_x, open_y,
-                             src.cut_rows(), tgt.cut_rows(), bx, by, float(config.extra_sentence_score),
-                             xt, yt, float(config.token_weight) if use_tokens else 0.0,
-                             float(config.token_unmatched))
+                             src.cut_rows(), tgt.cut_rows(), t.bx, t.by, float(config.extra_sentence_score),
+                             t.xt, t.yt, t.token_weight, float(config.token_unmatched))
     moves, ei, ej, cum = backtrack_affine(n, m, lo, off, ta, tb, D, B, P)
     if len(moves) == 0 and (n or m):
         raise RuntimeError("alignment search band holds no path (a bug: please report it)")
