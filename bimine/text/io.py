@@ -3,7 +3,8 @@
 Every reader yields exactly one string per input line, in order: an empty line is an empty
 string, never a skipped row, so output row ``i`` always refers to input line ``i + 1``.
 Lines are split on ``\\n`` only (not on U+0085 or U+2028 as ``str.splitlines`` would);
-a ``\\r`` before the ``\\n`` is removed as part of the line ending.
+a ``\\r`` before the ``\\n`` is removed as part of the line ending, and a UTF-8 byte-order
+mark (U+FEFF) at the start of the input is dropped (it is no part of line 1's text).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import io
 import lzma
 import os
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,18 +56,75 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
         raise InputError(f"{p}: is a directory, expected a text file")
     kind = _sniff(p) or _SUFFIX.get(Path(p).suffix.lower())
     if kind == "gz":
-        return gzip.open(p, "rb")
-    if kind == "xz":
-        return lzma.open(p, "rb")
-    if kind == "bz2":
-        return bz2.open(p, "rb")
-    if kind == "zst":
+        inner: BinaryIO = gzip.open(p, "rb")
+    elif kind == "xz":
+        inner = lzma.open(p, "rb")
+    elif kind == "bz2":
+        inner = bz2.open(p, "rb")
+    elif kind == "zst":
         try:
             import zstandard  # loaded on use: zstandard is heavy or optional
         except ImportError as e:  # pragma: no cover - zstandard is a dependency
             raise InputError(f"{p}: reading .zst files needs the 'zstandard' package") from e
-        return io.BufferedReader(_ZstdFrames(open(p, "rb"), zstandard), buffer_size=1 << 20)
-    return open(p, "rb")
+        inner = _ZstdFrames(open(p, "rb"), zstandard)
+    else:
+        return open(p, "rb")
+    return io.BufferedReader(_Decompressed(inner, p), buffer_size=1 << 20)
+
+
+_PIECE = 1 << 18
+
+
+class _Decompressed(io.RawIOBase):
+    """The bytes of a decompressing reader, whose every failure becomes one
+    :class:`InputError` naming the file and the line where its data stops.
+
+    Each codec fails in its own way on damaged data: gzip with ``zlib.error`` (not an
+    ``OSError``) or ``BadGzipFile``, xz with ``LZMAError``, bz2 with ``OSError``, zstd with
+    ``ZstdError``, and all of them with ``EOFError`` on a file cut short. Catching them here,
+    where every reader's bytes come from, gives every command, and the worker processes and
+    threads that read files, the same one-line error. The line is counted on the
+    decompressed bytes handed out (``bytes.count``: a small cost next to decompression)."""
+
+    def __init__(self, inner: BinaryIO, name: str) -> None:
+        self._inner = inner
+        self._name = name
+        self._newlines = 0  # newlines in the bytes decompressed so far
+        self._read = getattr(inner, "read1", inner.read)  # one step of the decompressor, not a loop
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        try:  # at most _PIECE at a time, so the output before damaged data is counted
+            data = self._read(min(len(b), _PIECE))
+        except EOFError as e:
+            raise InputError(
+                f"{self._name}: cannot be read (the compressed data stops{self._after()}: {e}); "
+                "the file is truncated: download or compress it again"
+            ) from None
+        except (OSError, zlib.error, lzma.LZMAError) as e:  # damaged data (_ZstdFrames gives OSError)
+            # gzip checks its CRC at the end of the data: the damage is somewhere before, where
+            # the decompressor gave out wrong bytes instead of failing (no line to name)
+            where = "" if isinstance(e, gzip.BadGzipFile) and "CRC" in str(e) else self._after()
+            raise InputError(
+                f"{self._name}: cannot be read (the compressed data is damaged{where}: {e}); "
+                "the file is corrupt: download or compress it again"
+            ) from None
+        n = len(data)
+        b[:n] = data
+        self._newlines += data.count(b"\n")
+        return n
+
+    def _after(self) -> str:
+        """Where the damage was found: after the lines given out so far (bz2 and zstd
+        decompress large blocks, so it may lie well after that line)."""
+        return f", found after line {self._newlines}" if self._newlines else ""
+
+    def close(self) -> None:
+        if not self.closed:
+            self._inner.close()
+        super().close()
 
 
 class _ZstdFrames(io.RawIOBase):
@@ -188,6 +247,7 @@ class LineChunk:
 
 
 CHUNK_BYTES = 1 << 20
+_BOM = "\ufeff".encode()  # UTF-8 byte-order mark, as some Windows editors start a file with
 
 
 def read_line_chunks(
@@ -233,6 +293,8 @@ def read_line_chunks(
                 pending = []
                 if not data:
                     return
+            if first == 1 and data.startswith(_BOM):
+                data = data[len(_BOM):]  # a byte-order mark is no part of line 1's text
             lines = _decode_chunk(data)
             if lines is None:
                 good: list[str] = []
