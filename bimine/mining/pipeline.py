@@ -353,10 +353,10 @@ def write_pairs(path: str, fmt: str, scores, src_rows, tgt_rows, src_text, tgt_t
 
 
 def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, lang: str,
-                      option: str) -> EmbeddingStore:
+                      option: str, lines: int | None = None) -> EmbeddingStore:
     """A store passed with --src-store/--tgt-store, refused unless it holds ``path`` embedded
-    with ``encoder`` in ``lang``."""
-    st = EmbeddingStore.open(store)
+    with ``encoder`` in ``lang``, is whole and has a row for each of its ``lines``."""
+    st = EmbeddingStore.open(store)  # damaged files: a one-line error naming the file and the fix
     st.check_model(encoder.model_id)
     if st.manifest["input_sha256"] != checksum:
         raise InputError(f"{option} {store}: was built from another file than {path} (checksums differ)")
@@ -367,6 +367,8 @@ def _open_given_store(store: str, path: str, checksum: str, encoder: Encoder, la
     if st.lang != want:
         raise InputError(f"{option} {store}: was embedded as language {st.lang!r}, but {lang!r} was asked for; "
                          "embed the input again with the right --lang")
+    if lines is not None:
+        st.check_rows(lines)
     return st
 
 
@@ -485,9 +487,11 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
     _check_index(cfg.index, *(sum(scans[p].lines for p in files[n]) for n in ("src", "tgt")), encoder.dim)
     sums = {p: file_checksum(p) for p in every}
     given = {
-        "src": _open_given_store(src_store, files["src"][0], sums[files["src"][0]], encoder, src_lang, "--src-store")
+        "src": _open_given_store(src_store, files["src"][0], sums[files["src"][0]], encoder, src_lang, "--src-store",
+                                 scans[files["src"][0]].lines)
         if src_store else None,
-        "tgt": _open_given_store(tgt_store, files["tgt"][0], sums[files["tgt"][0]], encoder, tgt_lang, "--tgt-store")
+        "tgt": _open_given_store(tgt_store, files["tgt"][0], sums[files["tgt"][0]], encoder, tgt_lang, "--tgt-store",
+                                 scans[files["tgt"][0]].lines)
         if tgt_store else None,
     }
     report = MineReport()

@@ -13,6 +13,11 @@ its final name is always whole: a run killed at any moment (SIGKILL included) le
 a ``.tmp`` file, which the rerun discards. A rerun re-reads the input (cheap) and embeds only
 the shards that are missing. Shards and manifest hold no timestamps, so the same input, model
 and shard size give byte-identical stores.
+
+A store is checked before it is trusted, by its manifest's counts and each file's ``.npy``
+header and size (no checksums of the shards are recorded: checking them would read every
+byte of the embeddings): reading a damaged one is a one-line error naming the file, and
+building into one whose manifest still says what it holds repairs it, the whole shards kept.
 """
 
 from __future__ import annotations
@@ -82,6 +87,79 @@ def _atomic_json(path: Path, obj: dict) -> None:
     os.replace(tmp, path)
 
 
+REBUILD = "delete the store and run 'bimine embed --store' again"
+RESUME = "run the 'bimine embed --store' that built it again: it keeps the whole shards and embeds the rest anew"
+
+
+def _read_json(path: Path, store: Path) -> dict:
+    """``path`` (a store's manifest or progress file) as a dict, or a one-line
+    :class:`InputError` naming the store when it cannot be read or is not a JSON object."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{store}: {path.name} is damaged ({e}); the store cannot be trusted: {REBUILD}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{store}: {path.name} is damaged (not a JSON object); the store cannot be trusted: {REBUILD}")
+    return obj
+
+
+def _manifest_problem(m: dict) -> str | None:
+    """What makes the manifest ``m`` inconsistent (rows, dim, shard list), or None: a
+    manifest is only written whole, so this is a file edited or damaged by hand."""
+    missing = [k for k in ("model_id", "lang", "input_sha256") if not isinstance(m.get(k), str)]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    rows, dim, shards = m.get("rows"), m.get("dim"), m.get("shards")
+    if not (type(rows) is int and rows >= 0 and type(dim) is int and dim > 0 and isinstance(shards, list)):
+        return "its rows, dim or shards are missing or not numbers"
+    for i, sh in enumerate(shards):
+        if not (isinstance(sh, dict) and sh.get("file") == _shard_name(i) and type(sh.get("rows")) is int
+                and sh["rows"] >= 0):
+            return f"its shard entry {i} is not {{file: {_shard_name(i)}, rows: N}}"
+    held = sum(sh["rows"] for sh in shards)
+    if held != rows:
+        return f"it says {rows} rows, but its shards hold {held}"
+    if m.get("input_lines", rows) != rows:
+        return f"it says {rows} rows for an input of {m['input_lines']} lines"
+    return None
+
+
+def npy_problem(path: Path, shape: tuple[int, ...] | None, kind: str) -> str | None:
+    """Why ``path`` is not a whole ``.npy`` array of ``shape`` (None: any 1-d) and dtype kind
+    ``kind`` (``"f"``, ``"i"``), or None when it is. Reads the header and the file's size
+    only (a few hundred bytes whatever the shard's size), so every shard of a store can be
+    checked before it is trusted: a missing, cut short or padded file, or another array."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            got, fortran, dtype = read(f)
+            size, start = os.fstat(f.fileno()).st_size, f.tell()
+    except FileNotFoundError:
+        return f"{path.name} is missing"
+    except (OSError, ValueError, SyntaxError, TypeError) as e:
+        return f"{path.name} is not a .npy array ({e})"
+    if dtype.kind != kind or (shape is None and len(got) != 1) or (shape is not None and got != shape):
+        return f"{path.name} holds a {dtype} array of shape {got}, expected {shape or '(N,)'}"
+    want = start + int(np.prod(got, dtype=np.int64)) * dtype.itemsize
+    if size != want:
+        return f"{path.name} is {'cut short' if size < want else 'longer than its array'} ({size} bytes, expected {want})"
+    return None
+
+
+@dataclass
+class StoreReport(EmbedReport):
+    """An :class:`EmbedReport` of :func:`build_store`, which also says when it repaired a
+    damaged store (a missing or cut short shard, blank-lines file or manifest)."""
+
+    repaired: bool = False
+
+    def summary(self) -> str:
+        if self.repaired and self.reused == self.lines:
+            return f"{self.path}: all {self.lines} lines were embedded by an earlier run; the store was repaired"
+        return super().summary()
+
+
 @dataclass(frozen=True)
 class ShardFile:
     """One shard of a store: ``ShardFile(...)()`` reads it as float32 (``rows``: only those rows,
@@ -117,16 +195,52 @@ class EmbeddingStore:
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> EmbeddingStore:
+        """The store at ``path``, checked (:meth:`check`) before it is trusted: a missing,
+        cut short or foreign shard or blank-lines file, or a manifest at odds with itself, is
+        an :class:`InputError` naming the store, the file and the fix."""
         p = Path(path)
         mf = p / "manifest.json"
         if not mf.exists():
             hint = " (an unfinished build: rerun 'bimine embed --store' to complete it)" if (
                 p / "progress.json").exists() else ""
             raise InputError(f"{p}: not a complete embedding store, no manifest.json{hint}")
-        m = json.loads(mf.read_text())
+        m = _read_json(mf, p)
         if m.get("format") != FORMAT:
             raise InputError(f"{p}: unknown store format {m.get('format')!r}")
-        return cls(p, m)
+        st = cls(p, m)
+        st.check()
+        return st
+
+    def problems(self) -> list[str]:
+        """What is wrong with the store, [] when nothing is: the manifest's own counts (a
+        manifest at odds with itself ends the list, as its shards cannot be located), then
+        each shard's and the blank-lines file's header and size against the manifest's rows
+        and dim. Reads a few hundred bytes per file, never the embeddings: checking a store of
+        a billion rows costs milliseconds."""
+        bad = _manifest_problem(self.manifest)
+        if bad:
+            return [f"manifest.json is damaged: {bad}"]
+        out = [why for sh in self.manifest["shards"]
+               if (why := npy_problem(self.path / sh["file"], (sh["rows"], self.dim), "f"))]
+        n_blank = self.manifest.get("blank_lines")
+        why = npy_problem(self.path / "blank-lines.npy", (n_blank,) if type(n_blank) is int else None, "i")
+        return out + ([why] if why else [])
+
+    def check(self) -> None:
+        """Raise a one-line :class:`InputError` if :meth:`problems` finds any."""
+        found = self.problems()
+        if found and found[0].startswith("manifest.json"):
+            raise InputError(f"{self.path}: {found[0]}; the store cannot be trusted: {REBUILD}")
+        if found:
+            more = f" (and {len(found) - 1} more damaged file(s))" if len(found) > 1 else ""
+            raise InputError(f"{self.path}: {found[0]}{more}; {RESUME}")
+
+    def check_rows(self, lines: int) -> None:
+        """Raise a one-line :class:`InputError` unless the store has a row for each of the
+        ``lines`` of its input (whose checksum it matches)."""
+        if lines != self.rows:
+            raise InputError(f"{self.path}: manifest.json is damaged: it says {self.rows} rows, but its input has "
+                             f"{lines} lines; the store cannot be trusted: {REBUILD}")
 
     @property
     def rows(self) -> int:
@@ -222,15 +336,27 @@ def build_store(
              "column": column, "shard_size": shard_size}
     prog = out / "progress.json"
     mf = out / "manifest.json"
+    warned = False  # one line says that a damaged store is being repaired
     if mf.exists() and not prog.exists():
-        done = json.loads(mf.read_text())
-        if {k: done.get(k) for k in ident} == ident:
+        done = _read_json(mf, out)
+        if {k: done.get(k) for k in ident} != ident:
+            raise InputError(f"{out}: holds a store of another input or model; use another output folder")
+        st = EmbeddingStore(out, done)
+        found = st.problems()
+        if not found and done["rows"] != total_lines:
+            found = [f"manifest.json says {done['rows']} rows for an input of {total_lines} lines"]
+        if not found:
             log.info(f"{out}: already complete, nothing to do")
             rep = EmbedReport(input_path, lines=done["rows"], reused=done["rows"])
-            return EmbeddingStore(out, done), rep
-        raise InputError(f"{out}: holds a store of another input or model; use another output folder")
+            return st, rep
+        # same input, model and shard size: resume, embedding again what is missing or damaged
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        log.warning(f"{out}: {found[0]}{more}; repairing the store: whole shards are kept, the others embedded again")
+        warned = True
+        _atomic_json(prog, ident)
+        mf.unlink()  # the store is incomplete until the new manifest is written
     if prog.exists():
-        old = json.loads(prog.read_text())
+        old = _read_json(prog, out)
         if old != ident:
             diff = sorted(k for k in ident if old.get(k) != ident[k])
             raise InputError(f"{out}: holds a store built with different {', '.join(diff)}; "
@@ -242,7 +368,7 @@ def build_store(
         tmp.unlink()  # left by a killed run
 
     t0 = time.time()
-    report = EmbedReport(input_path)
+    report = StoreReport(input_path)
     stats = ReadStats()
     shards = []
     bar = progress_bar(total=total_lines, unit=" lines", enabled=progress, desc=f"embed {os.path.basename(input_path)}")
@@ -253,21 +379,25 @@ def build_store(
     def missing() -> Iterator[tuple[list[str], Path]]:
         """Walk the input shard by shard: note blank lines, keep finished shards, and yield
         the ``(lines, path)`` of each shard still to embed, in order."""
-        nonlocal reused
+        nonlocal reused, warned
         for i, chunk in enumerate(batched(lines, shard_size)):
             base = i * shard_size
             blank.extend(base + j for j, s in enumerate(chunk) if not s.strip())
             f = out / _shard_name(i)
             shards.append({"file": f.name, "rows": len(chunk)})
             if f.exists():
-                a = np.load(f, mmap_mode="r")
-                if a.shape == (len(chunk), encoder.dim):
+                why = npy_problem(f, (len(chunk), encoder.dim), "f")
+                if why is None:
                     report.lines += len(chunk)
                     report.reused += len(chunk)
                     bar.update(len(chunk))
                     reused += 1
                     continue
-                f.unlink()  # a last shard of a different length: the input changed size? rebuild
+                # never left by a killed run (shards are renamed when whole): damaged since
+                if not warned:
+                    log.warning(f"{out}: {why}; embedding it again")
+                    warned = True
+                f.unlink()
             yield chunk, f
 
     if executor == "ray":
@@ -293,4 +423,5 @@ def build_store(
         log.info(f"{out}: reused {reused} finished shard(s)")
     report.replaced = stats.replaced
     report.seconds = time.time() - t0
+    report.repaired = warned
     return EmbeddingStore(out, manifest), report
