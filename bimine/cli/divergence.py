@@ -113,6 +113,7 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
     dictionary-coverage filters."""
     import os
 
+    from bimine.devices import check_device
     from bimine.divergence.synthetic import corpus_examples
     from bimine.errors import ConfigError
     from bimine.outputs import check_output_file
@@ -122,6 +123,7 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
 
     if len(srcs) != len(tgts):
         raise ConfigError(f"{len(srcs)} --src files but {len(tgts)} --tgt files: give them in pairs")
+    check_device(device)  # a device this PyTorch lacks fails now, not after the aligner's training
     check_output_file(output, inputs=[*srcs, *tgts])
     src, tgt = [], []
     for a, b in zip(srcs, tgts):

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from bimine.devices import check_device
 from bimine.scoring.ibm import words
 
 
@@ -181,7 +182,7 @@ def torch_device(device: str | None = None):
     """``device`` or, when None, a CUDA GPU when PyTorch sees one, else the CPU."""
     import torch  # loaded on use: PyTorch is heavy or optional
 
-    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    return torch.device(check_device(device) or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
 def pad_batch(vecs: list[np.ndarray], multiple: int = 8):
