@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from bimine.encoders.base import Encoder, load_encoder
+from bimine.jitcache import use_user_cache
+
+use_user_cache()  # numba's compiled kernels are cached per user, never inside the installed package
+
+from bimine.encoders.base import Encoder, load_encoder  # noqa: E402  (after the cache folder is set)
 
 __version__ = "0.1.0"
 __all__ = ["Encoder", "load_encoder", "__version__"]

@@ -17,7 +17,7 @@ from bimine.cleanup import die_with_parent, sweep_leftovers
 from bimine.encoders.base import Encoder, load_encoder
 from bimine.errors import InputError
 from bimine.langs import normalize_lang
-from bimine.outputs import check_output_file
+from bimine.outputs import atomic_path, check_output_file
 from bimine.progress import bar as progress_bar
 from bimine.text.io import ReadStats, read_lines, scan_text
 
@@ -185,10 +185,9 @@ def embed_file(
     stats = ReadStats()
     t0 = time.time()
     sweep_leftovers(output)  # what runs killed by SIGKILL left
-    tmp = f"{output}.tmp-{os.getpid()}"
     bar = progress_bar(total=total, unit=" lines", enabled=progress, desc="embed")
     try:
-        with open(tmp, "wb") as raw:
+        with atomic_path(output) as tmp, open(tmp, "wb") as raw:  # a device or FIFO is written as a stream
             n = 0
             # header placeholder: rewritten once the row count is known
             header_len = _write_header(raw, 0, encoder.dim)
@@ -206,11 +205,6 @@ def embed_file(
             raw.seek(0)
             if _write_header(raw, n, encoder.dim) != header_len:
                 raise RuntimeError("npy header changed size")  # cannot happen: fixed-width header
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
     finally:
         bar.close()
     if report.lines == 0:

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from bimine.errors import ConfigError
+from bimine.outputs import atomic_path
 
 
 def load_safetensors(path: str | os.PathLike, framework: str = "numpy", what: str = "weights",
@@ -95,7 +96,7 @@ def _readable(path: str) -> None:
 def save_safetensors(path: str | os.PathLike, tensors: dict, metadata: dict[str, str] | None = None, *,
                      atomic: bool = True) -> None:
     """Write ``tensors`` (NumPy arrays or torch tensors) and string ``metadata`` to ``path``;
-    ``atomic``: through ``PATH.tmp-PID`` and a rename (off where the caller already writes to a
+    ``atomic``: through :func:`bimine.outputs.atomic_path` (off where the caller already writes to a
     temporary name or folder)."""
     first = next(iter(tensors.values()), None)
     if first is not None and type(first).__module__.split(".")[0] == "torch":
@@ -107,25 +108,14 @@ def save_safetensors(path: str | os.PathLike, tensors: dict, metadata: dict[str,
         save_file(tensors, path, metadata=metadata)
         _readable(path)
         return
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
+    with atomic_path(path) as tmp:  # a symbolic link is written through, a device or FIFO as a stream
         save_file(tensors, tmp, metadata=metadata)
         _readable(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def write_json(path: str | os.PathLike, obj, **dumps) -> None:
     """``obj`` as JSON (``dumps``: options of :func:`json.dumps`) and a final newline at
-    ``path``, through ``PATH.tmp-PID`` and a rename."""
+    ``path``, through :func:`bimine.outputs.atomic_path`."""
     path = str(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(obj, **dumps) + "\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(obj, **dumps) + "\n")

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import InputError
+from bimine.outputs import atomic_path
 from bimine.text.io import read_lines
 
 FORMATS = ("auto", "jsonl", "tsv", "folder")
@@ -185,8 +186,7 @@ def read_collection(path: str, out_path: str, *, fmt: str = "auto", split: Calla
     offsets = [0]
     byte_offsets = [0]
     blank = empty_docs = 0
-    tmp = f"{out_path}.tmp-{os.getpid()}"
-    try:
+    with atomic_path(out_path) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="\n") as out:
             for doc_id, sents, no in docs:
                 if doc_id in seen:
@@ -207,11 +207,6 @@ def read_collection(path: str, out_path: str, *, fmt: str = "auto", split: Calla
                 empty_docs += kept == 0
                 offsets.append(offsets[-1] + kept)
                 byte_offsets.append(byte_offsets[-1] + size)
-        os.replace(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
     if not ids:
         raise InputError(f"{path}: holds no documents")
     return Collection(ids=ids, offsets=np.array(offsets, dtype=np.int64), sentences_path=out_path, source=path,

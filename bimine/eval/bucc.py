@@ -19,6 +19,7 @@ from bimine.encoders import Encoder
 from bimine.errors import InputError
 from bimine.mining.pipeline import MineConfig, mine_sides, side_from_array
 from bimine.mining.planted import BuccSplit, plant_pairs, take_gold  # noqa: F401  (plant_pairs, take_gold: the names eval.bucc had)
+from bimine.outputs import atomic_path
 from bimine.text.io import read_lines
 
 
@@ -146,7 +147,9 @@ def save_pr_plot(path: str, curves: dict, res: dict) -> None:
     ax.set_title(f"{res['score']} / {res['strategy']}")
     ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    fmt = os.path.splitext(str(path))[1].lstrip(".").lower() or "png"  # the temporary's name has no such suffix
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt)
     plt.close(fig)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from bimine.encoders.base import model_folder
 from bimine.errors import ConfigError
+from bimine.outputs import atomic_path
 from bimine.weights import read_json
 
 COMBINER_FILE = "combiner.json"
@@ -216,10 +217,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> tuple[np.nda
 
 
 def write_combiners(c: Combiners, path: str | os.PathLike) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(c.to_dict(), indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(c.to_dict(), indent=1) + "\n", encoding="utf-8")
 
 
 PASSING_FLOOR = 1e-9  # the lowest score of a pair that passes every rule (a failing pair scores 0)

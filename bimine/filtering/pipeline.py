@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
+import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
@@ -41,6 +43,7 @@ from bimine.filtering.combine import gated, sigmoid
 from bimine.filtering.report import Example, Examples, render_report
 from bimine.filtering.rules import _units
 from bimine.filtering.select import combine_scores, select_budget, select_fraction, select_threshold
+from bimine.outputs import atomic_path, output_target
 from bimine.scoring.base import PairFilter
 from bimine.text.io import read_line_chunks
 
@@ -478,10 +481,8 @@ def run_pipeline(
     here = [f.stateful or (f.fork_unsafe and executor != "ray") for f in filters]  # scored in order, here
     stateless = [i for i, f in enumerate(filters) if not here[i] and not f.needs_corpus]
     stateful = [i for i, f in enumerate(filters) if here[i] and not f.needs_corpus]
-    folder = os.path.dirname(os.path.abspath(output))
-    tmp = f"{output}.tmp-{os.getpid()}"
-    tmp_kept = f"{kept_output}.tmp-{os.getpid()}" if kept_output else None
-    tmp_report = f"{report_path}.tmp-{os.getpid()}" if report_path else None
+    target = output_target(output)  # the spool lies beside a file output (same disk), in TMPDIR for a stream
+    folder = tempfile.gettempdir() if target.is_stream else os.path.dirname(target.path)
     prepared = [i for i in stateful + corpus if _prepares(filters[i])]
     check_executor(executor)
     pool = None  # a ProcessPoolExecutor of forked workers, or its Ray stand-in
@@ -491,7 +492,11 @@ def run_pipeline(
     on_ray = pool is not None
     sweep_leftovers(output, kept_output, report_path)  # what runs killed by SIGKILL left
     spool = tempfile.TemporaryDirectory(prefix=temp_prefix("filter"), dir=folder)
+    outputs = ExitStack()  # each output under a temporary name, put in place at the end (outputs.atomic_path)
     try:
+        tmp = outputs.enter_context(atomic_path(output))
+        tmp_kept = outputs.enter_context(atomic_path(kept_output)) if kept_output else None
+        tmp_report = outputs.enter_context(atomic_path(report_path)) if report_path else None
         rows_path = os.path.join(spool.name, "rows.tsv")
         score_path = os.path.join(spool.name, "scores.f64")
         width = None
@@ -672,15 +677,9 @@ def run_pipeline(
             with open(tmp_report, "w", encoding="utf-8", newline="\n") as report_f:
                 report_f.write(page)
             report.seconds["report"] = time.perf_counter() - clock
-        os.replace(tmp, output)
-        if tmp_kept:
-            os.replace(tmp_kept, kept_output)
-        if tmp_report:
-            os.replace(tmp_report, report_path)
+        outputs.close()  # renamed into place (a device or FIFO: copied into it)
     except BaseException:
-        for t in (tmp, tmp_kept, tmp_report):
-            if t and os.path.exists(t):
-                os.remove(t)
+        outputs.__exit__(*sys.exc_info())  # the temporaries removed, the outputs left as they were
         raise
     finally:
         if pool is not None:

@@ -11,8 +11,8 @@ in a few Python threads, one per core. Measured on 2 cores, that beats numba's o
 threads, whose pool and OpenBLAS's (which spins between calls) then compete for the cores.
 
 Compiled code is cached on disk (``cache=True``): the first run on a machine compiles (a few
-seconds); later processes load the machine code from the cache (``__pycache__`` next to this
-file, or numba's per-user cache folder when the package folder is read-only).
+seconds); later processes load the machine code from the cache, a per-user folder outside the
+package (``~/.cache/bimine/numba``, or ``NUMBA_CACHE_DIR``: :mod:`bimine.jitcache`).
 
 Importing this module imports numba; ``bimine.text.features`` imports it only when the compiled
 path is first used, so commands that never featurise text do not pay for it.
