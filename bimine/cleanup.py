@@ -128,6 +128,27 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="bimine-watch-parent", daemon=True).start()
 
 
+def worker_init(parent_pid: int) -> None:
+    """The initializer of every forked worker pool: Ctrl-C is the parent's to handle (the whole
+    process group gets SIGINT; a worker that took it would print its own ``KeyboardInterrupt``
+    traceback), SIGTERM (a pool's terminate) ends it at once, and the worker ends with its parent
+    (:func:`die_with_parent`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent(parent_pid)
+
+
+def stop_workers(pool) -> None:
+    """End the worker processes of a :class:`concurrent.futures.ProcessPoolExecutor` now (SIGTERM;
+    :func:`worker_init` makes that immediate), so that a Ctrl-C or an error does not wait for the
+    blocks already queued to them; ``pool.shutdown`` then returns at once."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, AttributeError):
+            pass
+
+
 def _watch_parent(parent_pid: int) -> None:
     while True:
         time.sleep(1.0)

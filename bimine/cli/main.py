@@ -62,9 +62,15 @@ class _Group(click.Group):
         except click.ClickException as e:
             e.show()
             sys.exit(e.exit_code)
-        except click.Abort:
+        except click.Abort as e:
+            if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C: the shell's convention, 128 + SIGINT
+                click.echo("interrupted", err=True)
+                sys.exit(130)
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:  # Ctrl-C outside click's own handling (during the commands' set-up)
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -35,7 +35,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from bimine.cleanup import die_with_parent, sweep_leftovers, temp_prefix
+from bimine.cleanup import stop_workers, sweep_leftovers, temp_prefix, worker_init
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.executors import check_executor, plugin
@@ -555,7 +555,7 @@ def run_pipeline(
                             filters[i].score(block.src[:2], block.tgt[:2])
                     _WORKER_FILTERS = filters
                     pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),
-                                               initializer=die_with_parent, initargs=(os.getpid(),))
+                                               initializer=worker_init, initargs=(os.getpid(),))
                 if pool is None:
                     finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless}, {})
                 else:
@@ -680,6 +680,8 @@ def run_pipeline(
         outputs.close()  # renamed into place (a device or FIFO: copied into it)
     except BaseException:
         outputs.__exit__(*sys.exc_info())  # the temporaries removed, the outputs left as they were
+        if pool is not None and not on_ray:
+            stop_workers(pool)  # Ctrl-C or an error: the blocks in the workers' queue are not worth waiting for
         raise
     finally:
         if pool is not None:
