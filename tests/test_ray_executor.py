@@ -323,7 +323,7 @@ def test_a_cluster_that_cannot_be_joined_is_a_clear_error(corpus, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "cannot join or start the Ray cluster at ray://127.0.0.1:1" in r.stderr and "Traceback" not in r.stderr
-    assert not (out / "manifest.json").exists()
+    assert not out.exists()  # the cluster is joined before the store folder is made (issue 55)
 
 
 def _a_closed_port() -> int:
@@ -357,7 +357,82 @@ def test_a_head_address_with_nothing_listening_fails_fast(corpus, tmp_path, monk
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and time.monotonic() - t0 < 60
     assert f"cannot join the Ray cluster at 127.0.0.1:{port}: nothing answers" in r.stderr and "Traceback" not in r.stderr
-    assert not (out / "manifest.json").exists()
+    assert not out.exists()
+
+
+def test_an_address_where_something_else_answers_fails_fast_in_one_line(corpus, tmp_path):
+    """A web server on the port given as the head: ray.init would retry for minutes, printing
+    Ray's C++ connection warnings (gcs_client.cc); the command says at once that it is not a
+    Ray head, in one line, and leaves no store folder (issue 55)."""
+    import http.server
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = tmp_path / "x.store"
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "--store", "-o",
+                            str(out), "--executor", "ray", "--ray-address", f"127.0.0.1:{server.server_port}",
+                            "--no-progress"], capture_output=True, text=True, timeout=120)
+    finally:
+        server.shutdown()
+    assert r.returncode == 2 and time.monotonic() - t0 < 30
+    assert r.stderr.strip().splitlines() == [
+        f"error: cannot join the Ray cluster at 127.0.0.1:{server.server_port}: something answers there, but not a "
+        "Ray head (no gRPC); give the address 'ray start --head' printed (its GCS port, 6379 by default)"]
+    assert not out.exists()
+
+
+def test_a_killed_run_leaves_no_ray_process_and_a_run_prints_no_ray_notices(corpus, tmp_path):
+    """``kill -9`` of ``embed --executor ray`` on a cluster it started: every process of that
+    cluster ends within seconds (Ray's two agents outlived it by 60-105 s); and a whole run
+    prints no Ray notice (its token-authentication WARNING, the dashboard line) (issue 55)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    psutil = pytest.importorskip("psutil")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(corpus), "--lang", "en", "--store", "-o",
+                        str(tmp_path / "ok.store"), "--executor", "ray", "--no-progress"], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "WARNING" not in r.stderr and "dashboard" not in r.stderr and "INFO" not in r.stderr, r.stderr
+    big = tmp_path / "big.en"
+    big.write_text("\n".join(LINES * 200) + "\n")  # 500,000 lines: still embedding when killed
+    p = subprocess.Popen([sys.executable, "-m", "bimine", "embed", str(big), "--lang", "en", "--store", "-o",
+                          str(tmp_path / "big.store"), "--executor", "ray", "--shard-size", "5000", "--no-progress"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    driver = psutil.Process(p.pid)
+    deadline = time.time() + 120
+    agents: list = []
+    while time.time() < deadline and p.poll() is None:
+        family = driver.children(recursive=True)
+        agents = [c for c in family if c.name().startswith("ray::") and "Agent" in c.name()]
+        if len(agents) >= 2 and any("embed_shard" in c.name() for c in family):
+            break
+        time.sleep(0.2)
+    assert p.poll() is None and agents, "the run ended before its cluster could be seen"
+    family = [c for c in driver.children(recursive=True) if "_reaper" not in " ".join(c.cmdline())]
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+
+    def alive(c) -> bool:
+        try:
+            return c.is_running() and c.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    deadline = time.time() + 15
+    while time.time() < deadline and any(alive(c) for c in family):
+        time.sleep(0.2)
+    left = [c.name() for c in family if alive(c)]
+    assert not left, f"processes of the killed run's cluster still running: {left}"
 
 
 def test_the_reachability_check_leaves_other_addresses_to_ray(monkeypatch):

@@ -21,6 +21,13 @@ class Finite(click.FloatRange):
 
     name = "number"
 
+    def _describe_range(self) -> str:
+        """The range shown in help: none for an unbounded ``Finite()`` (click would print
+        ``[x<=None]``)."""
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         try:
             finite = math.isfinite(float(value))
@@ -74,15 +81,27 @@ class _Group(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
+class _OneStyle(logging.Formatter):
+    """Warnings from the library's loggers read like the commands' own: ``warning: ...`` (one
+    style, not also ``WARNING bimine.embed: ...``); ``-v``'s progress details keep the logger's
+    name (``INFO bimine.mining: ...``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno >= logging.WARNING:
+            label = "error" if record.levelno >= logging.ERROR else "warning"
+            msg = record.getMessage()
+            return msg if msg.startswith(f"{label}: ") else f"{label}: {msg}"
+        return f"{record.levelname} {record.name}: {record.getMessage()}"
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bimine")
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details (INFO level).")
 def cli(verbose: bool) -> None:
     """Mine, align and filter parallel corpora with bilingual sentence encoders."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler()  # standard error
+    handler.setFormatter(_OneStyle())
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     # keep FAISS's loader chatter out of the user's terminal
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 

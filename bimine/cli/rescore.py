@@ -72,10 +72,12 @@ def _recipe_languages(recipe: str) -> dict[str, int]:
                          "rebuild it with 'bimine data build'") from None
 
 
-def _check_both_classes(y, train, dev, gold: int) -> None:
+def _check_both_classes(y, train, dev, gold: int, distractors: int, sizes: list[tuple[str, int, int, int]]) -> None:
     """Refuse training data without a positive (a gold pair among the mined candidates) or a
     negative in training or dev: trees learn nothing from one class, and the threshold
-    (best dev F1) would be meaningless (it was 1e-15 or 0 on such data)."""
+    (best dev F1) would be meaningless (it was 1e-15 or 0 on such data). ``sizes``: each
+    language's (lang, source sentences, target sentences, gold pairs), from ``training_rows``:
+    a side with fewer than ``gold + distractors`` sentences means the file ran out of pairs."""
     from bimine.errors import ConfigError
 
     for name, rows in (("training", train), ("dev", dev)):
@@ -86,8 +88,12 @@ def _check_both_classes(y, train, dev, gold: int) -> None:
                 f"planted translations; are the files 'English<TAB>translation' lines that translate each other "
                 f"(not shuffled or out of step), with the right LANG? Else raise --gold (now {gold})")
         if pos == int(rows.sum()):
+            short = [f"{lang}: {a:,} x {b:,} sentences" for lang, a, b, g in sizes if min(a, b) < g + distractors]
+            fix = (f"the files are too small for --gold {gold} and --distractors {distractors} ({'; '.join(short)}; "
+                   f"each side needs {gold + distractors:,}): give files with more pairs" if short
+                   else f"raise --distractors (now {distractors})")
             raise ConfigError(f"the {int(rows.sum()):,} {name} rows are all gold pairs: no negative to learn from; "
-                              "raise --distractors")
+                              + fix)
 
 
 @cli.command("train-rescorer")
@@ -208,8 +214,10 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
     t0 = time.time()
     texts: list | None = [] if cross else None
     with language_checks(checks):
+        sizes: list[tuple[str, int, int, int]] = []
         x, y, ids, row_langs = training_rows(encoder, corpora, gold=gold, distractors=distractors, near=near,
-                                             pool=pool, seed=seed, log=lambda m: click.echo(m, err=True), texts=texts)
+                                             pool=pool, seed=seed, log=lambda m: click.echo(m, err=True), texts=texts,
+                                             sizes=sizes)
     rng = np.random.default_rng(seed)
     dev_ids = rng.random(int(ids.max()) + 1) < 0.2
     dev = dev_ids[ids]
@@ -219,7 +227,7 @@ def train_rescorer_cmd(pairs: tuple[str, ...], output: str, model: str, recipe: 
         keep = rng.choice(neg, size=min(len(neg), ratio * int((train & (y == 1)).sum())), replace=False)
         train = train & (y == 1)
         train[keep] = True
-    _check_both_classes(y, train, dev, gold)
+    _check_both_classes(y, train, dev, gold, distractors, sizes)
     t1 = time.time()
     r = train_rescorer(x[train], y[train], x_dev=x[dev], y_dev=y[dev], encoder=encoder.model_id,
                        features=FEATURES if all_features else DEFAULT_FEATURES, trees=trees,

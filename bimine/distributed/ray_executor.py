@@ -17,6 +17,7 @@ cluster started for this run).
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import socket
 import uuid
@@ -76,18 +77,40 @@ def require_ray():
 
 
 def init(address: str | None = None):
-    """Join (or start) the Ray cluster; a no-op when this process is already connected."""
+    """Join (or start) the Ray cluster; a no-op when this process is already connected.
+
+    A cluster started for this run (no ``address``, no ``RAY_ADDRESS``) runs without Ray's
+    dashboard (eleven processes nobody looks at during one command) and is watched by
+    :mod:`bimine.distributed._reaper`, so that nothing of it outlives this process. Ray's own
+    messages below ERROR stay out of the terminal (its token-authentication notice on every
+    start among them); ``-v`` shows them."""
     ray = require_ray()
     if not ray.is_initialized():
         _check_reachable(address)
         prepare_driver()
+        local = address is None and not os.environ.get("RAY_ADDRESS")
+        quiet = logging.getLogger("bimine").getEffectiveLevel() > logging.INFO
+        kwargs = {"include_dashboard": False} if local else {}
         try:
-            ray.init(address=address, ignore_reinit_error=True, log_to_driver=True)
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=True,
+                     logging_level=logging.ERROR if quiet else logging.INFO, **kwargs)
         except (ConnectionError, ValueError, RuntimeError) as e:  # no cluster there, or a malformed address
             where = f"at {address}" if address else "(RAY_ADDRESS or a new local one)"
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ConfigError(f"cannot join or start the Ray cluster {where}: {first}") from None
+        if local:
+            _watch_local_cluster()
     return ray
+
+
+def _watch_local_cluster() -> None:
+    """Start :mod:`bimine.distributed._reaper` for this process (see :func:`init`)."""
+    import subprocess
+    import sys
+
+    subprocess.Popen([sys.executable, str(Path(__file__).with_name("_reaper.py")), str(os.getpid())],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
 
 
 def _check_reachable(address: str | None, timeout: float = 10.0) -> None:
@@ -104,6 +127,19 @@ def _check_reachable(address: str | None, timeout: float = 10.0) -> None:
     except OSError as e:
         raise ConfigError(f"cannot join the Ray cluster at {target}: nothing answers there ({e.strerror or e}); "
                           "start its head with `ray start --head` or check the address") from None
+    # something answers; a Ray head's GCS speaks gRPC (HTTP/2). Anything else (a web server, ssh)
+    # would have ray.init retry for minutes, printing Ray's C++ connection warnings
+    import grpc  # a dependency of ray
+
+    channel = grpc.insecure_channel(target)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=min(timeout, 5.0))
+    except grpc.FutureTimeoutError:
+        raise ConfigError(f"cannot join the Ray cluster at {target}: something answers there, but not a Ray head "
+                          "(no gRPC); give the address 'ray start --head' printed (its GCS port, 6379 by default)"
+                          ) from None
+    finally:
+        channel.close()
 
 
 def cluster_cpus(address: str | None = None) -> int:

@@ -453,6 +453,7 @@ def run_pipeline(
     report_info: dict[str, str] | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    command: str = "filter",
 ) -> FilterReport:
     """Score every pair of ``blocks`` with ``filters`` and write the scored TSV to ``output``
     (and the kept rows, input columns only, to ``kept_output``), atomically.
@@ -470,7 +471,9 @@ def run_pipeline(
     ``executor="ray"``: the blocks' stateless scores and prepared parts are computed by Ray
     tasks (:class:`bimine.distributed.ray_executor.BlockPool`, cluster at ``ray_address``;
     ``workers`` is then the cluster's CPUs) instead of forked processes; the rest runs here, in
-    order, as locally, so the output is the same.
+    order, as locally, so the output is the same. ``command``: the name of the command that runs
+    it (``score``, ``divergence``, ...), which its temporary folder carries
+    (``bimine-COMMAND-tmp-PID-...``).
     """
     global _WORKER_FILTERS
     t_start = time.perf_counter()
@@ -491,12 +494,14 @@ def run_pipeline(
         workers = pool.workers
     on_ray = pool is not None
     sweep_leftovers(output, kept_output, report_path)  # what runs killed by SIGKILL left
-    spool = tempfile.TemporaryDirectory(prefix=temp_prefix("filter"), dir=folder)
+    spool = tempfile.TemporaryDirectory(prefix=temp_prefix(command), dir=folder)
     outputs = ExitStack()  # each output under a temporary name, put in place at the end (outputs.atomic_path)
     try:
-        tmp = outputs.enter_context(atomic_path(output))
-        tmp_kept = outputs.enter_context(atomic_path(kept_output)) if kept_output else None
+        # put in place in the reverse order: the output, then the kept rows, then the report (a
+        # failure to put one in place removes those after it: no report of a failed run)
         tmp_report = outputs.enter_context(atomic_path(report_path)) if report_path else None
+        tmp_kept = outputs.enter_context(atomic_path(kept_output)) if kept_output else None
+        tmp = outputs.enter_context(atomic_path(output))
         rows_path = os.path.join(spool.name, "rows.tsv")
         score_path = os.path.join(spool.name, "scores.f64")
         width = None

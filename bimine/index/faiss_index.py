@@ -92,6 +92,22 @@ def resolve_factory(cfg: IndexConfig, n: int, d: int) -> str:
     return auto_factory(n, d, cfg.exact_below) if cfg.factory == "auto" else cfg.factory
 
 
+_FAISS_WHERE = re.compile(r"Error in .*? at \S+:\d+: (?:Error: '(.*?)' failed(?:: )?)?(.*)", re.S)
+
+
+def faiss_message(e: BaseException) -> str:
+    """The reason in a FAISS exception, without the C++ signature, source file and line it
+    quotes (``Error in void faiss::ProductQuantizer::set_derived_values() at
+    /project/faiss/impl/ProductQuantizer.cpp:64: Error: '!(d % M == 0)' failed: The dimension
+    ...`` becomes ``The dimension ...``); the failed condition where no reason is given."""
+    text = str(e).strip()
+    m = _FAISS_WHERE.search(text)
+    if not m:
+        return text.splitlines()[0] if text else type(e).__name__
+    reason = m.group(2).strip().splitlines()[0] if m.group(2).strip() else ""
+    return reason or f"the check {m.group(1)!r} failed"
+
+
 class KeyIndex:
     """A FAISS index over key vectors, filled shard by shard."""
 
@@ -103,7 +119,7 @@ class KeyIndex:
         try:
             self.index = faiss.index_factory(d, self.factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
-            raise ConfigError(f"invalid FAISS factory string {self.factory!r}: {str(e).splitlines()[0]}") from None
+            raise ConfigError(f"invalid FAISS factory string {self.factory!r}: {faiss_message(e)}") from None
         self.d = d
         self.n_total = n_total
 
@@ -126,7 +142,11 @@ class KeyIndex:
         # one thread: k-means' assignments come from BLAS products whose last bits depend on
         # the threads, and a flipped assignment moves a centroid (the same training on any machine)
         with one_faiss_thread():
-            self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
+            try:
+                self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
+            except RuntimeError as e:
+                raise ConfigError(f"index {self.factory}: FAISS cannot train it on {len(sample):,} vectors: "
+                                  f"{faiss_message(e)}; choose a smaller index or 'Flat'") from None
 
     def add(self, x: np.ndarray) -> None:
         self.index.add(np.ascontiguousarray(x, dtype=np.float32))

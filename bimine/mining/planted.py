@@ -181,14 +181,16 @@ def candidate_sets(encoder, corpora, *, gold: int = 300, distractors: int = 6000
 
 
 def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
-                  cfg=None, seed: int = 0, log=None, texts: list | None = None
+                  cfg=None, seed: int = 0, log=None, texts: list | None = None, sizes: list | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Candidate features and labels for training a rescorer, from :func:`candidate_sets`: gold
     pairs are positives, every other selected candidate a negative; each row also enters with
     its sides swapped (:func:`swap_sides`), so the rescorer serves both directions. Returns
     features, labels, each row's candidate number (the two copies of a candidate share it:
     split train and dev by it) and each row's language. With ``texts`` (a list), each
-    candidate's ``(source, target)`` texts are appended to it, in candidate-number order."""
+    candidate's ``(source, target)`` texts are appended to it, in candidate-number order. With
+    ``sizes`` (a list), each language's ``(lang, source sentences, target sentences, gold
+    pairs)`` is appended to it: a side smaller than ``gold + distractors`` ran out of pairs."""
     xs, ys, ids, langs = [], [], [], []
     for lang, split, c, label in candidate_sets(encoder, corpora, gold=gold, distractors=distractors, near=near,
                                                 pool=pool, cfg=cfg, seed=seed):
@@ -199,6 +201,8 @@ def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000,
         first = sum(len(a) for a in ids) // 2
         ids += [np.arange(first, first + len(label))] * 2
         langs += [lang] * (2 * len(label))
+        if sizes is not None:
+            sizes.append((lang, len(split.src), len(split.tgt), len(split.gold)))
         if log is not None:
             log(f"{lang}: {len(split.src):,} x {len(split.tgt):,} sentences, {len(label):,} candidates, "
                 f"{int(label.sum())} of {len(split.gold)} gold pairs among them")

@@ -329,6 +329,8 @@ def build_store(
     if total_lines is None:  # one fast pass: bad input fails before any file is made; the count gives the ETA
         total_lines = scan_text(input_path, errors=errors, column=column).lines
     out = Path(out_dir)
+    if executor == "ray" and not (out / "manifest.json").exists():
+        plugin("ray").init(ray_address)  # join the cluster first: a bad --ray-address leaves no folder behind
     out.mkdir(parents=True, exist_ok=True)
     lang = normalize_lang(lang)
     ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,
