@@ -266,3 +266,18 @@ def test_filter_outputs_into_a_fifo_a_device_and_a_symlink(tmp_path, null_dev):
     assert _is_char_device(null_dev) and stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
     r = _bimine("score", tsv, "--src-lang", "en", "--tgt-lang", "fr", "-o", "-")
     assert r.returncode == 0 and r.stdout.decode().count("\n") == 61
+
+
+def test_output_folders_through_a_symlink_and_a_fifo_refused(tmp_path):
+    real = tmp_path / "stores" / "fr"
+    real.mkdir(parents=True)
+    os.symlink(real, tmp_path / "fr.store")
+    r = _bimine("embed", EXAMPLES / "sample.fr", "--lang", "fr", "--store", "-o", tmp_path / "fr.store")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "fr.store").is_symlink() and (real / "manifest.json").exists()
+    os.mkfifo(tmp_path / "fifo")
+    r = _bimine("embed", EXAMPLES / "sample.fr", "--lang", "fr", "--store", "-o", tmp_path / "fifo")
+    assert r.returncode == 2
+    assert r.stderr.decode().strip().splitlines() == [f"error: -o/--output {tmp_path / 'fifo'}: is a FIFO, not a folder; "
+                                                      "choose a folder name"]
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
