@@ -15,8 +15,8 @@ def _io(f):
 
     options = pair_input_options() + [
         click.option("-o", "--output", required=True, type=click.Path(),
-                     help="Scored TSV: header, the input columns, 'divergence' and 'score' (higher = more "
-                     "equivalent)."),
+                     help="Scored TSV: header, the input columns, 'divergence' and 'score': the calibrated "
+                     "probability that the pair is equivalent (higher = more equivalent)."),
         click.option("-d", "--divergence-model", "div_model", default="default", show_default=True,
                      help="A file from 'bimine train-divergence', or 'default' (shipped with the default model)."),
         click.option("-m", "--model", default="default", show_default=True,
@@ -48,6 +48,17 @@ def _go(filtering: bool, div_model, input, src, tgt, columns, src_lang, tgt_lang
                            tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang, model=model,
                            block_size=block_size, encoding_errors=encoding_errors, report=report,
                            progress=not no_progress, kept=kept, executor=executor, ray_address=ray_address))
+    _calibration_warning(div_model)
+
+
+def _calibration_warning(div_model) -> None:
+    """Once per run: a model file without calibration (older, or trained with --calibration-pairs 0)."""
+    from bimine.scoring.divergence import DivergenceModel, default_path
+
+    note = DivergenceModel.load(default_path() if div_model == "default" else div_model).calibration_note(
+        f"divergence model {div_model}")
+    if note:
+        click.echo(f"warning: {note}", err=True)
 
 
 @cli.command()
@@ -55,7 +66,10 @@ def _go(filtering: bool, div_model, input, src, tgt, columns, src_lang, tgt_lang
 def divergence(div_model, **kw) -> None:
     """Score how equivalent in meaning the two sides of each pair are (paper 004): a TSV INPUT
     (--columns picks the sides) or --src and --tgt. One output row per input row, in order;
-    'score' is the probability that the pair is equivalent (higher = more equivalent)."""
+    'score' is the probability that the pair is equivalent (higher = more equivalent),
+    calibrated on held-out clean pairs and as many divergent ones (docs/divergence.md); a
+    model file without calibration gives its raw score, which ranks but is no probability,
+    and says so."""
     _go(False, div_model, **kw)
 
 
@@ -96,8 +110,11 @@ def select(div_model, keep, kept, **kw) -> None:
               help="Share of the negatives replaced by finer-grained ones (phrase deleted, word replaced, "
               "sentence appended); 0 = the paper's recipe (product negatives only).")
 @click.option("--threshold", type=Finite(0, 1), default=0.5, show_default=True,
-              help="The model's decision threshold on 'score' (what 'threshold: trained' in a filter pipeline "
-              "uses), e.g. the best one on labelled development data.")
+              help="The model's decision threshold on its calibrated 'score' (what 'threshold: trained' in a filter "
+              "pipeline uses), e.g. the best one on labelled development data.")
+@click.option("--calibration-pairs", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Held-out pairs of the corpus (not drawn as positives, no side shared with one) that 'score' is "
+              "calibrated on, with as many divergent pairs made from them; 0 leaves the model uncalibrated.")
 @click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--prune", type=Finite(0, 1), default=1e-4, show_default=True,
               help="mm: translation probabilities below this are not stored (0 keeps the full tables: a larger "
@@ -106,7 +123,7 @@ def select(div_model, keep, kept, **kw) -> None:
 @click.option("--device", default=None, help="vdpwi: the torch device to train on (default: a CUDA GPU when "
               "PyTorch sees one, else the CPU).")
 def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligner, align_pairs, positives,
-                     min_words, ratio, hard, threshold, epochs, prune, seed, device) -> None:
+                     min_words, ratio, hard, threshold, calibration_pairs, epochs, prune, seed, device) -> None:
     """Train a divergence model on a parallel corpus, without labels (paper 004 §3, §5.1): a
     word aligner (IBM Models 1-2, both directions) gives the dictionary; positives are
     corpus pairs, negatives pairs of the Cartesian product that pass the length and
@@ -145,6 +162,7 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
                                  hard=hard)
     click.echo(f"synthetic examples: {counts['positives']:,} positives, {counts['negatives']:,} negatives "
                f"({counts['candidates_passing_filters']:,} product pairs passed the filters)", err=True)
+    enc = None
     if kind == "mm":
         m = train_mm(ex, al, src_lang=src_lang, tgt_lang=tgt_lang, prune=prune)
     else:
@@ -159,8 +177,26 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
         m = train_vdpwi(ex, enc, src_lang=src_lang, tgt_lang=tgt_lang, epochs=epochs, seed=seed, device=device,
                         log=lambda h: click.echo(f"  epoch {h['epoch']}: loss {h['loss']:.4f}, dev Pearson "
                                                  f"{h['dev_pearson']:.4f} ({h['minutes']:.1f} min)", err=True))
+    if calibration_pairs:
+        _calibrate(m, src, tgt, al, src_lang, tgt_lang, positives, min_words, seed, calibration_pairs, enc)
     m.meta["threshold"] = threshold
     m.meta.setdefault("training", {}).update({"synthetic": counts, "positives_min_words": min_words,
                                               "corpus": [os.path.basename(p) for p in srcs], "hard": hard})
     m.save(output)
     click.echo(f"wrote {output}", err=True)
+
+
+def _calibrate(m, src, tgt, al, src_lang, tgt_lang, positives, min_words, seed, n, enc) -> None:
+    from bimine.divergence.calibration import calibrate_on_heldout
+
+    c = calibrate_on_heldout(m, src, tgt, al, src_lang=src_lang, tgt_lang=tgt_lang, positives=positives,
+                             min_words=min_words, seed=seed, n=n, encoder=enc)
+    if not c["calibrated"]:
+        click.echo(f"warning: {c['reason']}: the model is saved uncalibrated (its 'score' ranks but is no "
+                   "probability); lower --positives or give a larger corpus", err=True)
+        return
+    sign = "+" if c["b"] >= 0 else "-"
+    click.echo(f"calibrated on {c['counts']['positives']:,} held-out pairs and {c['counts']['negatives']:,} divergent "
+               f"ones made from them: score = sigmoid({c['a']:.3f} * logit(raw) {sign} {abs(c['b']):.3f}); median "
+               f"score of the held-out pairs {c['clean_median_raw']:.3f} -> {c['clean_median']:.3f}, of the divergent "
+               f"ones {c['divergent_median_raw']:.3f} -> {c['divergent_median']:.3f}", err=True)

@@ -180,14 +180,105 @@ def build_examples(src: list[str], tgt: list[str], aligner: WordAligner, *, rati
     return ex, counts
 
 
+def _eligible(src: list[str], tgt: list[str], min_words: int) -> list[int]:
+    return [k for k, (s, t) in enumerate(zip(src, tgt)) if len(words(s)) >= min_words and len(words(t)) >= min_words]
+
+
+def draw_positives(src: list[str], tgt: list[str], *, positives: int = 5000, min_words: int = 5, seed: int = 0,
+                   ) -> list[int]:
+    """The corpus lines :func:`corpus_examples` takes as positives: ``positives`` drawn uniformly
+    (seeded) among the pairs with at least ``min_words`` words on both sides, in corpus order."""
+    ok = _eligible(src, tgt, min_words)
+    if len(ok) < positives:
+        raise ConfigError(f"only {len(ok):,} pairs have {min_words}+ words on both sides; lower --positives")
+    pick = np.sort(np.random.default_rng(seed).choice(len(ok), size=positives, replace=False))
+    return [ok[i] for i in pick.tolist()]
+
+
 def corpus_examples(src: list[str], tgt: list[str], aligner: WordAligner, *, positives: int = 5000,
                     min_words: int = 5, ratio: int = 5, seed: int = 0, hard: float = 0.0,
                     ) -> tuple[list[Example], dict]:
     """:func:`build_examples` on ``positives`` pairs of the corpus drawn uniformly (seeded)
-    among those with at least ``min_words`` words on both sides."""
-    ok = [k for k, (s, t) in enumerate(zip(src, tgt)) if len(words(s)) >= min_words and len(words(t)) >= min_words]
-    if len(ok) < positives:
-        raise ConfigError(f"only {len(ok):,} pairs have {min_words}+ words on both sides; lower --positives")
-    pick = np.sort(np.random.default_rng(seed).choice(len(ok), size=positives, replace=False))
-    return build_examples([src[ok[i]] for i in pick], [tgt[ok[i]] for i in pick], aligner, ratio=ratio, seed=seed,
+    among those with at least ``min_words`` words on both sides (:func:`draw_positives`)."""
+    pick = draw_positives(src, tgt, positives=positives, min_words=min_words, seed=seed)
+    return build_examples([src[i] for i in pick], [tgt[i] for i in pick], aligner, ratio=ratio, seed=seed,
                           hard=hard)
+
+
+# ---------------------------------------------------------------------- calibration (issue 55)
+CALIBRATION_KINDS = ("mismatch", "product", *HARD_KINDS)
+
+
+def heldout_pairs(src: list[str], tgt: list[str], used: list[int], *, n: int = 1000, min_words: int = 5,
+                  seed: int = 0) -> list[int]:
+    """Up to ``n`` corpus lines (seeded draw, in corpus order) for calibrating a model trained on
+    the lines ``used``: pairs with ``min_words``+ words a side, neither of whose sides is a side
+    of a ``used`` pair (corpora repeat sentences), each pair once."""
+    seen_s = {src[i] for i in used}
+    seen_t = {tgt[i] for i in used}
+    cand, pairs = [], set()
+    for k in _eligible(src, tgt, min_words):
+        if src[k] in seen_s or tgt[k] in seen_t or (src[k], tgt[k]) in pairs:
+            continue
+        pairs.add((src[k], tgt[k]))
+        cand.append(k)
+    if len(cand) <= n:
+        return cand
+    pick = np.sort(np.random.default_rng(seed + 7).choice(len(cand), size=n, replace=False))
+    return [cand[i] for i in pick.tolist()]
+
+
+def calibration_examples(src: list[str], tgt: list[str], aligner: WordAligner, *, seed: int = 0,
+                         ) -> tuple[list[Example], dict]:
+    """Held-out clean pairs and as many divergent ones made from them, to calibrate a model on
+    (:func:`bimine.scoring.divergence.fit_platt`): every pair is a positive; the negatives
+    are taken in equal shares from :data:`CALIBRATION_KINDS`: ``mismatch`` (a source with the
+    target of another pair, drawn at random: unrelated), ``product`` (the same, among the
+    pairs that pass the length and dictionary-coverage filters of 004 §3), and the hard kinds
+    of :func:`hard_negatives` (a phrase deleted, a word replaced, a sentence appended). A
+    kind that cannot make its share (few product pairs pass the filters of a small set) leaves
+    it to the hard kinds. Returns the examples (positives first) and their counts by kind."""
+    n = len(src)
+    if n < 2:
+        raise ConfigError(f"calibration needs at least 2 held-out pairs, got {n}")
+    rng = np.random.default_rng(seed + 11)
+    share = {k: n // len(CALIBRATION_KINDS) + (i < n % len(CALIBRATION_KINDS)) for i, k in enumerate(CALIBRATION_KINDS)}
+
+    def mismatches(m: int) -> list[Example]:
+        out = []
+        for i in rng.choice(n, size=m, replace=n < m).tolist():
+            for _ in range(10):
+                j = int(rng.integers(n - 1))
+                j += j >= i  # another pair's target
+                if tgt[j] != tgt[i]:
+                    out.append(Example(src[i], tgt[j], 0.0, "mismatch"))
+                    break
+        return out
+
+    neg = mismatches(share["mismatch"])
+    cand = np.flatnonzero(candidate_mask(src, tgt, aligner))
+    take = min(len(cand), share["product"])
+    for k in np.sort(rng.choice(cand, size=take, replace=False)).tolist() if take else []:
+        neg.append(Example(src[k // n], tgt[k % n], 0.0, "product"))
+    # the hard kinds share what is left; a kind that cannot make its part (no sentence of 5+ words to
+    # delete from) leaves it to the others, and mismatches fill what none of them can make
+    kinds = list(HARD_KINDS)
+    for round_ in range(len(HARD_KINDS)):
+        need = n - len(neg)
+        if need <= 0 or not kinds:
+            break
+        made_by = []
+        for i, kind in enumerate(kinds):
+            part = need // len(kinds) + (i < need % len(kinds))
+            made = (hard_negatives(src, tgt, aligner, n=part, seed=seed + 13 + 7 * round_ + i, kinds=(kind,))
+                    if part else [])
+            neg += made
+            if len(made) >= part:
+                made_by.append(kind)
+        kinds = made_by
+    neg += mismatches(max(0, n - len(neg)))
+    pos = [Example(s, t, 1.0, "positive") for s, t in zip(src, tgt)]
+    ex = pos + neg
+    counts = {"positives": len(pos), "negatives": len(neg),
+              "by_kind": {k: sum(e.kind == k for e in neg) for k in CALIBRATION_KINDS}}
+    return ex, counts

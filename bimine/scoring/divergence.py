@@ -9,6 +9,25 @@ languages it was trained on, the decision threshold and its training record:
   word-alignment tables it reads, NumPy only.
 
 Scores are in [0, 1], higher = more equivalent (the score contract's direction).
+
+**Calibration (issue 55).** Either model is trained on synthetic examples at one positive to five
+negatives (004 §5.1), short sentences of its training corpora, with a soft (KL) or regression-like
+target: its raw output ranks pairs but is no probability on real clean pairs (the shipped model
+gave the 300 clean NTREX translations of examples/dev.en-fr.tsv a median of 0.39). A model file may
+carry a Platt map, fitted on *held-out* clean pairs and divergent ones made from them
+(:func:`bimine.divergence.synthetic.calibration_examples`), the two classes weighted equally:
+
+    score = sigmoid(a * logit(raw) + b),   raw clipped to [1e-6, 1 - 1e-6],  a > 0
+
+stored in the metadata as ``calibration`` (JSON: ``method``, ``a``, ``b`` and how it was fitted).
+:meth:`DivergenceModel.score` then returns P(equivalent) for a pair drawn half from clean
+translations and half from those divergences (so its log-odds are a likelihood ratio, what the
+combined score adds); the map is increasing, so the ranking, ``select --keep`` and every
+ROC-AUC are unchanged. A file without it (written before, or by :func:`train_vdpwi` /
+:func:`train_mm` alone) still loads and scores with the raw output; :attr:`DivergenceModel.calibrated`
+says which, and the commands warn once that its ``score`` ranks but is not a calibrated
+probability. Stored thresholds (``threshold``, ``refresd_threshold``) are on the scale of
+:meth:`DivergenceModel.score`.
 """
 
 from __future__ import annotations
@@ -33,6 +52,90 @@ from bimine.weights import read_safetensors, save_safetensors
 FORMAT = 1
 KINDS = ("vdpwi", "mm")
 DEFAULT_FILE = "divergence.safetensors"
+CLIP = 1e-6  # raw probabilities are clipped to [CLIP, 1 - CLIP] before their logit
+THRESHOLD_KEYS = ("threshold", "refresd_threshold")  # stored thresholds, on the scale of score()
+
+
+def _logit(p) -> np.ndarray:
+    p = np.clip(np.asarray(p, np.float64), CLIP, 1 - CLIP)
+    return np.log(p) - np.log1p(-p)
+
+
+@dataclass(frozen=True)
+class PlattCalibration:
+    """``p = sigmoid(a * logit(raw) + b)`` (raw clipped to [1e-6, 1 - 1e-6]); ``a > 0`` keeps
+    the order of the raw scores."""
+
+    a: float
+    b: float
+
+    def __call__(self, raw) -> np.ndarray:
+        z = self.a * _logit(raw) + self.b
+        return 0.5 * (1.0 + np.tanh(0.5 * z))  # = 1 / (1 + exp(-z)), without overflow
+
+    def inverse(self, p) -> np.ndarray:
+        """The raw score that maps to ``p``."""
+        z = (_logit(p) - self.b) / self.a
+        return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+    @classmethod
+    def from_meta(cls, d: dict) -> PlattCalibration:
+        if d.get("method") != "platt":
+            raise ConfigError(f"unknown divergence calibration method {d.get('method')!r} (this bimine reads 'platt')")
+        a, b = float(d["a"]), float(d["b"])
+        if not (math.isfinite(a) and math.isfinite(b) and a > 0):
+            raise ConfigError(f"divergence calibration a={a}, b={b}: a must be finite and above 0")
+        return cls(a, b)
+
+
+def fit_platt(raw, labels, weights=None, *, balance: bool = True, l2: float = 0.0, max_iter: int = 100,
+              ) -> PlattCalibration:
+    """Fit :class:`PlattCalibration` by weighted maximum likelihood (Newton's method on the two
+    parameters): ``labels`` 1 = equivalent, 0 = divergent; ``balance`` weighs the two classes
+    equally (the map's prior is then 1:1, whatever the counts); ``l2`` a ridge on ``a``. A map
+    that would reverse the ranking (``a <= 0``: the scores do not separate the classes) is an
+    error."""
+    z = _logit(raw)
+    y = np.asarray(labels, np.float64).ravel()
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, np.float64).ravel()
+    if not (len(z) == len(y) == len(w)):
+        raise ValueError(f"{len(z)} scores, {len(y)} labels and {len(w)} weights")
+    pos = y > 0.5
+    if not pos.any() or pos.all():
+        raise ConfigError("calibration needs equivalent and divergent pairs, found one class only")
+    if balance:
+        w = np.where(pos, w / w[pos].sum(), w / w[~pos].sum())
+    w = w / w.sum()
+    x = np.stack([z, np.ones_like(z)], 1)
+    theta = np.zeros(2)
+    ridge = np.diag([l2, 0.0])
+
+    def loss(t):
+        s = x @ t
+        return float(w @ (np.logaddexp(0, s) - y * s) + 0.5 * l2 * t[0] ** 2)
+
+    cur = loss(theta)
+    for _ in range(max_iter):
+        p = 0.5 * (1.0 + np.tanh(0.5 * (x @ theta)))
+        grad = x.T @ (w * (p - y)) + ridge @ theta
+        hess = (x * (w * p * (1 - p))[:, None]).T @ x + ridge + 1e-12 * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        t, new = 1.0, None
+        while t > 1e-8:  # step halving: the loss never rises
+            if loss(theta - t * step) <= cur:
+                new = theta - t * step
+                break
+            t /= 2
+        if new is None:
+            break
+        theta, prev, cur = new, cur, loss(new)
+        if np.max(np.abs(t * step)) < 1e-10 or prev - cur < 1e-15:
+            break
+    a, b = float(theta[0]), float(theta[1])
+    if not a > 0:
+        raise ConfigError(f"calibration: the model's scores do not rank the held-out equivalent pairs above the "
+                          f"divergent ones (fitted slope {a:.3g}); the model is not usable on these pairs")
+    return PlattCalibration(a, b)
 
 
 @dataclass
@@ -50,6 +153,41 @@ class DivergenceModel:
     @property
     def threshold(self) -> float:
         return float(self.meta.get("threshold", 0.5))
+
+    @property
+    def calibration(self) -> PlattCalibration | None:
+        """The stored Platt map, or None (an older file, or a model not calibrated yet)."""
+        d = self.meta.get("calibration")
+        return PlattCalibration.from_meta(d) if d else None
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.meta.get("calibration"))
+
+    def set_calibration(self, cal: PlattCalibration, *, map_thresholds: bool = True, **record) -> None:
+        """Store ``cal`` with ``record`` (how and on what it was fitted; JSON values). With
+        ``map_thresholds`` the stored thresholds are carried through it, so that the same pairs
+        pass them: a threshold on the raw scores goes through ``cal``, one on the scores of an
+        earlier calibration back through that one first. Without, they are left as they are
+        (set them on the new scale yourself)."""
+        if not (math.isfinite(cal.a) and math.isfinite(cal.b) and cal.a > 0):
+            raise ConfigError(f"calibration a={cal.a}, b={cal.b}: a must be finite and above 0")
+        if map_thresholds:
+            old = self.calibration
+            for k in THRESHOLD_KEYS:
+                if k in self.meta:
+                    raw = float(old.inverse(self.meta[k])) if old is not None else float(self.meta[k])
+                    self.meta[k] = round(float(cal(raw)), 4)
+        self.meta["calibration"] = {"method": "platt", "a": cal.a, "b": cal.b, **record}
+
+    def calibration_note(self, name: str = "this divergence model") -> str | None:
+        """One line for the user when the model carries no calibration, else None."""
+        if self.calibrated:
+            return None
+        return (f"{name} carries no calibration: its 'score' ranks pairs (higher = more equivalent) but is not "
+                "a calibrated probability (clean translations may score below 0.5); rank with it (bimine select "
+                "--keep), or retrain it with this bimine's 'bimine train-divergence', which calibrates it on "
+                "held-out pairs")
 
     # ------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
@@ -106,11 +244,20 @@ class DivergenceModel:
     # ------------------------------------------------------------------ scoring
     def score(self, src: list[str], tgt: list[str], *, src_lang: str, tgt_lang: str, encoder=None,
               batch: int = 64) -> np.ndarray:
-        """Probability that each pair is equivalent, float64 in [0, 1]."""
+        """Probability that each pair is equivalent, float64 in [0, 1]: the raw score through the
+        stored calibration (module docstring), or the raw score when the model has none."""
+        raw = self.raw_score(src, tgt, src_lang=src_lang, tgt_lang=tgt_lang, encoder=encoder, batch=batch)
+        cal = self.calibration
+        return cal(raw) if cal is not None and len(raw) else raw
+
+    def raw_score(self, src: list[str], tgt: list[str], *, src_lang: str, tgt_lang: str, encoder=None,
+                  batch: int = 64) -> np.ndarray:
+        """The model's own output (its softmax's or classifier's P(equivalent) under the synthetic
+        training mix), float64 in [0, 1], uncalibrated."""
         if len(src) != len(tgt):
             raise ValueError("src and tgt differ in length")
         if self.reversed_languages(src_lang, tgt_lang):  # trained on the other direction: swap the sides
-            return self.score(tgt, src, src_lang=tgt_lang, tgt_lang=src_lang, encoder=encoder, batch=batch)
+            return self.raw_score(tgt, src, src_lang=tgt_lang, tgt_lang=src_lang, encoder=encoder, batch=batch)
         if not src:
             return np.zeros(0)
         if self.kind == "mm":
