@@ -62,8 +62,10 @@ def _dead_pid() -> int:
     return p.pid
 
 
-@pytest.mark.parametrize("command", ["filter", "score", "embed"])
-def test_kill9_ends_the_workers_and_the_next_run_sweeps_its_temporaries(tmp_path, command):
+def start_with_workers(tmp_path: Path, command: str, **popen) -> tuple[subprocess.Popen, list[int], Path, Path]:
+    """Start ``bimine COMMAND`` (filter, score or embed) on 40,000 lines with two worker
+    processes, TMPDIR a fresh folder; return once its workers run: (the process, the workers'
+    ids, its output path, TMPDIR). ``popen``: more arguments of :class:`subprocess.Popen`."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     en, fr = _pairs(tmp_path, 40_000)
@@ -81,13 +83,19 @@ def test_kill9_ends_the_workers_and_the_next_run_sweeps_its_temporaries(tmp_path
             args = ["filter", "--src", str(en), "--tgt", str(fr)]
         args += ["--src-lang", "en", "--tgt-lang", "fr", "-o", str(out), "--workers", "2", "--block-size", "400"]
     p = subprocess.Popen([sys.executable, "-m", "bimine", *args], env=_env(tmpdir),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **popen)
     workers: list[int] = []
     deadline = time.time() + 120
     while len(workers) < 2 and p.poll() is None and time.time() < deadline:
         workers = _children(p.pid)
         time.sleep(0.02)
     assert p.poll() is None and workers, "the run ended before its workers could be seen: " + p.stderr.read()
+    return p, workers, out, tmpdir
+
+
+@pytest.mark.parametrize("command", ["filter", "score", "embed"])
+def test_kill9_ends_the_workers_and_the_next_run_sweeps_its_temporaries(tmp_path, command):
+    p, workers, out, tmpdir = start_with_workers(tmp_path, command)
     time.sleep(0.3)  # let them take work
     p.send_signal(signal.SIGKILL)
     p.wait()

@@ -159,10 +159,9 @@ def pair_input(input, src, tgt, columns: str) -> tuple[int, int]:
     return cols
 
 
-def main() -> None:
-    from bimine.cleanup import exit_cleanly_on_sigterm
-
-    exit_cleanly_on_sigterm()  # SIGTERM unwinds like Ctrl-C: temporary files and folders are removed
+def registered() -> click.Group:
+    """The ``bimine`` group with every command attached (each command module attaches its own
+    on import)."""
     from bimine.cli import (  # noqa: F401  (register commands)
         align,
         classifier,
@@ -177,9 +176,16 @@ def main() -> None:
         run,
         train,
     )
-    from bimine.cli.main import cli as registered  # the module object the commands attached to
+    from bimine.cli.main import cli as group  # the module object the commands attached to
 
-    registered()
+    return group
+
+
+def main() -> None:
+    from bimine.cleanup import exit_cleanly_on_sigterm
+
+    exit_cleanly_on_sigterm()  # SIGTERM unwinds like Ctrl-C: temporary files and folders are removed
+    registered()()
 
 
 if __name__ == "__main__":
