@@ -30,6 +30,41 @@ def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str]
     return (a[:limit], b[:limit], skipped) if limit is not None else (a, b, skipped)
 
 
+MAX_DEV_OVERLAP = 0.5  # more dev pairs than this also in training: refused; more than WARN_DEV_OVERLAP: a warning
+WARN_DEV_OVERLAP = 0.1
+
+
+def same_dev_files(input, src, tgt, dev_src, dev_tgt) -> bool:
+    """Whether ``--dev-src``/``--dev-tgt`` are the training files themselves (also through a link)."""
+    from bimine.text.sameness import same_file
+
+    train = [p for p in (input, src, tgt) if p]
+    return any(same_file(d, p) for d in (dev_src, dev_tgt) for p in train)
+
+
+def check_dev_apart(src: list[str], tgt: list[str], dev_src: list[str], dev_tgt: list[str], *, same: bool) -> None:
+    """Refuse dev pairs that are mostly training pairs (more than :data:`MAX_DEV_OVERLAP` of
+    them, compared by the hash of the pair's two stripped sides), and warn above
+    :data:`WARN_DEV_OVERLAP`: the dev ROC-AUC, F1 and the decision threshold chosen on them
+    would measure what the classifier memorised (train-classifier with the training files as
+    dev reported ROC-AUC 0.9998). ``same``: the dev files are the training files."""
+    seen = {hash((x.strip(), y.strip())) for x, y in zip(src, tgt)}
+    shared = sum(hash((x.strip(), y.strip())) in seen for x, y in zip(dev_src, dev_tgt))
+    n = len(dev_src)
+    if not n or shared <= WARN_DEV_OVERLAP * n:
+        return
+    what = (f"{shared:,} of the {n:,} dev pairs ({100 * shared / n:.0f}%) are also training pairs"
+            + (" (--dev-src/--dev-tgt are the training files)" if same else ""))
+    if shared > MAX_DEV_OVERLAP * n:
+        from bimine.errors import ConfigError
+
+        raise ConfigError(f"--dev-src/--dev-tgt: {what}, so the dev ROC-AUC and the threshold chosen on them would "
+                          "measure memory, not the classifier; give pairs held out from training, or drop "
+                          "--dev-src/--dev-tgt to hold out the last --dev-size pairs")
+    click.echo(f"warning: --dev-src/--dev-tgt: {what}: the dev figures and the threshold will be optimistic; "
+               "give pairs held out from training", err=True)
+
+
 @cli.command("train-classifier")
 @click.argument("kind", type=click.Choice(["confidence", "fc", "bigru"]))
 @click.argument("input", required=False, type=str)
@@ -106,6 +141,8 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
         skipped += dskipped
     if len(s) < 2:
         raise ConfigError(f"{len(s)} usable pair(s): too few to train on")
+    if dev is not None:
+        check_dev_apart(s, t, *dev, same=same_dev_files(input, src, tgt, dev_src, dev_tgt))
     encoder = None
     if kind in ("confidence", "fc"):
         from bimine.encoders import load_encoder

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import Finite, check_lang_option, cli
+from bimine.cli.main import Finite, check_lang_option, cli, language_checks
 
 
 def _io(f):
@@ -44,10 +44,17 @@ def _go(filtering: bool, div_model, input, src, tgt, columns, src_lang, tgt_lang
     from bimine.filtering.job import divergence_job
 
     cols = _prepare(input, src, tgt, columns, executor, ray_address)
-    execute(divergence_job(output, divergence_model=div_model, keep=keep if filtering else None, input=input, src=src,
-                           tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang, model=model,
-                           block_size=block_size, encoding_errors=encoding_errors, report=report,
-                           progress=not no_progress, kept=kept, executor=executor, ray_address=ray_address))
+    # the text against --src-lang / --tgt-lang, as embed and mine do (filter's lang rule does it per pair): a
+    # divergence model reads the words of the languages it was trained on, and scores other text as noise
+    if input is not None:
+        checks = [(input, src_lang, "--src-lang", cols[0]), (input, tgt_lang, "--tgt-lang", cols[1])]
+    else:
+        checks = [(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]
+    with language_checks(checks):
+        execute(divergence_job(output, divergence_model=div_model, keep=keep if filtering else None, input=input,
+                               src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang, model=model,
+                               block_size=block_size, encoding_errors=encoding_errors, report=report,
+                               progress=not no_progress, kept=kept, executor=executor, ray_address=ray_address))
     _calibration_warning(div_model)
 
 

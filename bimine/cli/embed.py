@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from bimine.cli.main import (
     MODEL_CHOICES_HELP,
@@ -85,6 +86,10 @@ def embed(
     # the output path is checked by embed_file / build_store before any work
     if executor == "ray" and not store:
         raise click.UsageError("--executor ray writes a store: add --store")
+    if not store and click.get_current_context().get_parameter_source("shard_size") not in (
+            ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+        raise click.UsageError("--shard-size sets the lines per shard of a store: add --store (one .npy file has "
+                               "no shards)")
     check_executor(executor, ray_address)
     with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
         encoder = load_model(model, [lang], "embed")

@@ -19,15 +19,6 @@ def eval_group() -> None:
     """Evaluate models: retrieval precision (P@N), BUCC-style mining F1."""
 
 
-def _same_file(a: str, b: str) -> bool:
-    import os
-
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 @eval_group.command()
 @click.argument("src", type=str)
 @click.argument("tgt", type=str)
@@ -60,12 +51,13 @@ def retrieval(
     pair are an error, and two sides of the same text (one file twice, or a copy) a warning.
     """
     from bimine.eval.benchmark import retrieval_scores
+    from bimine.text.sameness import same_file
 
     rows = []
     for m in models:
         rows.append(retrieval_scores(m, src, tgt, src_lang, tgt_lang, max_lines=max_lines))
         if len(rows) == 1 and rows[0]["same_text"] == rows[0]["n"]:
-            same = "are the same file" if _same_file(src, tgt) else "hold the same text on every line"
+            same = "are the same file" if same_file(src, tgt) else "hold the same text on every line"
             click.echo(f"warning: {src} and {tgt} {same}: every sentence retrieves itself, so P@N is 100 % "
                        "whatever the model; give the translation as TGT", err=True)
     if as_json:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import click
+from click.core import ParameterSource
 
 from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
 from bimine.cli.main import check_lang_option, cli, echo_warning
@@ -110,11 +111,16 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     Output (tsv): score<TAB>source sentence<TAB>target sentence, best first, texts exactly as in the inputs.
     """
     from bimine.index.faiss_index import IndexConfig
-    from bimine.mining.job import MineJob, run_mine
+    from bimine.mining.job import MineJob, check_index_options, run_mine
     from bimine.mining.pipeline import MineConfig
 
     # output, work dir, format, index string and inputs are all checked by mine_files before any work
     check_executor(executor, ray_address)
+    ctx = click.get_current_context()
+    given = {name: ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+             for name in ("nprobe", "k_factor")}
+    # a given --k-factor is refused even at its default value; --nprobe 0 is the default (no setting)
+    check_index_options(factory, nprobe=given["nprobe"] and nprobe != 0, k_factor=given["k_factor"])
     trained = threshold == "trained"
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=None if trained else threshold,
                      index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe,

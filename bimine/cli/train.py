@@ -12,6 +12,38 @@ import click
 from bimine.cli.main import cli
 
 
+def is_run_folder(folder: str) -> bool:
+    """Whether ``folder`` holds an earlier ``bimine train`` run: a checkpoint, or the config.yaml
+    a run writes first (a run killed before its first checkpoint leaves only that, and the same
+    command then starts it afresh), read as a training config (data and train sections)."""
+    import yaml
+
+    if any(os.path.exists(os.path.join(folder, name)) for name in ("checkpoint", "checkpoint.old")):
+        return True
+    try:
+        with open(os.path.join(folder, "config.yaml"), encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and {"data", "train"} <= set(data)
+
+
+def check_run_folder(output: str) -> None:
+    """Refuse ``-o`` an existing folder that holds other files and no earlier run: the run would
+    write its checkpoints, log.jsonl, config.yaml and model/ among them (``-o examples``)."""
+    from bimine.errors import ConfigError
+
+    if not os.path.isdir(output):
+        return
+    entries = sorted(os.listdir(output))
+    if not entries or is_run_folder(output):
+        return
+    shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3:,} more" if len(entries) > 3 else "")
+    raise ConfigError(f"-o/--output {output}: is a folder that holds other files ({shown}) and no earlier "
+                      "'bimine train' run; a run writes its checkpoints, log.jsonl, config.yaml and model/ there: give "
+                      "a new or empty folder (e.g. runs/my-model)")
+
+
 @cli.command()
 @click.option(
     "-c",
@@ -57,6 +89,7 @@ def train(config_path: str, output: str, overrides: tuple[str, ...], resume: boo
 
     logging.getLogger("bimine").setLevel(logging.INFO)
     check_output_dir(output, inputs=(config_path,))
+    check_run_folder(output)
     data = apply_overrides(load_yaml(config_path), list(overrides))
     # the whole config (keys, types, values, language codes, corpus files) and the run folder
     # are checked here and at the start of fit(), before any data is read

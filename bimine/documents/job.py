@@ -37,10 +37,12 @@ from bimine.outputs import check_output_dir, check_output_file
 from bimine.progress import bar as progress_bar
 from bimine.scoring.calibration import Calibration
 from bimine.text.io import read_lines
+from bimine.text.sameness import same_input_warning
 from bimine.text.sentences import get_splitter
 
 log = logging.getLogger(__name__)
 DEFAULT_METHOD = "two-pass"  # the better one on the dev sets (docs/documents.md)
+SAME_DOCUMENT = "every line would align with itself, 1:1"
 
 
 @dataclass
@@ -201,6 +203,25 @@ def mostly_skipped_warning(a, src: str, tgt: str) -> str | None:
     return None
 
 
+UNRELATED_MIN_LINES = 20  # the unrelated-texts warning needs at least this many text lines in the two documents
+
+
+def unrelated_warning(a, src: str, tgt: str) -> str | None:
+    """A warning when more than half of the text lines of the two documents together are
+    insertions, deletions or in beads no closer than unrelated sentences
+    (:func:`bimine.documents.align.chance_lines`): two texts that are not translations of each
+    other, which the search still aligns, bead by bead, with the best of chance pairs (doc.en
+    against 120 shuffled lines of sample.fr: 15 of its 53 beads are insertions or deletions,
+    and 154 of the 160 lines are at chance).
+    :func:`mostly_skipped_warning` says it instead when most lines of both are skipped."""
+    text = a.n_src - a.blank_src + a.n_tgt - a.blank_tgt
+    if a.chance_lines is None or text < UNRELATED_MIN_LINES or 2 * a.chance_lines <= text:
+        return None
+    return (f"warning: {a.chance_lines} of the {text} text lines of {src} and {tgt} are insertions, deletions or in beads "
+            "whose sentences are no closer than unrelated ones (the top 1% of random sentence pairs of the two "
+            "documents): the documents do not look like translations of each other")
+
+
 def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
               say: Callable[[str], None] | None = None) -> int:
     """Align ``job``'s document pairs and write their beads; returns how many pairs."""
@@ -218,6 +239,10 @@ def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
         check_output_dir(job.output, inputs=[job.batch] + [p for j in pairs for p in j[:2]])
         os.makedirs(job.output, exist_ok=True)
     sweep_leftovers(job.output, job.tsv)  # what runs killed by SIGKILL left
+    for src_path, tgt_path, _ in pairs:
+        same = same_input_warning(src_path, tgt_path, SAME_DOCUMENT)
+        if same:
+            warn(same)
     aligner, src_lang, tgt_lang = aligner_for(job, warn)
     bar = progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=job.progress)
     t_all = time.perf_counter()
@@ -233,7 +258,7 @@ def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
         bar.clear()
         for line in no_text_warnings(a, src_path, tgt_path):
             warn(line)
-        skipped = mostly_skipped_warning(a, src_path, tgt_path)
+        skipped = mostly_skipped_warning(a, src_path, tgt_path) or unrelated_warning(a, src_path, tgt_path)
         if skipped:
             warn(skipped)
         say(f"{name or out}: " + summary(a, time.perf_counter() - t0))
@@ -247,6 +272,9 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
     """Align the sentences of each matched document pair (``docs match`` output)."""
     check_output_dir(job.output, inputs=(job.doc_pairs, job.src_docs, job.tgt_docs))
     pairs = read_doc_pairs(job.doc_pairs)
+    same = same_input_warning(job.src_docs, job.tgt_docs, "every document would align with itself")
+    if same:
+        warn(same)
     aligner, src_lang, tgt_lang = aligner_for(job, warn)
     split = get_splitter()
     os.makedirs(job.output, exist_ok=True)
@@ -270,7 +298,7 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
                 a = aligner.align(s, t, src_lang, tgt_lang)
                 name = f"pair-{n:05d}"
                 write_alignment(os.path.join(job.output, name + ".align"), a)
-                if mostly_skipped_warning(a, sd, td):
+                if mostly_skipped_warning(a, sd, td) or unrelated_warning(a, sd, td):
                     mostly_skipped.append(name)
                 if job.tsv_all:
                     write_aligned_tsv(os.path.join(job.output, name + ".tsv"), a, s, t)
@@ -279,8 +307,9 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
                 bar.update(1)
     atomic_lines(os.path.join(job.output, "index.tsv"), index)
     if mostly_skipped:
-        warn(f"warning: in {len(mostly_skipped)} of {len(pairs)} document pairs more than half of both documents' "
-             f"lines are insertions or deletions (the first: {', '.join(mostly_skipped[:3])})")
+        warn(f"warning: in {len(mostly_skipped)} of {len(pairs)} document pairs more than half of the lines are "
+             "insertions, deletions or beads no closer than unrelated sentences: they do not look like translations of "
+             f"each other (the first: {', '.join(mostly_skipped[:3])})")
     say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t0:.1f} s into {job.output} "
         f"(index.tsv lists them)")
     return len(pairs)
@@ -315,6 +344,10 @@ class DocsMatchJob:
 def run_docs_match(job: DocsMatchJob, *, warn: Callable[[str], None] | None = None) -> DocMatchReport:
     """Match ``job``'s collections and write the document pairs; returns the run's report."""
     warn = warn or log.warning
+    same = same_input_warning(job.src, job.tgt, "every document would match itself, which says nothing about "
+                              "translations")
+    if same:
+        warn(same)
     encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "docs match", warn=warn)
     cal = None
     if job.match.method in ("eq3", "two-stage"):

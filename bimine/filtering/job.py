@@ -31,7 +31,13 @@ from bimine.errors import ConfigError
 from bimine.executors import check_executor, plugin
 from bimine.filtering.combine import combiners_for
 from bimine.filtering.config import PipelineSpec, build_filters, default_spec, parse_pipeline
-from bimine.filtering.pipeline import FilterReport, auto_workers, read_pair_blocks, run_pipeline
+from bimine.filtering.pipeline import (
+    UNRELATED_MIN_PAIRS,
+    FilterReport,
+    auto_workers,
+    read_pair_blocks,
+    run_pipeline,
+)
 from bimine.langs import normalize_lang
 from bimine.outputs import check_output_file
 from bimine.progress import bar
@@ -154,6 +160,14 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
     # a classifier given here takes part in the decision (its own threshold, best dev F1) and in the score
     spec.filters = list(spec.filters) + [{"score": "classifier", "path": p, "threshold": "trained"}
                                          for p in job.classifiers]
+    if not spec.filters:  # nothing would score or drop a pair: every pair kept, every score equal
+        if job.config or job.pipeline_name:
+            raise ConfigError(f"{job.config or job.pipeline_name}: the pipeline has no filters, so every pair would be "
+                              "kept with the same score; list at least one under 'filters:', a '- rule: NAME' (e.g. "
+                              "empty, length_ratio, lang) or a '- score: NAME' (e.g. cosine, margin), or add a "
+                              "--classifier (docs/filtering.md)")
+        raise ConfigError("--rules none with --no-model leaves no filter, so every pair would be kept with the same "
+                          "score; name some --rules, drop --no-model, or add a --classifier")
     # a classifier needs the model when it scores embeddings (it says so if no_model)
     needs_model = any(item.get("score") in _MODEL_SCORES
                       or (item.get("score") in ("classifier", "divergence") and not job.no_model)
@@ -171,6 +185,12 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
             spec = extended
     # the trained combination: the default pipeline with a model that ships one, or a pipeline saying combine: model
     selection = spec.selection(combiners if spec.combine == "model" else None)
+    if selection.combine == "model" and selection.threshold is not None and not 0 <= selection.threshold <= 1:
+        where = "--threshold" if job.threshold is not None else f"{job.config or job.pipeline_name}: threshold"
+        raise ConfigError(f"{where} {selection.threshold:g}: the combined score of the model's trained combination is a "
+                          f"probability, between 0 and 1, so {selection.threshold:g} would keep "
+                          f"{'no pair' if selection.threshold > 1 else 'every pair the filters accept'}; give a "
+                          f"threshold in that range (its default cut is {combiners.full.cut:g})")
     cut_note = None
     if default_pipeline and encoder is not None and combiners is None:
         name = encoder.spec.kind if job.model == "auto" else job.model  # auto: the model it chose
@@ -219,7 +239,29 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
     result.notes.extend(notes)
     if cut_note:
         result.notes.append(cut_note)
+    unrelated = classifiers_unrelated_warning(result, filters, job.classifiers) if job.filtering else None
+    if unrelated:
+        result.warnings.append(unrelated)
     return FilterOutcome(result, filters, job.output, job.kept, job.report)
+
+
+def classifiers_unrelated_warning(result: FilterReport, filters: list, classifiers: list[str]) -> str | None:
+    """The "does not look parallel" warning of a ``filter --classifier`` run: the pipeline's own
+    (the combined score below its cut) is silent there, because a pair the classifier rejects
+    scores 0 like one a rule rejects, so none "passes the rules". The classifiers come last in
+    the pipeline: warn when more than half of the pairs every other filter accepts (at least
+    :data:`UNRELATED_MIN_PAIRS`) fail one of them, unless the pipeline's warning was given."""
+    if not classifiers or any("look like translations" in w for w in result.warnings):
+        return None
+    ours, others = filters[len(filters) - len(classifiers):], filters[: len(filters) - len(classifiers)]
+    reached = result.pairs - sum(result.dropped_by[f.name] for f in others)
+    failed = sum(result.dropped_by[f.name] for f in ours)
+    if reached < UNRELATED_MIN_PAIRS or 2 * failed <= reached:
+        return None
+    which = ", ".join(classifiers)
+    return (f"{failed:,} of the {reached:,} pairs that pass the other filters fail the classifier"
+            f"{'s' if len(classifiers) > 1 else ''} {which}: most pairs do not look like translations of each other; "
+            "are the two sides aligned line by line?")
 
 
 def divergence_job(output: str, *, divergence_model: str = "default", keep: float | None = None, **kw) -> FilterJob:

@@ -29,12 +29,59 @@ from bimine.embed import resolve_workers
 from bimine.encoders.languages import load_for_languages, resolve_lang
 from bimine.errors import ConfigError, OptionError
 from bimine.executors import check_executor
+from bimine.index.faiss_index import IndexConfig
 from bimine.mining.pipeline import MineConfig, MineReport, expand_inputs, mine_files
 from bimine.scoring.calibration import Calibration
 from bimine.scoring.rescore import load_rescorer
 from bimine.text.langcheck import LanguageChecks
+from bimine.text.sameness import same_input_warning
 
 log = logging.getLogger(__name__)
+
+# the scores whose values are bounded, so that a threshold outside the bounds keeps no pair (or every one):
+# a cosine is in [-1, 1] and the distance margin, a cosine less a mean of cosines, in [-2, 2]; ratio,
+# eq9 and eq10 divide by a neighbourhood mean that can be near 0, so they have no bound
+SCORE_RANGES = {"absolute": (-1.0, 1.0), "distance": (-2.0, 2.0)}
+PROBABILITY = (0.0, 1.0)  # the rescorer's score
+
+
+def check_threshold(score: str, threshold: float | None, rescore: str | None) -> None:
+    """Refuse a threshold that no pair's score can reach, or that every one passes: outside
+    [0, 1] with ``rescore`` (the rescorer's probability is the score), outside ``score``'s range
+    (:data:`SCORE_RANGES`) without. ``bimine mine --rescore trees --threshold 1.85`` (an eq9 cut)
+    wrote 0 pairs without a word."""
+    if threshold is None:
+        return
+    if rescore is not None:
+        lo, hi = PROBABILITY
+        if not lo <= threshold <= hi:
+            raise OptionError(f"--threshold {threshold:g}: with --rescore the threshold applies to the rescorer's "
+                              f"probability, between {lo:g} and {hi:g}, so {threshold:g} would keep "
+                              f"{'no pair' if threshold > hi else 'every pair'} (margin cuts such as eq9's 1.85 are "
+                              "for mining without --rescore; docs/rescoring.md gives the rescorer's)")
+        return
+    if score in SCORE_RANGES:
+        lo, hi = SCORE_RANGES[score]
+        if not lo <= threshold <= hi:
+            raise OptionError(f"--threshold {threshold:g}: the {score} score lies between {lo:g} and {hi:g}, so "
+                              f"{threshold:g} would keep {'no pair' if threshold > hi else 'every pair'}; give a "
+                              f"threshold in that range (or another --score)")
+
+
+def check_index_options(factory: str, *, nprobe: bool, k_factor: bool) -> None:
+    """Refuse index options that the index ``factory`` would ignore: ``nprobe`` (given) without
+    IVF lists to probe, ``k_factor`` (given) without a ``Refine(...)`` / ``RFlat`` stage to
+    re-score with. ``auto`` chooses by size an index that may have both, so it takes both."""
+    from bimine.index.faiss_index import nlist_of
+
+    if factory == "auto":
+        return
+    if nprobe and not nlist_of(factory):
+        raise OptionError(f"--nprobe: the index {factory!r} has no IVF lists to probe, so --nprobe would be ignored; "
+                          "drop it, or give an IVF index (e.g. IVF4096,SQ8 or --index auto)")
+    if k_factor and "Refine(" not in factory and "RFlat" not in factory:
+        raise OptionError(f"--k-factor: the index {factory!r} has no Refine(...) stage, so --k-factor would be "
+                          "ignored; drop it, or give an index that re-scores (e.g. IVF4096,PQ128x4fs,Refine(SQfp16))")
 
 
 @dataclass
@@ -83,6 +130,10 @@ def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> Mine
     check_executor(job.executor)
     if job.trained_threshold and job.rescore is None:
         raise OptionError("--threshold trained is the rescorer's threshold: use it with --rescore")
+    check_threshold(job.mine.score, job.mine.threshold, job.rescore)
+    index = job.mine.index
+    check_index_options(index.factory, nprobe=index.nprobe != IndexConfig.nprobe,
+                        k_factor=index.k_factor != IndexConfig.k_factor)
     encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "mine", warn=warn)
     cfg, rescorer = job.mine, None
     if job.rescore is not None:
@@ -93,6 +144,10 @@ def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> Mine
         raise OptionError("--calibration is used with --confidence")
     cal = Calibration.for_encoder(encoder, job.calibration) if job.confidence else None
     src_files, tgt_files = expand_inputs(job.src), expand_inputs(job.tgt)
+    same = same_input_warning(src_files, tgt_files, "every line would pair with itself, which says nothing about "
+                              "translations")
+    if same:
+        warn(same)
     checks = [(src_files[0], job.src_lang, "--src-lang", None), (tgt_files[0], job.tgt_lang, "--tgt-lang", None)]
     src_lang = resolve_lang(encoder, job.src_lang, "--src-lang")
     tgt_lang = resolve_lang(encoder, job.tgt_lang, "--tgt-lang")
