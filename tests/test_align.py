@@ -362,6 +362,12 @@ def test_cli_align_matched_documents(tmp_path):
     r = run_cli("align", "--doc-pairs", str(pairs), "--src-docs", str(ex / "docs.en.jsonl"), "--tgt-docs",
                 str(ex / "docs.fr.jsonl"), "-o", str(tmp_path / "x"))
     assert r.returncode == 2 and "doc-pairs.tsv:2: target document 'nope'" in r.stderr
+    assert not (tmp_path / "x").exists()  # refused before the output folder is made (issue 55)
+    pairs.write_text("src_doc\ttgt_doc\tscore\nen-1\tfr-a\t1.0\nen-9\tfr-b\t1.0\nen-8\tfr-c\t1.0\n", encoding="utf-8")
+    r = run_cli("align", "--doc-pairs", str(pairs), "--src-docs", str(ex / "docs.en.jsonl"), "--tgt-docs",
+                str(ex / "docs.fr.jsonl"), "-o", str(tmp_path / "y"))
+    assert r.returncode == 2 and "doc-pairs.tsv:3: source document 'en-9'" in r.stderr and "2 of 3 pairs" in r.stderr
+    assert not (tmp_path / "y").exists()
 
 
 def test_mostly_skipped_warning():

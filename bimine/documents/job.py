@@ -277,23 +277,20 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
         warn(same)
     aligner, src_lang, tgt_lang = aligner_for(job, warn)
     split = get_splitter()
-    os.makedirs(job.output, exist_ok=True)
     t0 = time.perf_counter()
-    sweep_leftovers(job.output)  # what runs killed by SIGKILL left
     with tempfile.TemporaryDirectory(prefix=temp_prefix("align")) as tmp:
         cols = []
         for name, path, lang in (("src", job.src_docs, src_lang), ("tgt", job.tgt_docs, tgt_lang)):
             cols.append(read_collection(path, os.path.join(tmp, f"{name}.txt"),
                                         split=lambda text, _lang=lang: split(text, _lang), errors=job.encoding_errors))
         sidx, tidx = cols[0].index_of(), cols[1].index_of()
+        _check_pair_ids(job, pairs, sidx, tidx)  # every id, before the output folder is made
+        os.makedirs(job.output, exist_ok=True)
+        sweep_leftovers(job.output)  # what runs killed by SIGKILL left
         index = ["file\tsrc_doc\ttgt_doc\tsrc_sentences\ttgt_sentences\tbeads"]
         mostly_skipped = []
         with progress_bar(total=len(pairs), unit=" pair", desc="aligning", enabled=job.progress) as bar:
             for n, (sd, td) in enumerate(pairs, 1):
-                if sd not in sidx or td not in tidx:
-                    side, doc = ("source", sd) if sd not in sidx else ("target", td)
-                    raise InputError(f"{job.doc_pairs}:{n + 1}: {side} document {doc!r} is not in "
-                                     f"{job.src_docs if side == 'source' else job.tgt_docs}")
                 s, t = cols[0].sentences(sidx[sd]), cols[1].sentences(tidx[td])
                 a = aligner.align(s, t, src_lang, tgt_lang)
                 name = f"pair-{n:05d}"
@@ -313,6 +310,19 @@ def _align_doc_pairs(job: AlignJob, warn, say) -> int:
     say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t0:.1f} s into {job.output} "
         f"(index.tsv lists them)")
     return len(pairs)
+
+
+def _check_pair_ids(job: AlignJob, pairs: list[tuple[str, str]], sidx: dict, tidx: dict) -> None:
+    """Refuse ``--doc-pairs`` naming a document the collections do not hold: the first such
+    line and how many there are."""
+    bad = [(n, sd, td) for n, (sd, td) in enumerate(pairs, 1) if sd not in sidx or td not in tidx]
+    if not bad:
+        return
+    n, sd, td = bad[0]
+    side, doc = ("source", sd) if sd not in sidx else ("target", td)
+    more = f" ({len(bad):,} of {len(pairs):,} pairs name a missing document)" if len(bad) > 1 else ""
+    raise InputError(f"{job.doc_pairs}:{n + 1}: {side} document {doc!r} is not in "
+                     f"{job.src_docs if side == 'source' else job.tgt_docs}{more}")
 
 
 @dataclass

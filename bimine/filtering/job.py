@@ -92,6 +92,7 @@ class FilterJob:
     normalize: bool = False
     executor: str = "local"
     ray_address: str | None = None
+    command: str | None = None  # names the progress bar and the temporaries; default: filter or score
 
     def __post_init__(self) -> None:
         if (self.input is None) == (self.src is None and self.tgt is None) or (
@@ -228,12 +229,13 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
             "model": job.model if encoder is not None else "none (rules only)"}
     for i, note in enumerate(notes):
         info[f"note {i + 1}" if len(notes) > 1 else "note"] = note
-    progress = bar(total=total, unit=" pairs", desc="filter" if job.filtering else "score", enabled=job.progress)
+    command = job.command or ("filter" if job.filtering else "score")
+    progress = bar(total=total, unit=" pairs", desc=command, enabled=job.progress)
     try:
         result = run_pipeline(blocks, filters, job.output, columns=job.columns if job.input is not None else None,
                               filtering=job.filtering, selection=selection, kept_output=job.kept,
                               workers=auto_workers() if job.workers == "auto" else job.workers, progress=progress, report_path=job.report, report_info=info,
-                              executor=job.executor, ray_address=job.ray_address)
+                              executor=job.executor, ray_address=job.ray_address, command=command)
     finally:
         progress.close()
     result.notes.extend(notes)
@@ -272,4 +274,4 @@ def divergence_job(output: str, *, divergence_model: str = "default", keep: floa
     spec = PipelineSpec(filters=[{"score": "divergence", "path": divergence_model}])
     return FilterJob(output=output, filtering=keep is not None, config=None, rules="none", no_model=False,
                      classifiers=[], workers=1, spec=spec, pipeline_name=f"divergence model {divergence_model}",
-                     top_fraction=keep, **kw)
+                     top_fraction=keep, command="select" if keep is not None else "divergence", **kw)
