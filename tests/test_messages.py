@@ -108,3 +108,18 @@ def test_a_bad_index_is_one_line_without_cpp(tmp_path, factory):
     assert r.returncode == 2, r.stderr
     line = r.stderr.strip().splitlines()[-1]
     assert line.startswith("error: ") and "faiss::" not in line and ".cpp" not in line and "Traceback" not in r.stderr
+
+
+def test_train_divergence_on_empty_or_tiny_files_is_one_line_before_any_training(tmp_path):
+    (tmp_path / "e.en").write_text("")
+    (tmp_path / "e.fr").write_text("")
+    r = _bimine("train-divergence", "--src", tmp_path / "e.en", "--tgt", tmp_path / "e.fr", "--src-lang", "en",
+                "--tgt-lang", "fr", "-o", tmp_path / "d.safetensors")
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "error: none of the 0 pairs has 1+ words on both sides: there is nothing to train on; give a parallel corpus "
+        "(004 draws 5,000 positives)"], r.stderr  # no numpy RuntimeWarning, no aligner training first
+    (tmp_path / "t.en").write_text("The cat.\nA dog.\n")
+    (tmp_path / "t.fr").write_text("Le chat.\nUn chien.\n")
+    r = _bimine("train-divergence", "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr", "--src-lang", "en",
+                "--tgt-lang", "fr", "-o", tmp_path / "d.safetensors")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "give a larger corpus" in r.stderr

@@ -138,7 +138,7 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
     import os
 
     from bimine.devices import check_device
-    from bimine.divergence.synthetic import corpus_examples
+    from bimine.divergence.synthetic import corpus_examples, draw_positives
     from bimine.errors import ConfigError
     from bimine.outputs import check_output_file
     from bimine.scoring.divergence import train_mm, train_vdpwi
@@ -154,6 +154,7 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
         for x, y in read_parallel(a, b):  # refuses sides of different lengths
             src.append(x)
             tgt.append(y)
+    draw_positives(src, tgt, positives=positives, min_words=min_words, seed=seed)  # too few pairs: fail before the aligner
     if aligner and os.path.exists(aligner):
         al = WordAligner.load(aligner)
         click.echo(f"word aligner: {aligner}", err=True)

@@ -190,7 +190,12 @@ def draw_positives(src: list[str], tgt: list[str], *, positives: int = 5000, min
     (seeded) among the pairs with at least ``min_words`` words on both sides, in corpus order."""
     ok = _eligible(src, tgt, min_words)
     if len(ok) < positives:
-        raise ConfigError(f"only {len(ok):,} pairs have {min_words}+ words on both sides; lower --positives")
+        if not ok:
+            raise ConfigError(f"none of the {len(src):,} pairs has {min_words}+ words on both sides: there is nothing "
+                              "to train on; give a parallel corpus (004 draws 5,000 positives)")
+        fix = f"lower --positives to {len(ok):,} or give a larger corpus" if len(ok) >= 10 else "give a larger corpus"
+        raise ConfigError(f"only {len(ok):,} of the {len(src):,} pairs have {min_words}+ words on both sides, "
+                          f"{positives:,} positives were asked for; {fix}")
     pick = np.sort(np.random.default_rng(seed).choice(len(ok), size=positives, replace=False))
     return [ok[i] for i in pick.tolist()]
 
