@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 
 import pytest
@@ -21,7 +22,12 @@ def test_ctrl_c_ends_the_run_at_once_with_130_and_no_traceback(tmp_path, command
     time.sleep(0.5)  # let them take work
     os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the parent and its workers get it
     t0 = time.time()
-    err = p.communicate(timeout=60)[1]
+    try:
+        err = p.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # leave no hung run behind the failure
+        p.communicate()
+        raise AssertionError("the run did not end within 60 s of Ctrl-C") from None
     took = time.time() - t0
     assert p.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 
 import click
@@ -36,6 +37,10 @@ class Finite(click.FloatRange):
         if not finite:  # before the range check, which passes nan
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class Interrupted(SystemExit):
+    """Ctrl-C ended the command (exit status 130), after its own clean-up ran."""
 
 
 class _Group(click.Group):
@@ -72,12 +77,12 @@ class _Group(click.Group):
         except click.Abort as e:
             if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C: the shell's convention, 128 + SIGINT
                 click.echo("interrupted", err=True)
-                sys.exit(130)
+                raise Interrupted(130) from None
             click.echo("Aborted!", err=True)
             sys.exit(1)
         except KeyboardInterrupt:  # Ctrl-C outside click's own handling (during the commands' set-up)
             click.echo("interrupted", err=True)
-            sys.exit(130)
+            raise Interrupted(130) from None
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -182,10 +187,22 @@ def registered() -> click.Group:
 
 
 def main() -> None:
-    from bimine.cleanup import exit_cleanly_on_sigterm
+    from bimine.cleanup import Terminated, exit_cleanly_on_sigterm
 
     exit_cleanly_on_sigterm()  # SIGTERM unwinds like Ctrl-C: temporary files and folders are removed
-    registered()()
+    try:
+        registered()()
+    except (Interrupted, Terminated) as e:
+        # the command's clean-up has run (its finally blocks, as the exception unwound); what is left
+        # are the interpreter's exit hooks, and one of them joins the thread of a worker pool, which
+        # waits for ever on a result a stopped worker left half-sent: end here, as the signal would
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(e.code if isinstance(e.code, int) else 1)
 
 
 if __name__ == "__main__":

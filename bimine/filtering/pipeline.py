@@ -686,7 +686,12 @@ def run_pipeline(
     except BaseException:
         outputs.__exit__(*sys.exc_info())  # the temporaries removed, the outputs left as they were
         if pool is not None and not on_ray:
-            stop_workers(pool)  # Ctrl-C or an error: the blocks in the workers' queue are not worth waiting for
+            # Ctrl-C or an error: the blocks in the workers' queue are not worth waiting for. A
+            # worker stopped while it sends a result leaves half a message in the result pipe,
+            # which the pool's manager thread then waits on for ever: do not wait for it
+            stop_workers(pool)
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = None
         raise
     finally:
         if pool is not None:
