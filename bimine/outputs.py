@@ -100,6 +100,12 @@ def writes_stdout(path: PathLike | None) -> bool:
     return t.kind == "fd" and t.fd == 1
 
 
+def shown(path: PathLike) -> str:
+    """How a message names output ``path``: ``standard output`` for ``-`` (and ``/dev/stdout``),
+    else the path as given."""
+    return "standard output" if writes_stdout(path) else str(path)
+
+
 def _same(a: Path, b: Path) -> bool:
     """True when ``a`` and ``b`` name the same file or folder (hard/symbolic links included)."""
     try:

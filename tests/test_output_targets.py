@@ -224,6 +224,7 @@ def test_mine_into_a_device_and_a_symlink_and_stdout(tmp_path, null_dev):
     assert rows.count(b"\n") > 250
     r = _bimine(*MINE, "-o", "-")
     assert r.returncode == 0 and r.stdout == rows  # the pairs alone on stdout, the summary on stderr
+    assert r.stderr.decode().strip().splitlines()[-1].endswith("pairs written to standard output")
     r = _bimine(*MINE, "-o", "/dev/stdout")
     assert r.returncode == 0 and r.stdout == rows
     leftovers = [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]

@@ -80,4 +80,6 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
                        work_dir=work_dir, encoding_errors=encoding_errors, progress=not no_progress)
     report = run_docs_match(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
-    click.echo(f"{report.written} document pairs written to {output}", err=True)
+    from bimine.outputs import shown
+
+    click.echo(f"{report.written} document pairs written to {shown(output)}", err=True)

@@ -110,6 +110,7 @@ def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, 
 def execute(job) -> None:
     """Run a :class:`~bimine.filtering.job.FilterJob` and print what it did."""
     from bimine.filtering.job import run_filter
+    from bimine.outputs import shown
 
     out = run_filter(job, warn=echo_warning)
     result, filters, filtering = out.result, out.filters, job.filtering
@@ -117,7 +118,7 @@ def execute(job) -> None:
         click.echo(f"warning: {w}", err=True)
     if os.environ.get("BIMINE_TIMINGS"):
         click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.seconds.items()), err=True)
-    click.echo(result.summary(filtering) + f"; wrote {job.output}" + (f" and {job.kept}" if job.kept else "")
+    click.echo(result.summary(filtering) + f"; wrote {shown(job.output)}" + (f" and {job.kept}" if job.kept else "")
                + (f"; report: {job.report}" if job.report else ""), err=True)
     if filtering and result.failed:
         def fails(n: int) -> str:

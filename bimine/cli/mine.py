@@ -132,4 +132,6 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
                   ray_address=ray_address, progress=not no_progress)
     report = run_mine(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
-    click.echo(f"{report.written} pairs written to {output}", err=True)
+    from bimine.outputs import shown
+
+    click.echo(f"{report.written} pairs written to {shown(output)}", err=True)

@@ -33,7 +33,7 @@ from bimine.documents.collections import read_collection
 from bimine.documents.pipeline import DocMatchConfig, DocMatchReport, match_documents
 from bimine.encoders.languages import load_for_languages, resolve_lang
 from bimine.errors import InputError, OptionError
-from bimine.outputs import check_output_dir, check_output_file
+from bimine.outputs import check_output_dir, check_output_file, shown
 from bimine.progress import bar as progress_bar
 from bimine.scoring.calibration import Calibration
 from bimine.text.io import read_lines
@@ -261,7 +261,7 @@ def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
         skipped = mostly_skipped_warning(a, src_path, tgt_path) or unrelated_warning(a, src_path, tgt_path)
         if skipped:
             warn(skipped)
-        say(f"{name or out}: " + summary(a, time.perf_counter() - t0))
+        say(f"{name or shown(out)}: " + summary(a, time.perf_counter() - t0))
     bar.close()
     if len(pairs) > 1:
         say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t_all:.1f} s into {job.output}")
