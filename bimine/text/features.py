@@ -66,6 +66,11 @@ class FeatureConfig:
     ``translit``: words in non-Latin scripts written with spaces also give the word unigram
     and character n-grams of their ASCII romanisation (:mod:`bimine.text.translit`), appended
     after the sentence's own features.
+    ``marks_in_words``: combining marks (Unicode Mn/Mc/Me: vowel signs, viramas, medials, tone
+    marks) and ZWNJ/ZWJ stay inside their word, and the zero-width spaces U+200B/U+FEFF separate
+    words like a space (:func:`normalize_text`). Off, Python's ``\\w`` cuts an abugida's every word
+    at each mark (``नमस्ते`` → ``नमस ् त े``; docs/decisions.md, issue 56): the shipped model was
+    trained that way, so the switch is a model's own setting, off for models that lack it.
     ``subwords`` > 0: the sentence's pieces in a SentencePiece vocabulary of that many pieces
     (:mod:`bimine.text.subwords`, trained by ``bimine train`` on ``subword_sample`` sentences
     of each language) are appended too, as rows ``buckets + piece id``: the table then has
@@ -84,6 +89,7 @@ class FeatureConfig:
     translit: bool = False
     subwords: int = 0
     subword_sample: int = 5000
+    marks_in_words: bool = False
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
@@ -110,6 +116,8 @@ class FeatureConfig:
         d = asdict(self)
         if not self.subwords:  # the config of a model without subwords reads as before
             del d["subwords"], d["subword_sample"]
+        if not self.marks_in_words:  # nor one trained with marks cut off (its model id unchanged)
+            del d["marks_in_words"]
         return d
 
     @classmethod
@@ -154,13 +162,39 @@ class _Powers:
 _POW = _Powers()
 
 
-def normalize_text(s: str, lowercase: bool = True) -> str:
-    """NFKC, optional lower-casing, punctuation split from words, single spaces."""
+def normalize_text(s: str, lowercase: bool = True, marks: bool = False) -> str:
+    """NFKC, optional lower-casing, punctuation split from words, single spaces. ``marks``
+    (``FeatureConfig.marks_in_words``): combining marks and ZWNJ/ZWJ are word characters, the
+    zero-width spaces U+200B/U+FEFF spaces."""
     if not s.isascii():
         s = unicodedata.normalize("NFKC", s)
+        if marks:
+            return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(_ZERO_WIDTH_SPACES)))
     if lowercase:
         s = s.lower()
     return " ".join(_TOKEN_RE.findall(s))
+
+
+_ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
+_JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
+
+
+def _is_mark(c: int) -> bool:
+    return c in _JOINERS or unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
+
+
+@lru_cache(maxsize=1)
+def _marks_token_re() -> re.Pattern:
+    """``_TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
+    cps = [c for c in range(0x110000) if _is_mark(c)]
+    ranges, start, prev = [], cps[0], cps[0]
+    for c in cps[1:] + [-1]:
+        if c != prev + 1:
+            ranges.append(re.escape(chr(start)) if start == prev else f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
+            start = c
+        prev = c
+    cls = "".join(ranges)
+    return re.compile(rf"[\w{cls}]+|[^\w\s{cls}]", re.UNICODE)
 
 
 class _CodePointClasses:
@@ -170,9 +204,10 @@ class _CodePointClasses:
     the first time a batch holds it, so the compiled tokeniser splits exactly like the regex.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, marks: bool = False) -> None:
         self.table: np.ndarray | None = None
         self.lock = threading.Lock()
+        self.marks = marks  # FeatureConfig.marks_in_words: marks are word characters, zero-width spaces spaces
 
     def ready(self, cp: np.ndarray) -> np.ndarray:
         from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import
@@ -187,16 +222,20 @@ class _CodePointClasses:
                 self._classify(self.table, new, K)
         return self.table
 
-    @staticmethod
-    def _classify(table: np.ndarray, cps: np.ndarray, K) -> None:
+    def _classify(self, table: np.ndarray, cps: np.ndarray, K) -> None:
         for c in cps.tolist():
             ch = chr(c)
-            table[c] = K.WORD if _WORD_RE.match(ch) else K.SPACE if _SPACE_RE.match(ch) else K.OTHER
+            if self.marks and c in _ZERO_WIDTH_SPACES:
+                table[c] = K.SPACE
+            elif _WORD_RE.match(ch) or (self.marks and _is_mark(c)):
+                table[c] = K.WORD
+            else:
+                table[c] = K.SPACE if _SPACE_RE.match(ch) else K.OTHER
 
 
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 _SPACE_RE = re.compile(r"\s", re.UNICODE)
-_CLASSES = _CodePointClasses()
+_CLASSES = {False: _CodePointClasses(), True: _CodePointClasses(marks=True)}  # by marks_in_words
 
 
 # Scripts written without spaces between words (Unicode blocks): Thai, Lao, Tibetan, Myanmar,
@@ -298,7 +337,7 @@ class Featurizer:
                 ids, offsets = self.pieces.append(cps[0], cps[1], ids, offsets, cfg.buckets)
             else:
                 mc = cfg.max_chars
-                norm = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase) for s in sentences]
+                norm = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase, cfg.marks_in_words) for s in sentences]
                 ids2, off2 = self.pieces.encode(norm)
                 ids, offsets = _append(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
         return ids, offsets
@@ -310,7 +349,7 @@ class Featurizer:
         idx = np.flatnonzero(self.romanizer.may_romanize(sentences)).tolist()
         if not idx:
             return ids, offsets
-        norm = [normalize_text(sentences[i][:mc], cfg.lowercase) for i in idx]
+        norm = [normalize_text(sentences[i][:mc], cfg.lowercase, cfg.marks_in_words) for i in idx]
         extra = self.romanizer.extra_texts(norm)
         keep = [j for j, e in enumerate(extra) if e]
         if not keep:
@@ -343,8 +382,8 @@ class Featurizer:
                 big = big.lower()
             if big.count("\n") == n - 1:
                 cp = np.frombuffer(big.encode("utf-32-le"), dtype=np.uint32)
-                return K.tokenize(cp, _CLASSES.ready(cp), n)
-        joined = "\n".join(f" {normalize_text(s, self.config.lowercase)} " for s in sentences)
+                return K.tokenize(cp, _CLASSES[self.config.marks_in_words].ready(cp), n)
+        joined = "\n".join(f" {normalize_text(s, self.config.lowercase, self.config.marks_in_words)} " for s in sentences)
         c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         starts = np.concatenate([[0], np.flatnonzero(c == _SEP) + 1, [len(c) + 1]]).astype(np.int64)
         return c, starts
@@ -376,7 +415,7 @@ class Featurizer:
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
         mc = cfg.max_chars
-        texts = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase) for s in sentences]
+        texts = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase, cfg.marks_in_words) for s in sentences]
         # " s1 \n s2 \n ...": a space on each side marks the sentence (and word) boundary.
         joined = "\n".join(f" {t} " for t in texts)
         c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)

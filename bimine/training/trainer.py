@@ -635,7 +635,8 @@ class Trainer:
             for g in groups:
                 by_lang.setdefault(g.src_lang, []).append(g.src.texts)
                 by_lang.setdefault(g.tgt_lang, []).append(g.tgt.texts)
-            sample = subwords.sample_sentences(by_lang, fc.subword_sample, self.cfg.train.seed, fc.lowercase)
+            sample = subwords.sample_sentences(by_lang, fc.subword_sample, self.cfg.train.seed, fc.lowercase,
+                                              fc.marks_in_words)
             model = subwords.train_model(sample, fc.subwords, self.cfg.train.threads)
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(model)
