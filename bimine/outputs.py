@@ -195,7 +195,7 @@ def check_output_dir(path: PathLike, *, inputs: Iterable[PathLike | None] = (), 
 
     An existing folder is fine (a run or store is resumed there; whether its contents fit
     is for the command to judge), also through a symbolic link (the folder it points to is
-    filled; see :func:`output_dir`); a missing one is fine when it can be created (its parent
+    filled); a missing one is fine when it can be created (its parent
     folders are created too, like ``mkdir -p``). Refused: ``-``; ``path`` is an existing file,
     device or FIFO (not a folder); an ancestor is a file; the nearest existing ancestor, or the
     folder itself, is not writable; ``path`` is one of ``inputs``.
@@ -221,13 +221,6 @@ def check_output_dir(path: PathLike, *, inputs: Iterable[PathLike | None] = (), 
     if not _writable(here):
         what = "folder" if here == out.resolve() else "parent folder"
         raise ConfigError(f"{option} {path}: cannot write in {what} {here} (permission denied or read-only)")
-
-
-def output_dir(path: PathLike) -> Path:
-    """The folder an output folder ``path`` names, symbolic links resolved: a command that
-    replaces a whole folder (a model written to ``NAME.tmp`` and renamed) then replaces the
-    folder a link points to, never the link itself."""
-    return Path(os.path.realpath(path))
 
 
 @contextmanager

@@ -116,6 +116,5 @@ def save_safetensors(path: str | os.PathLike, tensors: dict, metadata: dict[str,
 def write_json(path: str | os.PathLike, obj, **dumps) -> None:
     """``obj`` as JSON (``dumps``: options of :func:`json.dumps`) and a final newline at
     ``path``, through :func:`bimine.outputs.atomic_path`."""
-    path = str(path)
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(json.dumps(obj, **dumps) + "\n")

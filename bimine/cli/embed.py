@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import click
-from click.core import ParameterSource
 
 from bimine.cli.main import (
     MODEL_CHOICES_HELP,
@@ -13,6 +12,7 @@ from bimine.cli.main import (
     cli,
     language_checks,
     load_model,
+    option_given,
 )
 
 MODEL_HELP = MODEL_CHOICES_HELP
@@ -86,8 +86,7 @@ def embed(
     # the output path is checked by embed_file / build_store before any work
     if executor == "ray" and not store:
         raise click.UsageError("--executor ray writes a store: add --store")
-    if not store and click.get_current_context().get_parameter_source("shard_size") not in (
-            ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+    if not store and option_given("shard_size"):
         raise click.UsageError("--shard-size sets the lines per shard of a store: add --store (one .npy file has "
                                "no shards)")
     check_executor(executor, ray_address)

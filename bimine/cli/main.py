@@ -111,6 +111,16 @@ def cli(verbose: bool) -> None:
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 
+def option_given(name: str) -> bool:
+    """Whether the running command's option ``name`` (its parameter name) was given on the command
+    line or in the environment, not left at its default: an option that only means something
+    beside another (``--shard-size`` with ``--store``) is refused when given alone."""
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source(name)
+    return source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
 def check_lang_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Click callback: refuse an unknown language code before any work (``--lang xx``)."""
     if value is None:

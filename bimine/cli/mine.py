@@ -7,10 +7,9 @@ from __future__ import annotations
 import math
 
 import click
-from click.core import ParameterSource
 
 from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
-from bimine.cli.main import check_lang_option, cli, echo_warning
+from bimine.cli.main import check_lang_option, cli, echo_warning, option_given
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
 from bimine.scoring.margin import SCORES
@@ -116,11 +115,8 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
 
     # output, work dir, format, index string and inputs are all checked by mine_files before any work
     check_executor(executor, ray_address)
-    ctx = click.get_current_context()
-    given = {name: ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
-             for name in ("nprobe", "k_factor")}
     # a given --k-factor is refused even at its default value; --nprobe 0 is the default (no setting)
-    check_index_options(factory, nprobe=given["nprobe"] and nprobe != 0, k_factor=given["k_factor"])
+    check_index_options(factory, nprobe=option_given("nprobe") and nprobe != 0, k_factor=option_given("k_factor"))
     trained = threshold == "trained"
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=None if trained else threshold,
                      index=IndexConfig(factory=factory, nprobe=nprobe, k_factor=k_factor), dedupe=dedupe,

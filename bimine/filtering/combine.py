@@ -26,6 +26,7 @@ import numpy as np
 from bimine.encoders.base import model_folder
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
+from bimine.scoring.base import sigmoid
 from bimine.weights import read_json
 
 COMBINER_FILE = "combiner.json"
@@ -146,10 +147,6 @@ class LogisticCombiner:
             return cls(feats, *arrays, bias=float(d["bias"]), cut=float(d.get("cut", 0.5)), info=d.get("info", {}))
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"{where}: not a combiner ({e})") from None
-
-
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=np.float64)))  # = 1 / (1 + exp(-z)), no overflow
 
 
 @dataclass

@@ -32,6 +32,7 @@ from bimine.executors import check_executor, plugin
 from bimine.filtering.combine import combiners_for
 from bimine.filtering.config import PipelineSpec, build_filters, default_spec, parse_pipeline
 from bimine.filtering.pipeline import (
+    NOT_PARALLEL,
     UNRELATED_MIN_PAIRS,
     FilterReport,
     auto_workers,
@@ -253,7 +254,7 @@ def classifiers_unrelated_warning(result: FilterReport, filters: list, classifie
     scores 0 like one a rule rejects, so none "passes the rules". The classifiers come last in
     the pipeline: warn when more than half of the pairs every other filter accepts (at least
     :data:`UNRELATED_MIN_PAIRS`) fail one of them, unless the pipeline's warning was given."""
-    if not classifiers or any("look like translations" in w for w in result.warnings):
+    if not classifiers or any(NOT_PARALLEL in w for w in result.warnings):
         return None
     ours, others = filters[len(filters) - len(classifiers):], filters[: len(filters) - len(classifiers)]
     reached = result.pairs - sum(result.dropped_by[f.name] for f in others)
@@ -262,8 +263,7 @@ def classifiers_unrelated_warning(result: FilterReport, filters: list, classifie
         return None
     which = ", ".join(classifiers)
     return (f"{failed:,} of the {reached:,} pairs that pass the other filters fail the classifier"
-            f"{'s' if len(classifiers) > 1 else ''} {which}: most pairs do not look like translations of each other; "
-            "are the two sides aligned line by line?")
+            f"{'s' if len(classifiers) > 1 else ''} {which}: {NOT_PARALLEL}")
 
 
 def divergence_job(output: str, *, divergence_model: str = "default", keep: float | None = None, **kw) -> FilterJob:

@@ -406,6 +406,7 @@ def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize:
 
 
 UNRELATED_MIN_PAIRS = 20  # the warning that a corpus looks non-parallel needs at least this many pairs
+NOT_PARALLEL = "most pairs do not look like translations of each other; are the two sides aligned line by line?"
 
 
 def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], combiners, notes: list[str]) -> np.ndarray:
@@ -596,8 +597,7 @@ def run_pipeline(
             low = int(((total > 0) & (total < cut)).sum())
             if passing >= UNRELATED_MIN_PAIRS and low > passing / 2:
                 report.warnings.append(
-                    f"{low:,} of the {passing:,} pairs that pass the rules score below {cut:g}: most pairs do not "
-                    "look like translations of each other; are the two sides aligned line by line?")
+                    f"{low:,} of the {passing:,} pairs that pass the rules score below {cut:g}: {NOT_PARALLEL}")
         keep = np.ones(n, dtype=bool)
         reason_of = np.full(n, -1, dtype=np.int64)  # index into reasons
         reasons = [f.reason for f in filters]

@@ -44,6 +44,7 @@ import numpy as np
 from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
+from bimine.scoring.base import sigmoid
 from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
 from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
 from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch, sentence_words, torch_device
@@ -70,13 +71,11 @@ class PlattCalibration:
     b: float
 
     def __call__(self, raw) -> np.ndarray:
-        z = self.a * _logit(raw) + self.b
-        return 0.5 * (1.0 + np.tanh(0.5 * z))  # = 1 / (1 + exp(-z)), without overflow
+        return sigmoid(self.a * _logit(raw) + self.b)
 
     def inverse(self, p) -> np.ndarray:
         """The raw score that maps to ``p``."""
-        z = (_logit(p) - self.b) / self.a
-        return 0.5 * (1.0 + np.tanh(0.5 * z))
+        return sigmoid((_logit(p) - self.b) / self.a)
 
     @classmethod
     def from_meta(cls, d: dict) -> PlattCalibration:
@@ -116,7 +115,7 @@ def fit_platt(raw, labels, weights=None, *, balance: bool = True, l2: float = 0.
 
     cur = loss(theta)
     for _ in range(max_iter):
-        p = 0.5 * (1.0 + np.tanh(0.5 * (x @ theta)))
+        p = sigmoid(x @ theta)
         grad = x.T @ (w * (p - y)) + ridge @ theta
         hess = (x * (w * p * (1 - p))[:, None]).T @ x + ridge + 1e-12 * np.eye(2)
         step = np.linalg.solve(hess, grad)
