@@ -58,6 +58,7 @@ class Tokenizer:
     def __init__(self, pieces: list[str], scores: np.ndarray, bos: int, eos: int, pad: int, unk: int,
                  norm: dict[str, str]):
         self.bos, self.eos, self.pad, self.unk = bos, eos, pad, unk
+        self.pieces, self.scores = list(pieces), scores  # the vocabulary as read (ids are positions)
         self._ids = {p: i for i, p in enumerate(pieces) if p and i != unk}
         self._scores = scores.astype(np.float64).tolist()
         self._unk_score = float(scores.min()) - 10.0

@@ -11,6 +11,12 @@ import torch
 from torch import nn
 
 
+def init_std(dim: int) -> float:
+    """The standard deviation of a ``dim``-wide table's initial rows (normal): ``dim ** -0.5``, so
+    a row's expected squared norm is 1."""
+    return dim**-0.5
+
+
 class SparseBag(nn.EmbeddingBag):
     """A sum-mode ``EmbeddingBag`` whose gradient is one sparse row per distinct feature.
 
@@ -21,7 +27,7 @@ class SparseBag(nn.EmbeddingBag):
 
     def __init__(self, num: int, dim: int, grad_multiplier: float = 1.0) -> None:
         super().__init__(num, dim, mode="sum", sparse=True)
-        nn.init.normal_(self.weight, std=dim**-0.5)
+        nn.init.normal_(self.weight, std=init_std(dim))
         self.grad_multiplier = grad_multiplier
         self._pending: list[tuple[torch.Tensor, torch.Tensor]] = []
 

@@ -34,6 +34,8 @@ _B_INV = pow(_B, -1, 1 << 64)
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _SEP = 10  # code point of "\n": separates sentences in a batch, never inside one
 BACKENDS = ("auto", "numba", "numpy")
+SUBWORD_VOCABS = ("trained", "teacher")  # features.subword_vocab
+SUBWORD_INITS = ("random", "teacher")  # features.subword_init
 
 
 def resolve_backend(backend: str | None = None) -> str:
@@ -90,6 +92,8 @@ class FeatureConfig:
     subwords: int = 0
     subword_sample: int = 5000
     marks_in_words: bool = False
+    subword_vocab: str = "trained"
+    subword_init: str = "random"
 
     def __post_init__(self) -> None:
         if self.buckets < 1:
@@ -98,6 +102,7 @@ class FeatureConfig:
             raise ConfigError("features.subwords must be 0 (off) or a vocabulary of at least 100 pieces")
         if self.subword_sample < 1:
             raise ConfigError("features.subword_sample must be >= 1")
+        self._check_subword_source()
         if not 1 <= self.num_hashes <= 4:
             raise ConfigError("features.num_hashes must be 1 to 4")
         if any(n not in (1, 2) for n in self.word_ngrams):
@@ -106,6 +111,24 @@ class FeatureConfig:
             r = getattr(self, name)
             if r is not None and (len(r) != 2 or not 1 <= r[0] <= r[1] <= 8):
                 raise ConfigError(f"features.{name} must be [min, max] with 1 <= min <= max <= 8")
+
+    def _check_subword_source(self) -> None:
+        if self.subword_vocab not in SUBWORD_VOCABS:
+            raise ConfigError(f"features.subword_vocab {self.subword_vocab!r}: use one of {', '.join(SUBWORD_VOCABS)}")
+        if self.subword_init not in SUBWORD_INITS:
+            raise ConfigError(f"features.subword_init {self.subword_init!r}: use one of {', '.join(SUBWORD_INITS)}")
+        if self.subword_vocab == "teacher":
+            if not self.subwords:
+                raise ConfigError("features.subword_vocab: teacher needs features.subwords set to the teacher "
+                                  "vocabulary's piece count: 191076 lower-cased, 227837 lower-cased with "
+                                  "marks_in_words: true (bimine train checks it; docs/decisions.md, "
+                                  "'Teacher pieces (option)')")
+            if self.subword_sample != FeatureConfig.subword_sample:
+                raise ConfigError("features.subword_sample is the sample the pieces are learnt from; with "
+                                  "features.subword_vocab: teacher no pieces are learnt: leave it out")
+        if self.subword_init == "teacher" and self.subword_vocab != "teacher":
+            raise ConfigError("features.subword_init: teacher starts each piece from the teacher's embedding of "
+                              "that piece: it needs features.subword_vocab: teacher")
 
     @property
     def rows(self) -> int:
@@ -118,6 +141,9 @@ class FeatureConfig:
             del d["subwords"], d["subword_sample"]
         if not self.marks_in_words:  # nor one trained with marks cut off (its model id unchanged)
             del d["marks_in_words"]
+        for k in ("subword_vocab", "subword_init"):  # nor one with learnt pieces, randomly started
+            if d[k] == getattr(FeatureConfig, k):
+                del d[k]
         return d
 
     @classmethod
@@ -304,7 +330,8 @@ class Featurizer:
             self.romanizer = Romanizer(translit_table if translit_table is not None else build_table())
             # romanised words: unigrams and Latin character n-grams, hashed as Latin text is
             self._extra = Featurizer(replace(cfg, word_ngrams=tuple(k for k in cfg.word_ngrams if k == 1), subwords=0,
-                                             translit=False, by_script=True), backend=self.backend)
+                                             subword_vocab="trained", subword_init="random", translit=False,
+                                             by_script=True), backend=self.backend)
         # premultiplied salts, row j: 0 word unigrams, 1 bigrams, 2 + k character k-grams
         self._salts = np.array(
             [

@@ -38,6 +38,7 @@ from bimine.text import subwords
 from bimine.text.features import Featurizer
 from bimine.text.subwords import digest, to_tensors
 from bimine.text.translit import build_table, table_digest, table_to_tensors
+from bimine.training import teacher_pieces
 from bimine.training.data import (
     BatchSchedule,
     CorpusSpec,
@@ -49,6 +50,7 @@ from bimine.training.data import (
 from bimine.training.distill import DistillConfig, TeacherCache, english_pool, long_enough, teacher_rows
 from bimine.training.losses import LossConfig, distill_loss, ranking_loss, word_distill_loss
 from bimine.training.model import TorchDAN
+from bimine.training.teacher_pieces import TeacherVocab
 from bimine.training.words import WordDistillConfig, check_word_config, list_files, load_word_batches
 from bimine.weights import load_safetensors, read_json, save_safetensors
 
@@ -619,16 +621,23 @@ class Trainer:
                 f"{hn.per_example} in {time.time() - t0:.0f}s"
             )
 
-    def _subword_model(self, groups: list[PairGroup], resume: bool) -> None:
+    def _subword_model(self, groups: list[PairGroup], resume: bool, teacher: TeacherVocab | None = None) -> None:
         """Give the featuriser the run's SentencePiece model (``features.subwords``): on
         ``resume`` the one in ``RUN/subwords.model`` (the checkpoint's fingerprint holds its
-        digest), else one trained now on a sample of ``features.subword_sample`` sentences of
-        each language and written there (a file left by a run killed before its first
-        checkpoint may come from other settings: it is never reused)."""
+        digest), else the ``teacher``'s (``features.subword_vocab: teacher``) or one trained now
+        on a sample of ``features.subword_sample`` sentences of each language, and written there
+        (a file left by a run killed before its first checkpoint may come from other settings:
+        it is never reused)."""
         fc = self.cfg.model.features
         path = self.run / "subwords.model"
         if resume and path.exists():
             model = path.read_bytes()
+        elif teacher is not None:  # features.subword_vocab: teacher: nothing to learn
+            model = teacher.model
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(model)
+            tmp.rename(path)
+            log.info(f"subword vocabulary: the teacher's, {teacher.size} pieces in bimine's normalisation")
         else:
             t0 = time.time()
             by_lang: dict[str, list[list[str]]] = {}
@@ -756,6 +765,10 @@ class Trainer:
                 "or choose another --output folder"
             )
         check_train_files(cfg)
+        fc = cfg.model.features
+        if fc.subword_init == "teacher" and cfg.encoder != "dan":
+            raise ConfigError(f"features.subword_init: teacher starts the DAN's table; encoder is {cfg.encoder}")
+        teacher = teacher_pieces.check_config(fc)  # before the data: a wrong count is refused at once
         torch.set_num_threads(cfg.train.threads)
         torch.manual_seed(cfg.train.seed)
         self.run.mkdir(parents=True, exist_ok=True)
@@ -767,7 +780,7 @@ class Trainer:
         groups = load_groups(cfg.data.train, self.featurizer, cfg.data.root, dedupe=cfg.data.dedupe,
                              precompute=precompute and not with_pieces)
         if with_pieces:  # the vocabulary is learnt from the training texts, then they are featurised
-            self._subword_model(groups, resume)
+            self._subword_model(groups, resume, teacher)
             if precompute:
                 for g in groups:
                     g.src, g.tgt = featurize_side(g.src), featurize_side(g.tgt)
@@ -791,6 +804,10 @@ class Trainer:
         fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None,
                                       sub.model if sub is not None else None)
         model = self._new_model()
+        if fc.subword_init == "teacher" and not resume:  # (a resumed run loads its rows)
+            t_init = time.time()
+            n_init = teacher_pieces.start_from_teacher(model, fc, teacher)
+            log.info(f"{n_init} piece rows started from the teacher's embeddings in {time.time() - t_init:.0f}s")
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
         opts = [dense, sparse]
