@@ -21,16 +21,17 @@ import sys
 import tempfile
 
 
-def user_cache_dir() -> str:
-    """The folder for numba's cache of bimine's kernels (created if missing): the first of
-    ``$XDG_CACHE_HOME/bimine/numba``, ``~/.cache/bimine/numba`` and
-    ``TMPDIR/bimine-numba-cache-UID`` that can be written."""
+def user_cache_dir(name: str = "numba") -> str:
+    """A per-user cache folder of bimine (created if missing): the first of
+    ``$XDG_CACHE_HOME/bimine/NAME``, ``~/.cache/bimine/NAME`` and ``TMPDIR/bimine-NAME-cache-UID``
+    that can be written. ``numba``: numba's cache of bimine's kernels; ``e5``: e5-small's ONNX
+    graphs (:mod:`bimine.encoders.e5_onnx`)."""
     bases = []
     if os.environ.get("XDG_CACHE_HOME"):
-        bases.append(os.path.join(os.environ["XDG_CACHE_HOME"], "bimine", "numba"))
-    bases.append(os.path.join(os.path.expanduser("~"), ".cache", "bimine", "numba"))
+        bases.append(os.path.join(os.environ["XDG_CACHE_HOME"], "bimine", name))
+    bases.append(os.path.join(os.path.expanduser("~"), ".cache", "bimine", name))
     uid = os.getuid() if hasattr(os, "getuid") else "user"
-    bases.append(os.path.join(tempfile.gettempdir(), f"bimine-numba-cache-{uid}"))
+    bases.append(os.path.join(tempfile.gettempdir(), f"bimine-{name}-cache-{uid}"))
     for folder in bases:
         try:
             os.makedirs(folder, exist_ok=True)

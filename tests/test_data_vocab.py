@@ -333,7 +333,7 @@ def test_teacher_cache_two_writers_never_overwrite(tmp_path):
 def test_teacher_vectors_fill_the_cache_of_the_inventory(tmp_path, monkeypatch):
     out = str(tmp_path)
     V.build_vocab(out, V.VocabConfig(), progress=False, parts=_parts(Counter()))
-    monkeypatch.setattr(W, "word_teacher", lambda reader, batch: StubEncoder())
+    monkeypatch.setattr(W, "word_teacher", lambda reader, batch, **kw: StubEncoder())
     r = W.teacher_vectors(out, f"{out}/tc", progress=False)
     assert r["computed"] == r["words"] == len(V.inventory_words(out))
     r2 = W.teacher_vectors(out, f"{out}/tc", progress=False)
@@ -384,7 +384,7 @@ def test_cli_teacher_only_resumes_vectors_of_the_lists(tmp_path, monkeypatch):
 
     out = str(tmp_path / "out")
     V.build_vocab(out, V.VocabConfig(), progress=False, parts=_parts(Counter()))
-    monkeypatch.setattr(W, "word_teacher", lambda reader, batch: StubEncoder())
+    monkeypatch.setattr(W, "word_teacher", lambda reader, batch, **kw: StubEncoder())
     args = ["data", "vocab", out, "--teacher", "e5-small", "--teacher-only", "--no-progress"]
     r = CliRunner().invoke(cli, args)
     n = len(V.inventory_words(out))

