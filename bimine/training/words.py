@@ -193,7 +193,7 @@ def teacher_vectors(out: str, cache: str, *, reader: str = "auto", batch: int = 
     """e5-small vectors of every inventory word (or of ``texts``, e.g. the sentences of ``bimine
     data prose``) into the :class:`TeacherCache` folder ``cache`` (resumable: a killed run loses
     at most the shard in progress). ``reader``: see :func:`~bimine.training.distill.word_teacher`
-    (``auto``: the runtime ``-m e5-small`` loads, int8 when ONNX Runtime is installed). Returns counts."""
+    (``auto``: the runtime ``-m e5-small`` loads, its float32 ONNX Runtime when installed). Returns counts."""
     words = inventory_words(out, shared=shared) if texts is None else texts
     enc = word_teacher(reader, batch, cache=cache)
     tc = TeacherCache(cache, enc, load_vectors=False)
