@@ -2,6 +2,7 @@
 
     python -m benchmarks.model_languages     # reads docs/results/xsim-full.md, writes bimine/models/default/languages.json
     python -m benchmarks.model_languages --json .bench/xsim/X.json --model default   # from an xsim run's JSON
+    python -m benchmarks.model_languages --served   # the languages the shipped languages.json serves well (README)
 
 For each language: the shipped model's NTREX-128 xsim error (the mean over that language's NTREX
 sets, e.g. zho_Hans/zho_Hant/yue for zh), its UD PUD xsim error where there is a set, and the
@@ -66,7 +67,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default=None, help="an xsim run's JSON instead of docs/results/xsim-full.md")
     ap.add_argument("--model", default="default", help="with --json: the model's name in it")
+    ap.add_argument("--served", action="store_true",
+                    help="print the languages the shipped languages.json serves well (NTREX xsim at most "
+                         "bimine.encoders.languages.SERVED_XSIM), best first, for the README; write nothing")
     args = ap.parse_args()
+    if args.served:
+        served()
+        return
     sets, pairs, source = from_json(args.json, args.model) if args.json else from_table(TABLE)
     langs = {lang: {"ntrex_xsim": round(sum(v["ntrex"]) / len(v["ntrex"]), 2) if v["ntrex"] else None,
                     "pud_xsim": round(sum(v["pud"]) / len(v["pud"]), 2) if v["pud"] else None,
@@ -79,6 +86,19 @@ def main() -> None:
         f.write("\n")
     os.replace(OUT + ".tmp", OUT)
     print(f"wrote {OUT}: {len(langs)} languages")
+
+
+def served() -> None:
+    """The well-served languages of the shipped ``languages.json``, as the README lists them."""
+    from bimine.encoders.languages import SERVED_XSIM
+    from bimine.langs import language_name
+
+    with open(OUT, encoding="utf-8") as f:
+        doc = json.load(f)
+    good = sorted(((v["ntrex_xsim"], k) for k, v in doc["languages"].items()
+                   if v.get("ntrex_xsim") is not None and v["ntrex_xsim"] <= SERVED_XSIM))
+    print(f"{doc['model_id']}: {len(good)} languages at most {SERVED_XSIM:g} % NTREX xsim error (best first):")
+    print(", ".join(f"{language_name(k) or k} ({k}, {e:g} %)" for e, k in good))
 
 
 if __name__ == "__main__":
