@@ -155,11 +155,11 @@ def test_auto_never_follows_what_a_cache_holds(cache_dir, tmp_path, monkeypatch)
     monkeypatch.delenv(e5_mod.RUNTIME_ENV, raising=False)
     folder = tmp_path / "cache"
     TeacherCache(str(folder), e5_onnx.E5OnnxEncoder("int8")).fill(["a word"])
-    assert word_teacher("auto", cache=str(folder)).model_id == e5_mod.E5Encoder.model_id
+    assert word_teacher("auto").model_id == e5_mod.E5Encoder.model_id
     assert os.listdir(cache_subdir(str(folder), e5_onnx.MODEL_IDS["int8"]))
     assert not os.path.exists(cache_subdir(str(folder), e5_mod.E5Encoder.model_id))
     monkeypatch.setenv(e5_mod.RUNTIME_ENV, "int8")
-    assert word_teacher("auto", cache=str(folder)).model_id == e5_onnx.MODEL_IDS["int8"]
+    assert word_teacher("auto").model_id == e5_onnx.MODEL_IDS["int8"]
     monkeypatch.setenv(e5_mod.RUNTIME_ENV, "auto")  # the same as unset
     assert word_teacher("auto").model_id == e5_mod.E5Encoder.model_id
 

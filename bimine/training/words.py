@@ -177,8 +177,7 @@ def load_word_batches(wc: WordDistillConfig, root: str, run_dir: str, dim: int, 
     if not by_lang:
         raise ConfigError(f"{section}.lists: the lists hold no text")
     folder = os.path.join(run_dir, "teacher-cache") if wc.cache is None else os.path.join(root, wc.cache)
-    # e5-small: the runtime of the vectors the cache already holds (word_teacher("auto"))
-    enc = word_teacher("auto", wc.teacher_batch, cache=folder) if wc.teacher == "e5-small" else load_encoder(wc.teacher)
+    enc = word_teacher("auto", wc.teacher_batch) if wc.teacher == "e5-small" else load_encoder(wc.teacher)
     if enc.dim != dim:
         raise ConfigError(f"{section}.teacher {wc.teacher} gives {enc.dim}-dim vectors; the student's are {dim}-dim")
     cache = TeacherCache(folder, enc)
@@ -195,7 +194,7 @@ def teacher_vectors(out: str, cache: str, *, reader: str = "auto", batch: int = 
     at most the shard in progress). ``reader``: see :func:`~bimine.training.distill.word_teacher`
     (``auto``: the runtime ``-m e5-small`` loads, its float32 ONNX Runtime when installed). Returns counts."""
     words = inventory_words(out, shared=shared) if texts is None else texts
-    enc = word_teacher(reader, batch, cache=cache)
+    enc = word_teacher(reader, batch)
     tc = TeacherCache(cache, enc, load_vectors=False)
     t0 = time.time()
     made = tc.fill(words, progress=progress)
