@@ -43,9 +43,9 @@ import numpy as np
 
 from benchmarks.harness import Bench
 from bimine.encoders import load_encoder
-from bimine.filtering.train_classifier import fit_logistic
 from bimine.scoring.calibration import Calibration
 from bimine.scoring.calibration_metrics import brier, expected_calibration_error, reliability
+from bimine.scoring.logistic import fit_logistic_1d
 from bimine.text.io import read_lines
 
 DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"
@@ -156,7 +156,7 @@ def main() -> int:
         c, _, y = scores_of(enc, cal, s, t)["in-batch"]
         tr_cos.append(c)
         tr_y.append(y)
-    ga, gb = fit_logistic(np.concatenate(tr_cos), np.concatenate(tr_y).astype(np.float64))
+    ga, gb = fit_logistic_1d(np.concatenate(tr_cos), np.concatenate(tr_y).astype(np.float64))
     bench.extra.update(model=enc.model_id, head=cal.config, global_fit=[ga, gb])
     print(f"# {bench.command} ({bench.result()['date']}); head: {head_path or 'stored with the model'}; "
           f"global fit sigmoid({ga:.2f} cos + {gb:.2f})")

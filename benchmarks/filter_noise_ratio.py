@@ -132,7 +132,7 @@ def prf(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float, float]:
 
 
 def evaluate(m: np.ndarray, gold: np.ndarray) -> dict:
-    from bimine.scoring.classifiers import best_f1_threshold
+    from bimine.scoring.logistic import best_f1_threshold
 
     t, p, r, f = best_f1_threshold(m.ravel(), gold.ravel())
     # the one-to-one variant: best F1 over thresholds after greedy post-processing (candidate

@@ -66,11 +66,11 @@ def main() -> None:
         TRANSFORMS,
         Combiners,
         LogisticCombiner,
-        fit_logistic,
         transform,
         write_combiners,
     )
     from bimine.filtering.config import build_filters, default_spec
+    from bimine.scoring.logistic import fit_logistic
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=DEFAULT_DATA)

@@ -19,7 +19,6 @@ from bimine.scoring.classifiers import (
     PairClassifier,
     TokenHasher,
     _build,
-    best_f1_threshold,
     roc_auc,
     tokenize,
 )
@@ -83,24 +82,6 @@ def test_make_negatives_both_sides_corrupts_either_side():
 
 
 # ---------------------------------------------------------------- metrics
-def test_best_f1_threshold_matches_brute_force():
-    rng = np.random.default_rng(0)
-    s = np.round(rng.random(300), 2)  # ties
-    y = rng.random(300) < 0.3 + 0.5 * s
-    best = -1.0
-    for t in np.unique(s):
-        pred = s >= t
-        tp = (pred & y).sum()
-        f = 2 * tp / (pred.sum() + y.sum())
-        if f > best + 1e-12:
-            best, bt = f, t
-    t, p, r, f = best_f1_threshold(s, y)
-    assert f == pytest.approx(best) and t == bt
-    pred = s >= t
-    assert p == pytest.approx((pred & y).sum() / pred.sum())
-    assert r == pytest.approx((pred & y).sum() / y.sum())
-
-
 def test_roc_auc_matches_pairwise_count_with_ties():
     rng = np.random.default_rng(1)
     s = np.round(rng.random(120), 1)

@@ -48,7 +48,7 @@ def test_logistic_combiner_equals_the_formula():
 
 
 def test_fit_logistic_recovers_a_separable_direction_and_is_deterministic():
-    from bimine.filtering.combine import fit_logistic, sigmoid
+    from bimine.scoring.logistic import fit_logistic, sigmoid
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2000, 3))

@@ -14,7 +14,6 @@ from bimine.scoring.rescore import (
     TEXT_FEATURES,
     WORD_FEATURES,
     Rescorer,
-    best_f1_threshold,
     knn_features,
     text_features,
     train_rescorer,
@@ -125,15 +124,6 @@ def test_planted_pairs_hold_no_distractor_translation():
     assert not numbers_s & numbers_t  # no distractor's translation is on the other side
     with pytest.raises(InputError, match="gold"):
         plant_pairs(pairs[:3], gold=5, distractors=1)
-
-
-def test_best_f1_threshold_by_hand():
-    p = np.array([0.9, 0.8, 0.7, 0.2])
-    y = np.array([1, 0, 1, 0])
-    thr, f1 = best_f1_threshold(p, y)
-    assert thr == 0.7 and f1 == pytest.approx(2 * 2 / (3 + 2))
-    thr, f1 = best_f1_threshold(p, y, n_gold=4)  # two gold pairs were never candidates
-    assert f1 == pytest.approx(2 * 2 / (3 + 4)) or f1 == pytest.approx(2 * 1 / (1 + 4))
 
 
 def test_rescorer_round_trip_and_encoder_check(tmp_path):

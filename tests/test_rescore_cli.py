@@ -49,7 +49,8 @@ def rescorer(shared_data, tmp_path_factory):
 def test_trained_rescorer_beats_the_margin_on_a_planted_corpus(rescorer, shared_data):
     from bimine.encoders import load_encoder
     from bimine.mining.planted import mine_candidates, plant_pairs
-    from bimine.scoring.rescore import Rescorer, best_f1_threshold
+    from bimine.scoring.logistic import best_f1_threshold
+    from bimine.scoring.rescore import Rescorer
     from bimine.scoring.vdpwi import WordVectors
 
     enc = load_encoder("default")
@@ -57,8 +58,8 @@ def test_trained_rescorer_beats_the_margin_on_a_planted_corpus(rescorer, shared_
     c = mine_candidates(enc.encode(split.src, "fr"), enc.encode(split.tgt, "en"), split.src, split.tgt,
                         WordVectors(enc), "fr", "en")
     y = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src, c.tgt)], dtype=int)
-    _, f1_margin = best_f1_threshold(c.score, y, n_gold=len(split.gold))
-    _, f1_rescored = best_f1_threshold(Rescorer.load(rescorer).predict(c.features), y, n_gold=len(split.gold))
+    f1_margin = best_f1_threshold(c.score, y, n_gold=len(split.gold))[3]
+    f1_rescored = best_f1_threshold(Rescorer.load(rescorer).predict(c.features), y, n_gold=len(split.gold))[3]
     print(f"F1 margin {f1_margin:.3f} rescored {f1_rescored:.3f}")
     assert f1_rescored > f1_margin, (f1_rescored, f1_margin)
 

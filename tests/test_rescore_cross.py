@@ -126,7 +126,8 @@ def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer
 def test_shipped_rescorer_beats_its_trees_and_the_margin_on_a_planted_corpus(shared_data):
     from bimine.encoders import load_encoder
     from bimine.mining.planted import mine_candidates, plant_pairs
-    from bimine.scoring.rescore import best_f1_threshold, load_rescorer
+    from bimine.scoring.logistic import best_f1_threshold
+    from bimine.scoring.rescore import load_rescorer
     from bimine.scoring.vdpwi import WordVectors
 
     enc = load_encoder("default")
@@ -138,9 +139,9 @@ def test_shipped_rescorer_beats_its_trees_and_the_margin_on_a_planted_corpus(sha
                         WordVectors(enc), "fr", "en")
     y = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src, c.tgt)], dtype=int)
     src, tgt = [split.src[a] for a in c.src.tolist()], [split.tgt[b] for b in c.tgt.tolist()]
-    f1 = {"margin": best_f1_threshold(c.score, y, n_gold=150)[1],
-          "trees": best_f1_threshold(load_rescorer("trees", enc).score(c.features, src, tgt), y, n_gold=150)[1],
-          "cross": best_f1_threshold(load_rescorer("default", enc).score(c.features, src, tgt), y, n_gold=150)[1]}
+    f1 = {"margin": best_f1_threshold(c.score, y, n_gold=150)[3],
+          "trees": best_f1_threshold(load_rescorer("trees", enc).score(c.features, src, tgt), y, n_gold=150)[3],
+          "cross": best_f1_threshold(load_rescorer("default", enc).score(c.features, src, tgt), y, n_gold=150)[3]}
     print(f1)
     assert f1["cross"] > max(f1["trees"], f1["margin"]), f1
 

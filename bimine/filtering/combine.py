@@ -26,7 +26,7 @@ import numpy as np
 from bimine.encoders.base import model_folder
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
-from bimine.scoring.base import sigmoid
+from bimine.scoring.logistic import sigmoid
 from bimine.weights import read_json
 
 COMBINER_FILE = "combiner.json"
@@ -189,28 +189,6 @@ def combiners_for(encoder) -> Combiners | None:
         return None
     c = load_combiners(Path(folder) / COMBINER_FILE)
     return c if c.model_id == getattr(encoder, "model_id", None) else None
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """(mean, scale, weights, bias) of an L2-regularised logistic regression of ``y`` (1 = clean)
-    on the columns of ``x``, standardised; L-BFGS from zeros, so the same data give the same fit."""
-    from scipy.optimize import minimize  # loaded on use: SciPy is heavy or optional
-
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    mean, scale = x.mean(0), x.std(0)
-    scale = np.where(scale > 1e-9, scale, 1.0)
-    z1 = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
-
-    def loss(w):
-        s = z1 @ w
-        reg = w[:-1] @ w[:-1]
-        grad = z1.T @ (sigmoid(s) - y)
-        grad[:-1] += 2 * l2 * w[:-1]
-        return float(np.sum(np.logaddexp(0.0, s) - y * s) + l2 * reg), grad
-
-    w = minimize(loss, np.zeros(z1.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 1000}).x
-    return mean, scale, w[:-1], float(w[-1])
 
 
 def write_combiners(c: Combiners, path: str | os.PathLike) -> None:

@@ -39,12 +39,13 @@ from bimine.cleanup import stop_workers, sweep_leftovers, temp_prefix, worker_in
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.executors import check_executor, plugin
-from bimine.filtering.combine import gated, sigmoid
+from bimine.filtering.combine import gated
 from bimine.filtering.report import Example, Examples, render_report
 from bimine.filtering.rules import _units
 from bimine.filtering.select import combine_scores, select_budget, select_fraction, select_threshold
 from bimine.outputs import atomic_path, output_target
 from bimine.scoring.base import PairFilter
+from bimine.scoring.logistic import sigmoid
 from bimine.text.io import read_line_chunks
 
 

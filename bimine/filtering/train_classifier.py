@@ -24,9 +24,9 @@ from bimine.scoring.classifiers import (
     PairClassifier,
     TokenHasher,
     _build,
-    best_f1_threshold,
     roc_auc,
 )
+from bimine.scoring.logistic import best_f1_threshold, fit_logistic_1d
 
 log = logging.getLogger(__name__)
 
@@ -151,21 +151,6 @@ def _batches(n: int, size: int, rng: np.random.Generator):
         yield perm[a: a + size]
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, iters: int = 50) -> tuple[float, float]:
-    """``(a, b)`` of the logistic regression ``P(y = 1) = sigmoid(a x + b)`` (Newton's method)."""
-    X = np.stack([np.asarray(x, np.float64), np.ones(len(x))], axis=1)
-    y = np.asarray(y, np.float64)
-    w = np.zeros(2)
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -60, 60)))
-        H = (X * (p * (1 - p))[:, None]).T @ X + 1e-9 * np.eye(2)
-        step = np.linalg.solve(H, X.T @ (p - y))
-        w -= step
-        if np.abs(step).max() < 1e-10:
-            break
-    return float(w[0]), float(w[1])
-
-
 def _retrieved(u: np.ndarray, v: np.ndarray, tgt: list[str], groups: np.ndarray | None,
                k: int) -> tuple[np.ndarray, np.ndarray]:
     """Each source's ``k`` nearest targets (cosine) among the targets of its group, and whether
@@ -248,7 +233,7 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
         cos.append(sims.ravel())
         lab.append(near_lab.ravel().astype(np.float64))
         near, near_lab = torch.from_numpy(near), torch.from_numpy(near_lab.astype(np.float32))
-    a, b = fit_logistic(np.concatenate(cos), np.concatenate(lab))
+    a, b = fit_logistic_1d(np.concatenate(cos), np.concatenate(lab))
     with torch.no_grad():
         a = max(a, 1e-3)
         module.scale.bias.fill_(a + math.log(-math.expm1(-a)) if conf["positive_scale"] else a)  # softplus^-1

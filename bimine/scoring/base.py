@@ -30,12 +30,6 @@ from typing import ClassVar
 import numpy as np
 
 
-def sigmoid(z) -> np.ndarray:
-    """The logistic function, float64: ``1 / (1 + exp(-z))``, written with ``tanh`` so that no
-    ``z`` overflows. Every score that maps log-odds to a probability uses it."""
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=np.float64)))
-
-
 @dataclass
 class PairFilter:
     """Base class. Subclasses set ``name`` (the score's column), ``clean_high``, a default

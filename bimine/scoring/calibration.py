@@ -24,6 +24,7 @@ import numpy as np
 
 from bimine.encoders.base import model_folder
 from bimine.errors import ConfigError
+from bimine.scoring.logistic import sigmoid
 from bimine.weights import read_safetensors
 
 CALIBRATION_FILE = "calibration.safetensors"
@@ -90,7 +91,7 @@ class Calibration:
         if cos.ndim == 2:
             scale, bias = scale[:, None], bias[:, None]
         z = scale * cos + bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -60.0, 60.0)))
+        return sigmoid(z)
 
     def confidence(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Confidence of the aligned pairs ``(u[i], v[i])``."""

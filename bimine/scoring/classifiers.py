@@ -303,28 +303,6 @@ class PairClassifier:
 
 
 # ---------------------------------------------------------------- metrics
-def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float, float, float]:
-    """The threshold (score >= t is positive) with the highest F1, and its precision, recall
-    and F1; ties go to the higher threshold."""
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(labels, dtype=bool)
-    keep = ~np.isnan(s)
-    s, y = s[keep], y[keep]
-    if not y.any():
-        return math.inf, 0.0, 0.0, 0.0
-    order = np.argsort(-s, kind="stable")
-    s, y = s[order], y[order]
-    tp = np.cumsum(y)
-    fp = np.cumsum(~y)
-    last = np.r_[s[1:] != s[:-1], True]  # a threshold sits at the last of equal scores
-    tp, fp, cut = tp[last], fp[last], s[last]
-    prec = tp / (tp + fp)
-    rec = tp / y.sum()
-    f1 = np.where(prec + rec > 0, 2 * prec * rec / np.maximum(prec + rec, 1e-300), 0.0)
-    j = int(np.argmax(f1))
-    return float(cut[j]), float(prec[j]), float(rec[j]), float(f1[j])
-
-
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve (ties count half), NaN scores left out."""
     from scipy.stats import rankdata  # loaded on use: SciPy is heavy or optional

@@ -26,6 +26,7 @@ import numpy as np
 
 from bimine.encoders.e5_weights import read_e5, weights_path
 from bimine.errors import ConfigError, InputError
+from bimine.scoring.logistic import sigmoid
 from bimine.weights import load_safetensors, read_json, save_safetensors, write_json
 
 FORMAT = 1
@@ -262,10 +263,6 @@ def state_fingerprint(meta: dict, state: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    return (1.0 / (1.0 + np.exp(-z.astype(np.float64)))).astype(np.float32)
-
-
 def save_stage(folder: str | os.PathLike, state: dict, meta: dict) -> None:
     """Write ``cross.safetensors`` (``state``, readable by all) and ``cross.json`` (``meta``
     with the format number), each through a temporary file and a rename."""
@@ -313,7 +310,7 @@ class CrossRescorer:
         return out
 
     def predict(self, src: list[str], tgt: list[str], batch: int = 64, block: int = 4096, progress=None) -> np.ndarray:
-        return sigmoid(self.logits(src, tgt, batch=batch, block=block, progress=progress))
+        return sigmoid(self.logits(src, tgt, batch=batch, block=block, progress=progress)).astype(np.float32)
 
     def save(self, folder: str | os.PathLike) -> None:
         save_stage(folder, self.model.trainable_state(), self.meta)

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import InputError
-from bimine.scoring.cross_encoder import WEIGHTS_FILE, checked_labels, save_stage, sigmoid, state_fingerprint
+from bimine.scoring.cross_encoder import WEIGHTS_FILE, checked_labels, save_stage, state_fingerprint
+from bimine.scoring.logistic import sigmoid
 from bimine.text.translit import table_from_tensors, table_to_tensors
 from bimine.weights import load_safetensors
 
@@ -121,7 +122,7 @@ class ScratchCrossRescorer:
 
     def predict(self, src: list[str], tgt: list[str], batch: int = 128, block: int | None = None,
                 progress=None) -> np.ndarray:
-        return sigmoid(self.logits(src, tgt, batch=batch, progress=progress))
+        return sigmoid(self.logits(src, tgt, batch=batch, progress=progress)).astype(np.float32)
 
     def save(self, folder: str | os.PathLike) -> None:
         state = {k: v.detach().contiguous() for k, v in self.net.state_dict().items()}

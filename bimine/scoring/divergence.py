@@ -44,9 +44,9 @@ import numpy as np
 from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
-from bimine.scoring.base import sigmoid
 from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
 from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
+from bimine.scoring.logistic import fit_logistic_1d, sigmoid
 from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch, sentence_words, torch_device
 from bimine.weights import read_safetensors, save_safetensors
 
@@ -104,33 +104,7 @@ def fit_platt(raw, labels, weights=None, *, balance: bool = True, l2: float = 0.
         raise ConfigError("calibration needs equivalent and divergent pairs, found one class only")
     if balance:
         w = np.where(pos, w / w[pos].sum(), w / w[~pos].sum())
-    w = w / w.sum()
-    x = np.stack([z, np.ones_like(z)], 1)
-    theta = np.zeros(2)
-    ridge = np.diag([l2, 0.0])
-
-    def loss(t):
-        s = x @ t
-        return float(w @ (np.logaddexp(0, s) - y * s) + 0.5 * l2 * t[0] ** 2)
-
-    cur = loss(theta)
-    for _ in range(max_iter):
-        p = sigmoid(x @ theta)
-        grad = x.T @ (w * (p - y)) + ridge @ theta
-        hess = (x * (w * p * (1 - p))[:, None]).T @ x + ridge + 1e-12 * np.eye(2)
-        step = np.linalg.solve(hess, grad)
-        t, new = 1.0, None
-        while t > 1e-8:  # step halving: the loss never rises
-            if loss(theta - t * step) <= cur:
-                new = theta - t * step
-                break
-            t /= 2
-        if new is None:
-            break
-        theta, prev, cur = new, cur, loss(new)
-        if np.max(np.abs(t * step)) < 1e-10 or prev - cur < 1e-15:
-            break
-    a, b = float(theta[0]), float(theta[1])
+    a, b = fit_logistic_1d(z, y, w, l2=l2, max_iter=max_iter)
     if not a > 0:
         raise ConfigError(f"calibration: the model's scores do not rank the held-out equivalent pairs above the "
                           f"divergent ones (fitted slope {a:.3g}); the model is not usable on these pairs")

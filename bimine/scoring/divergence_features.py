@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from bimine.scoring.ibm import WordAligner, words
+from bimine.scoring.logistic import sigmoid
 
 SYMS = ("intersection", "union", "grow-diag-final-and")
 SIDE_FEATURES = ("unaligned", "unaligned_ratio", "fert1", "fert2", "fert3", "longest_unaligned", "longest_aligned")
@@ -111,7 +112,7 @@ class LinearClassifier:
             s = z @ w + b
             # log(1 + exp(-s)) for y=1, log(1 + exp(s)) for y=0, stably
             ll = np.logaddexp(0, np.where(y > 0.5, -s, s))
-            p = 1 / (1 + np.exp(-s))
+            p = sigmoid(s)
             g = sw * (p - y)
             return (sw @ ll) / n + 0.5 * l2 * (w @ w) / n, np.r_[z.T @ g / n + l2 * w / n, g.sum() / n]
 
@@ -120,7 +121,7 @@ class LinearClassifier:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         s = ((x - self.mean) / self.std) @ self.w + self.b
-        return 1 / (1 + np.exp(-s))
+        return sigmoid(s)
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         return {f"{prefix}.mean": self.mean, f"{prefix}.std": self.std, f"{prefix}.w": self.w,

@@ -39,6 +39,7 @@ from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError, InputError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import CrossRescorer
+from bimine.scoring.logistic import best_f1_threshold
 from bimine.scoring.margin import knn_mean
 from bimine.scoring.vdpwi import WordVectors
 from bimine.weights import read_json
@@ -408,18 +409,6 @@ def _lightgbm():
     return lightgbm
 
 
-def best_f1_threshold(p: np.ndarray, y: np.ndarray, n_gold: int | None = None) -> tuple[float, float]:
-    """The threshold on ``p`` with the best F1 (keeping scores >= it) and that F1; recall counts
-    ``n_gold`` positives when given (gold pairs the candidates missed count as missed)."""
-    order = np.argsort(-p, kind="stable")
-    tp = np.cumsum(y[order])
-    n = np.arange(1, len(p) + 1)
-    gold = n_gold if n_gold is not None else int(y.sum())
-    f1 = 2 * tp / (n + max(gold, 1))
-    best = int(np.argmax(f1)) if len(f1) else 0
-    return (float(p[order][best]), float(f1[best])) if len(f1) else (0.5, 0.0)
-
-
 def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = None, y_dev: np.ndarray | None = None,
                    encoder: str = "", features: tuple[str, ...] = DEFAULT_FEATURES, trees: int = 300, leaves: int = 31,
                    learning_rate: float = 0.05, seed: int = 0, threads: int = 0,
@@ -447,7 +436,7 @@ def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = N
             "learning_rate": learning_rate, "seed": seed, "train_rows": int(len(y)), "train_positives": int(np.sum(y))}
     r = Rescorer(booster, meta)
     if x_dev is not None and y_dev is not None and len(y_dev):
-        thr, f1 = best_f1_threshold(r.predict(x_dev), np.asarray(y_dev))
+        thr, _, _, f1 = best_f1_threshold(r.predict(x_dev), np.asarray(y_dev))
         meta.update({"threshold": thr, "dev_f1": f1, "dev_rows": int(len(y_dev))})
     if extra_meta:
         meta.update(extra_meta)
