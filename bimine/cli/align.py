@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, echo_warning
+from bimine.cli.group import cli
+from bimine.cli.options import MODEL_CHOICES_HELP, Finite, check_lang_option, echo_warning
 
 MODEL_HELP = MODEL_CHOICES_HELP
 DEFAULT_METHOD = "two-pass"  # the better one on the dev sets (docs/documents.md)

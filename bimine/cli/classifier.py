@@ -9,7 +9,8 @@ import os
 
 import click
 
-from bimine.cli.main import Finite, check_lang_option, cli, pair_input
+from bimine.cli.group import cli
+from bimine.cli.options import Finite, check_lang_option, pair_input
 
 MIN_DEV_AUC = 0.6  # = bimine.filtering.train_classifier.MIN_DEV_AUC (not imported here: it loads the classifiers)
 

@@ -8,7 +8,7 @@ import logging
 
 import click
 
-from bimine.cli.main import cli
+from bimine.cli.group import cli
 
 
 @cli.group()

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import Finite, check_lang_option, cli, language_checks
+from bimine.cli.group import cli
+from bimine.cli.options import (
+    Finite,
+    check_lang_option,
+    language_checks,
+    pair_input_options,
+    prepare_pair_input,
+    ray_options,
+)
 
 
 def _io(f):
-    from bimine.cli.filter import pair_input_options
-
     options = pair_input_options() + [
         click.option("-o", "--output", required=True, type=click.Path(),
                      help="Scored TSV: header, the input columns, 'divergence' and 'score': the calibrated "
@@ -31,8 +37,6 @@ def _io(f):
     ]
     for opt in reversed(options):
         f = opt(f)
-    from bimine.cli.filter import ray_options
-
     return ray_options(f)
 
 
@@ -40,10 +44,10 @@ def _go(filtering: bool, div_model, input, src, tgt, columns, src_lang, tgt_lang
         encoding_errors, report, no_progress, executor, ray_address, keep=None, kept=None) -> None:
     """The divergence model as the pipeline's one score
     (:func:`bimine.filtering.job.divergence_job`), run like ``score`` / ``filter``."""
-    from bimine.cli.filter import _prepare, execute
+    from bimine.cli.filter import execute
     from bimine.filtering.job import divergence_job
 
-    cols = _prepare(input, src, tgt, columns, executor, ray_address)
+    cols = prepare_pair_input(input, src, tgt, columns, executor, ray_address)
     # the text against --src-lang / --tgt-lang, as embed and mine do (filter's lang rule does it per pair): a
     # divergence model reads the words of the languages it was trained on, and scores other text as noise
     if input is not None:

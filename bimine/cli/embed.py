@@ -6,33 +6,16 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import (
+from bimine.cli.group import cli
+from bimine.cli.options import (
     MODEL_CHOICES_HELP,
     check_lang_option,
-    cli,
+    check_ray_address,
+    executor_options,
     language_checks,
     load_model,
     option_given,
 )
-
-MODEL_HELP = MODEL_CHOICES_HELP
-
-
-def executor_options(what: str):
-    """The --executor / --ray-address options of a command that can run on Ray; ``what``: what
-    ray does for this command."""
-    def deco(f):
-        f = click.option("--ray-address", default=None, metavar="ADDR",
-                         help="The Ray cluster to join ('auto': the one 'ray start' runs on this machine; default: "
-                              "RAY_ADDRESS, else a local cluster started for this run).")(f)
-        return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                            help=f"ray: {what}")(f)
-    return deco
-
-
-def check_executor(executor: str, ray_address: str | None) -> None:
-    if ray_address is not None and executor != "ray":
-        raise click.UsageError("--ray-address needs --executor ray")
 
 
 @cli.command()
@@ -40,7 +23,7 @@ def check_executor(executor: str, ray_address: str | None) -> None:
 @click.option("-l", "--lang", default=None, callback=check_lang_option,
               help="Language of INPUT (fr, fra or fra_Latn): checked against the text; needed only by models "
                    "whose features depend on it (not the default model).")
-@click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
+@click.option("-m", "--model", default="default", show_default=True, help=MODEL_CHOICES_HELP)
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output .npy file (a folder with --store); its folder must exist.")
 @click.option("--store", is_flag=True, help="Write a sharded float16 store (folder) instead of one .npy; "
@@ -89,7 +72,7 @@ def embed(
     if not store and option_given("shard_size"):
         raise click.UsageError("--shard-size sets the lines per shard of a store: add --store (one .npy file has "
                                "no shards)")
-    check_executor(executor, ray_address)
+    check_ray_address(executor, ray_address)
     with language_checks([(input, lang, "--lang", column)] if lang is not None else []):
         encoder = load_model(model, [lang], "embed")
         from bimine.encoders.languages import resolve_lang

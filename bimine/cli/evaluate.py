@@ -8,8 +8,8 @@ import json
 
 import click
 
-from bimine.cli.embed import MODEL_HELP
-from bimine.cli.main import check_lang_option, cli
+from bimine.cli.group import cli
+from bimine.cli.options import MODEL_CHOICES_HELP, check_lang_option
 from bimine.mining.select import STRATEGIES
 from bimine.scoring.margin import SCORES
 
@@ -31,7 +31,7 @@ def eval_group() -> None:
     multiple=True,
     default=("default",),
     show_default=True,
-    help=MODEL_HELP + " Repeat to compare models side by side.",
+    help=MODEL_CHOICES_HELP + " Repeat to compare models side by side.",
 )
 @click.option("--max-lines", type=click.IntRange(min=1), default=None, help="Use only the first N line pairs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -84,7 +84,7 @@ def retrieval(
 @click.option("--test-gold", required=True)
 @click.option("--src-lang", required=True, callback=check_lang_option)
 @click.option("--tgt-lang", required=True, callback=check_lang_option)
-@click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
+@click.option("-m", "--model", default="default", show_default=True, help=MODEL_CHOICES_HELP)
 @click.option("--score", "scores", type=click.Choice(SCORES), multiple=True, default=("eq9",), show_default=True,
               help="Score(s) to evaluate (repeatable).")
 @click.option("--strategy", "strategies", type=click.Choice(STRATEGIES), multiple=True, default=("max",), show_default=True,

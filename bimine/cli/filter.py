@@ -9,7 +9,15 @@ import os
 
 import click
 
-from bimine.cli.main import MODEL_CHOICES_HELP, Finite, check_lang_option, cli, echo_warning, pair_input
+from bimine.cli.group import cli
+from bimine.cli.options import (
+    MODEL_CHOICES_HELP,
+    Finite,
+    echo_warning,
+    pair_input_options,
+    prepare_pair_input,
+    ray_options,
+)
 
 MODEL_HELP = "Model of the embedding scores: " + MODEL_CHOICES_HELP
 
@@ -26,20 +34,6 @@ def _workers_option(ctx, param, value) -> int:
     if n < 1:
         raise click.BadParameter(f"expected 'auto' or a whole number >= 1, got {value!r}")
     return n
-
-
-def pair_input_options() -> list:
-    """The input of the pair-scoring commands (score, filter, divergence, select): a TSV or
-    two line-aligned files, and the two languages."""
-    return [
-        click.argument("input", required=False, type=str),
-        click.option("--src", type=str, default=None, help="Source side, one sentence per line (with --tgt)."),
-        click.option("--tgt", type=str, default=None, help="Target side, line-aligned with --src."),
-        click.option("--columns", default="1,2", show_default=True,
-                     help="With a TSV INPUT: the 1-based source and target columns (every column is kept)."),
-        click.option("--src-lang", required=True, callback=check_lang_option, help="Language of the source side."),
-        click.option("--tgt-lang", required=True, callback=check_lang_option, help="Language of the target side."),
-    ]
 
 
 def _common(f):
@@ -72,33 +66,13 @@ def _common(f):
     return ray_options(f)
 
 
-def ray_options(f):
-    """--executor / --ray-address of the pair-scoring commands."""
-    from bimine.cli.embed import executor_options
-
-    return executor_options("score the blocks as tasks on a Ray cluster (needs bimine[ray]; --workers is then "
-                            "the cluster's CPUs); the same output as a local run.")(f)
-
-
-def _prepare(input, src, tgt, columns, executor, ray_address) -> tuple[int, int]:
-    """The usage checks every pair-scoring command makes first; ``--columns`` as two ints."""
-    from bimine.cli.embed import check_executor
-
-    check_executor(executor, ray_address)
-    if executor == "ray":
-        from bimine.distributed.ray_executor import require_ray
-
-        require_ray()
-    return pair_input(input, src, tgt, columns)
-
-
 def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
          classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
          token_budget=None, normalize=False, executor="local", ray_address=None) -> None:
     """The options as a :class:`~bimine.filtering.job.FilterJob`, run by the library; then the summary."""
     from bimine.filtering.job import FilterJob
 
-    cols = _prepare(input, src, tgt, columns, executor, ray_address)
+    cols = prepare_pair_input(input, src, tgt, columns, executor, ray_address)
     execute(FilterJob(output=output, input=input, src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang,
                       filtering=filtering, config=config, rules=rules, model=model, no_model=no_model,
                       classifiers=list(classifiers), workers=workers, block_size=block_size,

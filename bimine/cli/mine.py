@@ -8,8 +8,15 @@ import math
 
 import click
 
-from bimine.cli.embed import MODEL_HELP, check_executor, executor_options
-from bimine.cli.main import check_lang_option, cli, echo_warning, option_given
+from bimine.cli.group import cli
+from bimine.cli.options import (
+    MODEL_CHOICES_HELP,
+    check_lang_option,
+    check_ray_address,
+    echo_warning,
+    executor_options,
+    option_given,
+)
 from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
 from bimine.scoring.margin import SCORES
@@ -40,7 +47,7 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--tgt-lang", default=None, callback=check_lang_option, help="Language of TGT (see --src-lang).")
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output file (its folder must exist; never one of the inputs).")
-@click.option("-m", "--model", default="default", show_default=True, help=MODEL_HELP)
+@click.option("-m", "--model", default="default", show_default=True, help=MODEL_CHOICES_HELP)
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="max", show_default=True,
               help="Pair selection: best per source, per target, mutual best, both by score (max), "
                    "or all candidates one-to-one by score (greedy).")
@@ -114,7 +121,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     from bimine.mining.pipeline import MineConfig
 
     # output, work dir, format, index string and inputs are all checked by mine_files before any work
-    check_executor(executor, ray_address)
+    check_ray_address(executor, ray_address)
     # a given --k-factor is refused even at its default value; --nprobe 0 is the default (no setting)
     check_index_options(factory, nprobe=option_given("nprobe") and nprobe != 0, k_factor=option_given("k_factor"))
     trained = threshold == "trained"

@@ -11,7 +11,8 @@ import time
 
 import click
 
-from bimine.cli.main import Finite, cli, language_checks
+from bimine.cli.group import cli
+from bimine.cli.options import Finite, language_checks
 
 
 def _tsv_pairs(path: str, skip: int = 0, limit: int | None = None):

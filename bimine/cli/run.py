@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from bimine.cli.main import cli, echo_warning
+from bimine.cli.group import cli
+from bimine.cli.options import echo_warning
 
 KINDS = ("mine", "score", "filter", "align", "docs-match")
 

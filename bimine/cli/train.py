@@ -9,7 +9,7 @@ import os
 
 import click
 
-from bimine.cli.main import cli
+from bimine.cli.group import cli
 
 
 def is_run_folder(folder: str) -> bool:
