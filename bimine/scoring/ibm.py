@@ -32,17 +32,11 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
-from bimine.text.tokens import tokenize as tok
+from bimine.text.tokens import tokenize
 from bimine.weights import read_safetensors, save_safetensors
 
 FORMAT = 1
 SYMMETRIZATIONS = ("intersection", "union", "grow-diag-final", "grow-diag-final-and")
-
-
-def tokenize(s: str) -> list[str]:
-    """Lowercased words and punctuation marks; each character of a script written without
-    spaces is a token (the tokens of :func:`bimine.text.tokens.tokenize`)."""
-    return tok(s)
 
 
 def is_word(token: str) -> bool:

@@ -65,7 +65,7 @@ def unknown_code_points(cp, classes):
 
 
 @njit(cache=True, nogil=True)
-def tokenize(cp, classes, n):
+def token_stream(cp, classes, n):
     """Normalised, joined batch from the NFKC'd, lower-cased batch joined with ``\\n``.
 
     ``cp`` holds the code points of ``"\\n".join(sentences)`` (exactly ``n - 1`` newlines);
@@ -211,7 +211,7 @@ def _scratch(starts, kmin, kmax, nh):
 
 @njit(cache=True, nogil=True)
 def featurize(c, starts, kmin, kmax, within_word, word1, word2, salts, buckets, nstab, kmin2, kmax2):
-    """Bucket ids of every sentence of a normalised batch (see ``tokenize``): ``(ids, offsets)``.
+    """Bucket ids of every sentence of a normalised batch (see ``token_stream``): ``(ids, offsets)``.
     ``nstab``/``kmin2``/``kmax2``: the by-script mode of ``_sentence_ids`` (``nstab`` empty: off)."""
     n = len(starts) - 1
     klo, khi = kmin, kmax

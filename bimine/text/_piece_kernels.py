@@ -5,7 +5,7 @@ on its own (``bimine.text.subwords.Pieces``). A corpus repeats its words, so the
 words already seen are kept in an open-addressing hash table keyed by the word's code points
 (compared in full on every hit: a hash collision can never return another word's pieces), and
 SentencePiece only cuts the words not seen yet. The kernels read the normalised batch the
-hashed n-gram kernels read (``_kernels.tokenize``: ``" w1 w2 \\n w1 \\n ..."``) and write the
+hashed n-gram kernels read (``_kernels.token_stream``: ``" w1 w2 \\n w1 \\n ..."``) and write the
 pieces straight after each sentence's n-gram ids, with no Python loop over words.
 
 The table's arrays belong to a :class:`bimine.text.subwords.WordCache` (one per thread: the

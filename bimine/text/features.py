@@ -409,7 +409,7 @@ class Featurizer:
                 big = big.lower()
             if big.count("\n") == n - 1:
                 cp = np.frombuffer(big.encode("utf-32-le"), dtype=np.uint32)
-                return K.tokenize(cp, _CLASSES[self.config.marks_in_words].ready(cp), n)
+                return K.token_stream(cp, _CLASSES[self.config.marks_in_words].ready(cp), n)
         joined = "\n".join(f" {normalize_text(s, self.config.lowercase, self.config.marks_in_words)} " for s in sentences)
         c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         starts = np.concatenate([[0], np.flatnonzero(c == _SEP) + 1, [len(c) + 1]]).astype(np.int64)
