@@ -78,7 +78,7 @@ VIRAMAS = frozenset(chr(c) for c in (
 CONTROLS = ("deu", "fra", "spa", "ces", "rus", "bul", "ell", "arb", "fas", "hye")
 
 _WORD = re.compile(r"\w", re.UNICODE)
-_TOKENS = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the model's tokeniser (features._TOKEN_RE)
+_TOKENS = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the model's tokeniser (features.TOKEN_RE)
 _MYANMAR_CONSONANT = re.compile("[\u1000-\u1021]")
 
 

@@ -342,7 +342,8 @@ _RELATED_GROUPS = (
     "am ti tig",
     "qu quy quz",
 )
-_SPECIAL = frozenset({"mis", "mul", "und", "zxx"})
+#: Codes that name no language (missing, multiple, undetermined, no linguistic content).
+NON_LANGUAGE_CODES = frozenset({"mis", "mul", "und", "zxx"})
 
 
 @functools.cache
@@ -357,9 +358,13 @@ def _groups() -> dict[str, tuple[frozenset[str], str]]:
     return out
 
 
-def _related(lang: str) -> frozenset[str]:
+def related_languages(lang: str) -> frozenset[str]:
+    """``lang`` and the languages close enough to be mistaken for it (one of the groups above:
+    Norwegian and Danish, Malay and Indonesian, ...): a side identified as one of them is not
+    called the wrong language."""
     return _groups().get(lang, (frozenset({lang}), lang))[0] | {lang}
 
 
-def _group_key(lang: str) -> str:
+def language_group(lang: str) -> str:
+    """The code a group of related languages is counted under (``lang`` itself outside every group)."""
     return _groups().get(lang, (None, lang))[1]

@@ -112,7 +112,7 @@ def test_char_ngrams_within_words():
 
 # --- compiled kernels (numba) against the NumPy reference and a plain-Python definition ---
 
-from bimine.text.features import _TOKEN_RE, NO_SPACE_RANGES, resolve_backend  # noqa: E402
+from bimine.text.features import NO_SPACE_RANGES, TOKEN_RE, resolve_backend  # noqa: E402
 
 _B = 0x100000001B3
 _GOLD = 0x9E3779B97F4A7C15
@@ -279,14 +279,14 @@ def test_batch_normalisation_equals_line_by_line():
 
 
 def test_tokeniser_classes_cover_every_code_point():
-    """Every code point (in runs of 61, so each meets many neighbours) is split like _TOKEN_RE."""
+    """Every code point (in runs of 61, so each meets many neighbours) is split like TOKEN_RE."""
     cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000 and c != 10]
     lines = ["".join(map(chr, cps[i : i + 61])) for i in range(0, len(cps), 61)]
     f = Featurizer(FeatureConfig(), backend="numba")
     for lower in (True, False):
         f = Featurizer(FeatureConfig(lowercase=lower), backend="numba")
         c, _ = f.normalized_codepoints(lines)
-        want = "\n".join(" " + " ".join(_TOKEN_RE.findall(_prepare(s, lower))) + " " for s in lines)
+        want = "\n".join(" " + " ".join(TOKEN_RE.findall(_prepare(s, lower))) + " " for s in lines)
         assert c.tobytes().decode("utf-32-le") == want
 
 

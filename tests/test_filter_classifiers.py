@@ -18,7 +18,7 @@ from bimine.filtering.select import greedy_one_to_one
 from bimine.scoring.classifiers import (
     PairClassifier,
     TokenHasher,
-    _build,
+    build_module,
     roc_auc,
     tokenize,
 )
@@ -109,7 +109,7 @@ def test_confidence_never_changes_the_best_target():
     """000 §2.4.2: scale and bias depend on the source only, so the ranking of targets for
     a source is the dot product's (scale > 0)."""
     torch.manual_seed(0)
-    head = _build({"kind": "confidence", "dim": 8}).eval()
+    head = build_module({"kind": "confidence", "dim": 8}).eval()
     with torch.no_grad():
         head.scale.weight.normal_(0, 0.1)
         head.bias.weight.normal_(0, 1.0)
@@ -222,7 +222,7 @@ def _tiny_bigru(tmp_path, src_lang="en", tgt_lang="fr"):
     torch.manual_seed(0)
     cfg = {"kind": "bigru", "buckets": 512, "emb": 8, "hidden": 8, "fc": 16, "dropout": 0.0, "max_tokens": 16,
            "src_lang": src_lang, "tgt_lang": tgt_lang, "threshold": 0.5}
-    clf = PairClassifier(cfg, _build(cfg).eval())
+    clf = PairClassifier(cfg, build_module(cfg).eval())
     p = tmp_path / "tiny.safetensors"
     clf.save(p)
     return p, clf

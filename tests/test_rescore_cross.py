@@ -66,7 +66,7 @@ def predict(self, src, tgt, **kw):
         time.sleep(60)
     return orig(self, src, tgt, **kw)
 C.CrossRescorer.predict = predict
-R._cross_stage.__defaults__ = (20,)  # several blocks on this small corpus
+R.Rescorer.cross_probabilities.__kwdefaults__["block"] = 20  # several blocks on this small corpus
 from bimine.cli.main import main
 sys.argv = ["bimine"] + sys.argv[2:]
 main()

@@ -257,7 +257,6 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
     from bimine.progress import bar
     from bimine.scoring.cross_encoder import train_cross
     from bimine.scoring.logistic import best_f1_threshold
-    from bimine.scoring.rescore import _cross_stage
 
     first = np.unique(ids, return_index=True)[1]  # each candidate's first (unswapped) row
     p1, lab = r.predict(x[first]), y[first]
@@ -294,8 +293,8 @@ def _train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, l
     r.meta["cross"] = {"floor": floor, "train_seconds": round(time.time() - t, 1), **ce.meta["training"]}
     dev = np.flatnonzero(dev_ids)
     if len(dev):
-        p_ce = _cross_stage(r, [texts[c][0] for c in dev.tolist()], [texts[c][1] for c in dev.tolist()], p1[dev],
-                            True, None)
+        p_ce = r.cross_probabilities([texts[c][0] for c in dev.tolist()], [texts[c][1] for c in dev.tolist()], p1[dev],
+                                      progress=True)
         thr, _, _, f1 = best_f1_threshold(r.combine(p1[dev], p_ce), lab[dev])
         r.meta.update({"threshold": thr, "dev_f1": f1, "trees_threshold": r.meta.get("threshold"),
                        "trees_dev_f1": r.meta.get("dev_f1")})

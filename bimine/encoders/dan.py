@@ -13,9 +13,9 @@ The embedding table may be stored as float32/float16, as int8 with one float sca
 With ``shared: false`` each language has its own tower (paper 000); with ``shared: true``
 all languages use one (paper 001). Needs only NumPy, numba and safetensors: no torch.
 
-Featurising and pooling run in compiled kernels (``bimine/text/_kernels.py``); a batch is cut
-into slices encoded in parallel by a few threads (one per core), each running the kernels and
-single-threaded BLAS products. The NumPy reference (``backend="numpy"`` or
+Featurising and pooling run in compiled kernels (``bimine/text/_kernels.py``,
+``bimine/encoders/_dan_kernels.py``); a batch is cut into slices encoded in parallel by a few
+threads (one per core), each running the kernels and single-threaded BLAS products. The NumPy reference (``backend="numpy"`` or
 ``BIMINE_BACKEND=numpy``) computes the same sums in the same order, one batch at a time, and
 stays for tests and benchmarks.
 """
@@ -165,7 +165,7 @@ class EmbeddingTable:
     def pool(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """``(sentences, dim)`` float32: row i = sum of the rows ``ids[offsets[i]:offsets[i+1]]``
         divided by sqrt(their number), in one compiled pass (no decoded copy of the rows)."""
-        from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import
+        from bimine.encoders import _dan_kernels as K  # numba kernels: compiled on first use, not at import
 
         out = np.empty((len(offsets) - 1, self.shape[1]), dtype=np.float32)
         if self.nibbles is not None:
@@ -219,7 +219,7 @@ def _forward(h: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]], fused: 
     for j, (wt, b) in enumerate(layers):
         z = h @ wt
         if fused and j < len(layers) - 1 and z.shape == h.shape:
-            from bimine.text._kernels import (
+            from bimine.encoders._dan_kernels import (
                 relu_residual,  # numba kernels: compiled on first use, not at import
             )
 

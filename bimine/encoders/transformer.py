@@ -34,7 +34,7 @@ from bimine.encoders.base import weights_digest
 from bimine.encoders.dan import EmbeddingTable, model_options
 from bimine.encoders.torch_tables import SparseBag, quantize_table
 from bimine.errors import ConfigError
-from bimine.text.features import _TOKEN_RE, FeatureConfig, Featurizer, no_space_table
+from bimine.text.features import TOKEN_RE, FeatureConfig, Featurizer, no_space_table
 from bimine.text.translit import table_from_tensors
 from bimine.weights import load_safetensors, read_json
 
@@ -134,7 +134,7 @@ class TokenFeaturizer:
         if cfg.features.lowercase:
             s = s.lower()
         out: list[str] = []
-        for tok in _TOKEN_RE.findall(s):
+        for tok in TOKEN_RE.findall(s):
             if tok.isascii() or not any(self._nospace[ord(c)] for c in tok):
                 out.append(tok)
                 continue
@@ -197,11 +197,11 @@ class TransformerNet(nn.Module):
     def from_token_vectors(self, vectors: torch.Tensor, sentence_offsets) -> torch.Tensor:
         """The rest of the forward pass from each token's vector (:func:`token_vectors`)."""
         x = self.project_in(vectors)
-        index, valid = _layout(_tensor(sentence_offsets))
+        index, valid = packed_layout(_tensor(sentence_offsets))
         x = x + self.position.weight[index[1]]
         for layer in self.layers:
             x = layer(x, index, valid)
-        return self._output(_pad(self.norm(x), index, valid), valid)
+        return self._output(pad_packed(self.norm(x), index, valid), valid)
 
     def padded(self, vectors: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """:meth:`from_token_vectors` on the padded layout: ``vectors`` ``(B, T, embed_dim)``
@@ -268,7 +268,7 @@ class PackedLayer(nn.Module):
     def forward(self, x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor], valid: torch.Tensor) -> torch.Tensor:
         b, t = valid.shape
         d = x.shape[1]
-        qkv = _pad(self.qkv(self.norm1(x)), index, valid)  # (B, T, 3d)
+        qkv = pad_packed(self.qkv(self.norm1(x)), index, valid)  # (B, T, 3d)
         q, k, v = qkv.view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/H)
         a = nn.functional.scaled_dot_product_attention(
             q, k, v, attn_mask=valid[:, None, None, :], dropout_p=self.dropout if self.training else 0.0)
@@ -293,7 +293,7 @@ def token_vectors(bag: nn.EmbeddingBag, ids, token_offsets) -> torch.Tensor:
     return bag(ids, token_offsets[:-1]) / n_feat.sqrt()[:, None]
 
 
-def _layout(sentence_offsets: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+def packed_layout(sentence_offsets: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
     """``(sentence, position)`` of each packed token and the ``(B, T)`` mask of real tokens."""
     counts = sentence_offsets[1:] - sentence_offsets[:-1]
     b, t = len(counts), int(counts.max()) if len(counts) else 0
@@ -304,7 +304,7 @@ def _layout(sentence_offsets: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.T
     return (sent, pos), valid
 
 
-def _pad(x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor], valid: torch.Tensor) -> torch.Tensor:
+def pad_packed(x: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor], valid: torch.Tensor) -> torch.Tensor:
     """Packed ``(N, d)`` rows laid out as ``(B, T, d)``, zeros where ``valid`` is False."""
     return x.new_zeros(*valid.shape, x.shape[1]).index_put(index, x)
 
@@ -417,8 +417,8 @@ class TransformerEncoder:
 def pad_tokens(vectors: np.ndarray, sentence_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Packed token rows ``(N, E)`` laid out as ``(B, T, E)`` (zeros in the padding) and the
     ``(B, T)`` mask of real tokens."""
-    index, valid = _layout(torch.from_numpy(sentence_offsets))
-    return _pad(torch.from_numpy(vectors), index, valid).numpy(), valid.numpy()
+    index, valid = packed_layout(torch.from_numpy(sentence_offsets))
+    return pad_packed(torch.from_numpy(vectors), index, valid).numpy(), valid.numpy()
 
 
 class _Padded(nn.Module):

@@ -4,7 +4,7 @@ its declared language reaches a threshold.
 The identifier is py3langid (a maintained port of langid.py; 140 languages in 0.4), with its
 normalised probabilities. The score of a side is the probability of its declared language
 plus that of the languages identifiers confuse it with (no/nb/da/sv, hr/sr/bs, ms/id, ...:
-:func:`bimine.langs._related`), so a Norwegian side called Danish is not dropped; the pair's
+:func:`bimine.langs.related_languages`), so a Norwegian side called Danish is not dropped; the pair's
 score is the lower of its two sides.
 
 Paper 002 keeps a source side scored 80 % or more by Microsoft's BLING. py3langid's
@@ -30,7 +30,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.filtering._cache import cached_arrays, file_digest
-from bimine.langs import _related, is_lang_code, normalize_lang
+from bimine.langs import is_lang_code, normalize_lang, related_languages
 from bimine.scoring.base import PairFilter
 
 _IDENT = None
@@ -139,7 +139,7 @@ def _model() -> LangidModel:
 def language_columns(lang: str) -> np.ndarray:
     """Columns of the identifier's output that count as ``lang`` (itself and its relatives);
     empty when the identifier knows none of them."""
-    accepted = _related(normalize_lang(lang))
+    accepted = related_languages(normalize_lang(lang))
     cols = [i for i, c in enumerate(_model().classes) if is_lang_code(c) and normalize_lang(c) in accepted]
     return np.array(cols, dtype=np.int64)
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bimine.langs import _related
+from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
 from bimine.text.features import NO_SPACE_RANGES
 
@@ -188,7 +188,7 @@ class NearCopy(PairFilter):
     tgt_lang: str = ""
 
     def __post_init__(self) -> None:
-        self._relatives = bool(self.src_lang and self.tgt_lang) and self.tgt_lang in _related(self.src_lang) \
+        self._relatives = bool(self.src_lang and self.tgt_lang) and self.tgt_lang in related_languages(self.src_lang) \
             and self.src_lang != self.tgt_lang
 
     def score(self, src, tgt):

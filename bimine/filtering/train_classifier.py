@@ -23,7 +23,7 @@ from bimine.scoring.classifiers import (
     KINDS,
     PairClassifier,
     TokenHasher,
-    _build,
+    build_module,
     roc_auc,
 )
 from bimine.scoring.logistic import best_f1_threshold, fit_logistic_1d
@@ -211,7 +211,7 @@ def _train_confidence(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, prog
     v = torch.from_numpy(encoder.encode(tgt, tgt_lang))
     conf = {"kind": "confidence", "dim": int(u.shape[1]), "dropout": cfg.dropout, "encoder": encoder.model_id,
             "positive_scale": True}
-    module = _build(conf)
+    module = build_module(conf)
     B = min(cfg.batch_pairs, len(src))
 
     def epoch_batches(r: np.random.Generator) -> list[np.ndarray]:
@@ -282,7 +282,7 @@ def _train_fc(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
     dim = int(u.shape[1])
     conf = {"kind": "fc", "dim": dim, "hidden": cfg.hidden or dim, "dropout": cfg.dropout,
             "encoder": encoder.model_id}
-    module = _build(conf)
+    module = build_module(conf)
     opt = torch.optim.Adam(module.parameters(), lr=cfg.lr)
     B = min(cfg.batch_pairs, len(src))
     steps = cfg.epochs * max(1, len(src) // B)
@@ -322,7 +322,7 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
         raise ConfigError("bigru needs batches of at least 2 pairs (negatives come from the batch)")
     conf = {"kind": "bigru", "buckets": cfg.buckets, "emb": cfg.emb, "hidden": cfg.hidden, "fc": cfg.fc,
             "dropout": cfg.dropout, "max_tokens": cfg.max_tokens, "negatives": cfg.negatives}
-    module = _build(conf)
+    module = build_module(conf)
     hasher = TokenHasher(cfg.buckets, cfg.max_tokens)
     # the hashed token table is large (buckets x emb) and a batch touches few rows: sparse
     # gradients with SparseAdam for it, Adam for the rest (dense Adam over the table costs ~10x)

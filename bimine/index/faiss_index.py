@@ -48,7 +48,7 @@ class IndexConfig:
     seed: int = 0
 
 
-def _pq_m(d: int) -> int:
+def fastscan_pq_m(d: int) -> int:
     """Sub-quantizers for 4-bit fast-scan PQ: the even divisor of d nearest d/3 (128 for 384)."""
     divs = [m for m in range(2, d + 1, 2) if d % m == 0]
     return min(divs, key=lambda m: (abs(m - d / 3), m)) if divs else d
@@ -66,7 +66,7 @@ def auto_factory(n: int, d: int, exact_below: int = 300_000) -> str:
     nlist = 2 ** int(round(math.log2(max(1024, 4 * math.sqrt(n)))))
     if n <= 20_000_000:
         refine = "SQfp16" if n <= 5_000_000 else "SQ8"
-        return f"IVF{nlist},PQ{_pq_m(d)}x4fs,Refine({refine})"
+        return f"IVF{nlist},PQ{fastscan_pq_m(d)}x4fs,Refine({refine})"
     m = 64 if d % 64 == 0 else 32
     return f"OPQ{m},IVF{nlist},PQ{m}"
 

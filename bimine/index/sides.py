@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError
 from bimine.executors import plugin
 from bimine.index.faiss_index import (
@@ -39,9 +38,8 @@ from bimine.index.faiss_index import (
     train_index,
     train_shared,
 )
-from bimine.langs import normalize_lang
 from bimine.progress import bar
-from bimine.store.store import ArrayRows, EmbeddingStore
+from bimine.store.store import ArrayRows, EmbeddingStore, json_digest
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +185,7 @@ def knn_both_ways(x: Side, y: Side, cfg, *, progress: bool = False, cache: Path 
     out = []
     dirs = [("fwd", x, y)] + ([("bwd", y, x)] if need_backward else [])
     metas = {name: knn_cache_meta(name, q, keys, cfg) if cache else None for name, q, keys in dirs}
-    files = {name: cache / f"knn-{name}-{_digest(m)}.npz" if m else None for name, m in metas.items()}
+    files = {name: cache / f"knn-{name}-{json_digest(m)}.npz" if m else None for name, m in metas.items()}
     loaded = {}
     for name, q, _ in dirs:
         if files[name] is not None and files[name].exists():
@@ -245,13 +243,3 @@ def knn_both_ways(x: Side, y: Side, cfg, *, progress: bool = False, cache: Path 
     if report is not None and not report.index and loaded:
         report.index = "reused kNN lists"
     return out if need_backward else out + [None, None]
-
-
-def _digest(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _side_fingerprint(checksum: str, encoder: Encoder, lang: str, shard_size: int) -> str:
-    """Name of the store a work dir keeps for one side: a hash of everything it depends on."""
-    return _digest({"input_sha256": checksum, "model_id": encoder.model_id, "lang": normalize_lang(lang),
-                    "shard_size": shard_size})

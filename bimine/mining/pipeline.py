@@ -35,8 +35,6 @@ from bimine.index.faiss_index import (
 )
 from bimine.index.sides import (
     Side,
-    _digest,
-    _side_fingerprint,
     knn_both_ways,
     side_from_array,
     side_from_stores,
@@ -48,7 +46,7 @@ from bimine.progress import bar
 from bimine.scoring.margin import SCORES, score_candidates
 from bimine.scoring.rescore import KNN_FEATURES, rescore_pairs
 from bimine.scoring.rescore import knn_features as features
-from bimine.store.store import EmbeddingStore, build_store, file_checksum
+from bimine.store.store import EmbeddingStore, build_store, file_checksum, json_digest, store_name
 from bimine.text.io import read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -394,7 +392,7 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
     (files of equal bytes share one); returns the stores in file order and how many were
     complete already. On Ray several files are embedded at once (their shards' tasks
     interleave), the shards of text held by the driver bounded as for one file."""
-    folders = [work / f"{name}-{_side_fingerprint(sums[p], encoder, lang, shard_size)}.store" for p in files]
+    folders = [work / f"{name}-{store_name(sums[p], encoder.model_id, lang, shard_size)}.store" for p in files]
     todo = dict(zip(folders, files))  # one build per distinct folder
     reused = sum((f / "manifest.json").exists() for f in folders)
     at_once = cpus = 1
@@ -563,7 +561,7 @@ def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encod
                    "model": encoder.model_id, "langs": [src_lang, tgt_lang], "rescorer": rescorer.fingerprint,
                    "pairs": hashlib.sha256(i.astype(np.int64).tobytes() + j.astype(np.int64).tobytes()).hexdigest(),
                    "cfg": [cfg.k, cfg.score, cfg.strategy, cfg.index.factory, cfg.index.nprobe, cfg.index.k_factor]}
-            cache_file = work / f"rescore-{_digest(key)}.npy" if work_dir else None
+            cache_file = work / f"rescore-{json_digest(key)}.npy" if work_dir else None
             if cache_file is not None and cache_file.exists():
                 report.reused.append(f"rescored pairs ({cache_file.name})")
             stats: dict = {}

@@ -151,7 +151,7 @@ def _modules():
     return ConfidenceHead, FCHead, BiGRUPair
 
 
-def _build(cfg: dict):
+def build_module(cfg: dict):
     ConfidenceHead, FCHead, BiGRUPair = _modules()
     kind = cfg["kind"]
     if kind == "confidence":
@@ -195,7 +195,7 @@ class PairClassifier:
         if cfg.get("format", 0) > FORMAT:
             raise ConfigError(f"classifier {path}: format {cfg['format']} is newer than this bimine reads "
                               f"({FORMAT}); upgrade bimine")
-        module = _build(cfg)
+        module = build_module(cfg)
         module.load_state_dict(state)
         module.eval()
         return cls(cfg, module)

@@ -36,8 +36,8 @@ def _modules():
         PackedLayer,
         TokenFeaturizer,
         TransformerConfig,
-        _layout,
-        _pad,
+        packed_layout,
+        pad_packed,
         token_vectors,
     )
 
@@ -64,13 +64,13 @@ def _modules():
             side_len = sides_off[1:] - sides_off[:-1]
             seg = torch.repeat_interleave(torch.arange(len(side_len)) % 2, side_len)
             pair_off = sides_off[::2]
-            index, valid = _layout(pair_off)
+            index, valid = packed_layout(pair_off)
             x = x + self.position.weight[index[1]] + self.segment.weight[seg]
             for layer in self.layers:
                 x = layer(x, index, valid)
             x = self.norm(x)
-            h = _pad(x, index, valid)
-            seg_pad = _pad(seg[:, None].to(x.dtype), index, valid)[:, :, 0]
+            h = pad_packed(x, index, valid)
+            seg_pad = pad_packed(seg[:, None].to(x.dtype), index, valid)[:, :, 0]
             is_src = valid & (seg_pad == 0)
             is_tgt = valid & (seg_pad == 1)
             u = (h * is_src[:, :, None]).sum(1) / is_src.sum(1, keepdim=True).clamp(min=1)

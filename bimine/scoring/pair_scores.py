@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from bimine.errors import ConfigError
-from bimine.index.faiss_index import IndexConfig, _pq_m
+from bimine.index.faiss_index import IndexConfig, fastscan_pq_m
 from bimine.index.sides import SearchConfig, knn_both_ways, side_from_array
 from bimine.scoring.base import PairFilter
 from bimine.scoring.calibration import Calibration
@@ -149,7 +149,7 @@ def margin_index(n: int, d: int, exact_below: int = MARGIN_EXACT_BELOW, nprobe: 
     if n < exact_below:
         return IndexConfig(factory="Flat")
     nlist = 2 ** int(round(math.log2(max(64, 4 * math.sqrt(n)))))
-    return IndexConfig(factory=f"IVF{nlist},PQ{_pq_m(d)}x4fs,Refine(SQfp16)", nprobe=nprobe, k_factor=8)
+    return IndexConfig(factory=f"IVF{nlist},PQ{fastscan_pq_m(d)}x4fs,Refine(SQfp16)", nprobe=nprobe, k_factor=8)
 
 
 def corpus_margin(u: np.ndarray, v: np.ndarray, *, k: int = 4, kind: str = "ratio",

@@ -288,7 +288,27 @@ class Rescorer:
         """The final probability of each candidate: :meth:`predict`, then with a cross-encoder
         stage its probability for those at or above :attr:`cross_floor`, combined."""
         p = self.predict(features)
-        return p if self.cross is None else self.combine(p, _cross_stage(self, src, tgt, p, False, None))
+        return p if self.cross is None else self.combine(p, self.cross_probabilities(src, tgt, p))
+
+    def cross_probabilities(self, src: list[str], tgt: list[str], p_trees: np.ndarray, *, progress: bool = False,
+                            cache: Path | None = None, block: int = 4096) -> np.ndarray:
+        """The cross-encoder's probability for the candidates at or above the floor (0 elsewhere),
+        ``block`` of them at a time, each block kept next to ``cache`` when given."""
+        todo = np.flatnonzero(p_trees >= self.cross_floor)
+        out = np.zeros(len(src), dtype=np.float32)
+        with bar(total=len(todo), unit=" pairs", desc="cross-encoder", enabled=progress) as b:
+            for n, a in enumerate(range(0, len(todo), block)):
+                rows = todo[a: a + block]
+                part = cache.with_name(f"{cache.stem}.cross-{n:05d}.npy") if cache is not None else None
+                got = np.load(part) if part is not None and part.exists() else None
+                if got is None or got.shape != (len(rows),):
+                    got = self.cross.predict([src[i] for i in rows.tolist()], [tgt[i] for i in rows.tolist()],
+                                             block=block)
+                    if part is not None:
+                        _save_atomic(part, got)
+                out[rows] = got
+                b.update(len(rows))
+        return out
 
     def save(self, folder: str | os.PathLike) -> None:
         folder = Path(folder)
@@ -475,7 +495,7 @@ def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], k
     if rescorer.cross is not None:
         if stats is not None:
             stats["cross_pairs"] = int((out >= rescorer.cross_floor).sum())
-        out = rescorer.combine(out, _cross_stage(rescorer, src, tgt, out, progress, cache))
+        out = rescorer.combine(out, rescorer.cross_probabilities(src, tgt, out, progress=progress, cache=cache))
     if cache is not None:
         _save_atomic(cache, out)
         if trees_cache is not None:
@@ -489,27 +509,6 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
     tmp = path.with_name(f"{path.stem}.tmp-{os.getpid()}.npy")
     np.save(tmp, arr)
     os.replace(tmp, path)
-
-
-def _cross_stage(rescorer: Rescorer, src: list[str], tgt: list[str], p_trees: np.ndarray, progress: bool,
-                 cache: Path | None, block: int = 4096) -> np.ndarray:
-    """The cross-encoder's probability for the candidates at or above the floor (0 elsewhere),
-    ``block`` of them at a time, each block kept next to ``cache`` when given."""
-    todo = np.flatnonzero(p_trees >= rescorer.cross_floor)
-    out = np.zeros(len(src), dtype=np.float32)
-    with bar(total=len(todo), unit=" pairs", desc="cross-encoder", enabled=progress) as b:
-        for n, a in enumerate(range(0, len(todo), block)):
-            rows = todo[a: a + block]
-            part = cache.with_name(f"{cache.stem}.cross-{n:05d}.npy") if cache is not None else None
-            got = np.load(part) if part is not None and part.exists() else None
-            if got is None or got.shape != (len(rows),):
-                got = rescorer.cross.predict([src[i] for i in rows.tolist()], [tgt[i] for i in rows.tolist()],
-                                             block=block)
-                if part is not None:
-                    _save_atomic(part, got)
-            out[rows] = got
-            b.update(len(rows))
-    return out
 
 
 # ------------------------------------------------------------------------------ candidates

@@ -57,6 +57,19 @@ def file_checksum(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def json_digest(obj) -> str:
+    """16 hex digits of the SHA-256 of ``obj`` as sorted JSON: the name of a cache entry that
+    depends on exactly what ``obj`` holds."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def store_name(checksum: str, model_id: str, lang: str, shard_size: int) -> str:
+    """The name of the store a work dir keeps for one side of a run: a digest of everything the
+    store depends on (the input's SHA-256, the model, the language, the shard size)."""
+    return json_digest({"input_sha256": checksum, "model_id": model_id, "lang": normalize_lang(lang),
+                        "shard_size": shard_size})
+
+
 def _shard_name(i: int) -> str:
     return f"shard-{i:05d}.npy"
 

@@ -31,7 +31,7 @@ from bimine.text.subwords import Pieces
 
 _B = 0x100000001B3  # odd multiplier (the 64-bit FNV prime): invertible modulo 2**64
 _B_INV = pow(_B, -1, 1 << 64)
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _SEP = 10  # code point of "\n": separates sentences in a batch, never inside one
 BACKENDS = ("auto", "numba", "numpy")
 SUBWORD_VOCABS = ("trained", "teacher")  # features.subword_vocab
@@ -198,7 +198,7 @@ def normalize_text(s: str, lowercase: bool = True, marks: bool = False) -> str:
             return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(_ZERO_WIDTH_SPACES)))
     if lowercase:
         s = s.lower()
-    return " ".join(_TOKEN_RE.findall(s))
+    return " ".join(TOKEN_RE.findall(s))
 
 
 _ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
@@ -211,7 +211,7 @@ def _is_mark(c: int) -> bool:
 
 @lru_cache(maxsize=1)
 def _marks_token_re() -> re.Pattern:
-    """``_TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
+    """``TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
     cps = [c for c in range(0x110000) if _is_mark(c)]
     ranges, start, prev = [], cps[0], cps[0]
     for c in cps[1:] + [-1]:
@@ -226,7 +226,7 @@ def _marks_token_re() -> re.Pattern:
 class _CodePointClasses:
     """What the tokeniser regex makes of each code point (space, word, other), learnt lazily.
 
-    A 0x110000-entry table; a code point is classified by ``_TOKEN_RE``'s own ``\\w``/``\\s``
+    A 0x110000-entry table; a code point is classified by ``TOKEN_RE``'s own ``\\w``/``\\s``
     the first time a batch holds it, so the compiled tokeniser splits exactly like the regex.
     """
 
@@ -392,7 +392,7 @@ class Featurizer:
         Normalises the whole batch at once: NFKC and lower-casing of the batch joined with
         newlines equal those of each line (a newline never composes with a neighbour, is not
         cased and is not case-ignorable, so it ends a final-sigma context as the end of a
-        string does), and the compiled tokeniser splits like ``_TOKEN_RE`` (``_CLASSES``).
+        string does), and the compiled tokeniser splits like ``TOKEN_RE`` (``_CLASSES``).
         A batch whose sentences themselves hold a newline is normalised line by line.
         """
         from bimine.text import _kernels as K  # numba kernels: compiled on first use, not at import

@@ -12,7 +12,14 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from bimine.langs import _SPECIAL, _group_key, _related, is_lang_code, language_name, normalize_lang
+from bimine.langs import (
+    NON_LANGUAGE_CODES,
+    is_lang_code,
+    language_group,
+    language_name,
+    normalize_lang,
+    related_languages,
+)
 from bimine.text.io import open_binary
 
 log = logging.getLogger(__name__)
@@ -158,7 +165,7 @@ def check_language(
     Callers print or log it.
     """
     declared = normalize_lang(lang)
-    if declared in _SPECIAL:
+    if declared in NON_LANGUAGE_CODES:
         return None
     lines = sample_lines(source, sample, column=column)
     if len(lines) < min_lines:
@@ -171,26 +178,26 @@ def check_language(
     for label in labels:
         if is_lang_code(label):
             known.add(normalize_lang(label))
-    accepted = _related(declared)
+    accepted = related_languages(declared)
     if not accepted & known:
         return None
     found: list[str] = []
     for line in lines:
         label = classify(line)
-        if is_lang_code(label) and normalize_lang(label) not in _SPECIAL:
+        if is_lang_code(label) and normalize_lang(label) not in NON_LANGUAGE_CODES:
             found.append(normalize_lang(label))
     if len(found) < min_lines:
         return None
     same = sum(1 for c in found if c in accepted)
     if same > max_declared * len(found):
         return None
-    by_group: Counter[str] = Counter(_group_key(c) for c in found if c not in accepted)
+    by_group: Counter[str] = Counter(language_group(c) for c in found if c not in accepted)
     if not by_group:
         return None
     key, count = by_group.most_common(1)[0]
     if count < min_other * len(found):
         return None
-    top = Counter(c for c in found if _group_key(c) == key).most_common(1)[0][0]
+    top = Counter(c for c in found if language_group(c) == key).most_common(1)[0][0]
     label = f"{top!r}" + (f" ({language_name(top)})" if language_name(top) else "")
     where = name or (str(source) if isinstance(source, (str, os.PathLike)) else "<lines>")
     return f"{where}: declared {lang!r} but {round(100 * count / len(found))}% of {len(found)} sampled lines look like {label}"
