@@ -264,7 +264,7 @@ def cut_ngrams(s: str, char=(3, 5), nospace=(1, 4), is_nospace=None, keep_marks:
 
 
 def _is_nospace(ch: str) -> bool:
-    from bimine.text.features import no_space_table
+    from bimine.text.normalize import no_space_table
 
     return bool(no_space_table()[ord(ch)]) if ch != "\n" else False
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from benchmarks.harness import timed, write_json
 from bimine.encoders import load_encoder
-from bimine.text.features import Featurizer, _append, normalize_text
+from bimine.text.features import Featurizer
+from bimine.text.normalize import append_rows, normalize_text
 from bimine.text.subwords import flatten, from_tensors, train_model
 
 INPUTS = {
@@ -71,7 +72,7 @@ def sentence_cut(ngrams: Featurizer, f: Featurizer, sentences: list[str], lang: 
     cfg = f.config
     norm = [normalize_text(s[: cfg.max_chars], cfg.lowercase) for s in sentences]
     ids2, off2 = flatten(f.pieces.processor.encode(norm, out_type=int))
-    return _append(ids, off, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
+    return append_rows(ids, off, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
 
 
 def rate(fn, sentences: list[str], lang: str, repeats: int, batch: int = 2048) -> float:

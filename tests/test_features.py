@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.text.features import FeatureConfig, Featurizer, normalize_text
+from bimine.text.features import FeatureConfig, Featurizer
+from bimine.text.normalize import normalize_text
 
 SENTS = ["Hello, world!", "", "Le chat est noir.", "chat", "Größe ＡＢＣ", "我爱你中国"]
 
@@ -112,7 +113,8 @@ def test_char_ngrams_within_words():
 
 # --- compiled kernels (numba) against the NumPy reference and a plain-Python definition ---
 
-from bimine.text.features import NO_SPACE_RANGES, TOKEN_RE, resolve_backend  # noqa: E402
+from bimine.text.features import resolve_backend  # noqa: E402
+from bimine.text.normalize import NO_SPACE_RANGES, TOKEN_RE  # noqa: E402
 
 _B = 0x100000001B3
 _GOLD = 0x9E3779B97F4A7C15

@@ -53,3 +53,38 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     assert r.returncode != 0
     assert "bimine.scoring is not allowed to import bimine.mining" in r.stdout
     assert "bimine.scoring.margin -> bimine.mining.select" in r.stdout
+
+
+def _private_imports_across_packages(root: Path) -> list[str]:
+    """``from bimine.a... import _x`` (or of a private module ``bimine.a._m``) in a file of
+    another top-level package than ``a``: what one package keeps to itself, used by another."""
+    import ast
+
+    found = []
+    for path in sorted((root / "bimine").rglob("*.py")):
+        rel = path.relative_to(root / "bimine").parts
+        own = rel[0] if len(rel) > 1 else rel[0][:-3]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bimine.")):
+                continue
+            parts = node.module.split(".")
+            if parts[1] == own:
+                continue
+            for alias in node.names:
+                names = parts[2:] + [alias.name]
+                if any(n.startswith("_") and not n.startswith("__") for n in names):
+                    found.append(f"{'/'.join(rel)}: from {node.module} import {alias.name}")
+    return found
+
+
+def test_no_private_name_is_imported_across_packages():
+    assert _private_imports_across_packages(ROOT) == []
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    (tmp_path / "bimine" / "a").mkdir(parents=True)
+    (tmp_path / "bimine" / "b").mkdir()
+    (tmp_path / "bimine" / "a" / "m.py").write_text("from bimine.b.n import _hidden\nfrom bimine.a.k import _own\n")
+    (tmp_path / "bimine" / "a" / "p.py").write_text("from bimine.b._kernels import public\n")
+    assert _private_imports_across_packages(tmp_path) == [
+        "a/m.py: from bimine.b.n import _hidden", "a/p.py: from bimine.b._kernels import public"]

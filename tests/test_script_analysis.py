@@ -29,7 +29,8 @@ from benchmarks.script_analysis import (
     zawgyi_signals,
     zero_width,
 )
-from bimine.text.features import FeatureConfig, Featurizer, normalize_text
+from bimine.text.features import FeatureConfig, Featurizer
+from bimine.text.normalize import normalize_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -91,7 +92,7 @@ def test_char_ngram_spans_count_what_the_featuriser_emits(s):
     n, _, _ = cut_ngrams(s, char=cfg.char_ngrams, nospace=cfg.nospace_char_ngrams)
     assert n == off[1] - off[0]
     c = " " + normalize_text(s) + " "
-    from bimine.text.features import no_space_table
+    from bimine.text.normalize import no_space_table
 
     assert len(char_ngram_spans(c, cfg.char_ngrams, cfg.nospace_char_ngrams, lambda ch: bool(no_space_table()[ord(ch)]))) == n
 

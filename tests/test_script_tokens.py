@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bimine.text.features import FeatureConfig, Featurizer, normalize_text
+from bimine.text.features import FeatureConfig, Featurizer
+from bimine.text.normalize import normalize_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

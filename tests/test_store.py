@@ -146,3 +146,20 @@ def test_bad_executor_or_an_encoder_without_spec_fails_before_any_work(tmp_path,
     with pytest.raises(ConfigError, match="needs an encoder loaded by name or folder"):
         build_store(str(p), tmp_path / "st2", enc, "en", executor="ray", progress=False)
     assert not (tmp_path / "st1").exists() and not (tmp_path / "st2").exists()
+
+
+def test_store_name_is_the_digest_of_what_the_store_depends_on():
+    """A work dir of an earlier run is found again only if the name is computed as before: the
+    first 16 hex digits of the SHA-256 of the sorted JSON (language code normalised)."""
+    import hashlib
+    import json
+
+    from bimine.store.store import json_digest, store_name
+
+    want = hashlib.sha256(json.dumps({"input_sha256": "ab", "model_id": "dan-1", "lang": "fr", "shard_size": 10},
+                                     sort_keys=True).encode()).hexdigest()[:16]
+    assert store_name("ab", "dan-1", "fra", 10) == store_name("ab", "dan-1", "fr", 10) == want
+    assert json_digest({"b": 1, "a": [2]}) == hashlib.sha256(b'{"a": [2], "b": 1}').hexdigest()[:16]
+    assert len({store_name("ab", "dan-1", "fr", 10), store_name("ab", "dan-2", "fr", 10),
+                store_name("ac", "dan-1", "fr", 10), store_name("ab", "dan-1", "de", 10),
+                store_name("ab", "dan-1", "fr", 11)}) == 5

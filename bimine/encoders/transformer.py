@@ -34,7 +34,8 @@ from bimine.encoders.base import weights_digest
 from bimine.encoders.dan import EmbeddingTable, model_options
 from bimine.encoders.torch_tables import SparseBag, quantize_table
 from bimine.errors import ConfigError
-from bimine.text.features import TOKEN_RE, FeatureConfig, Featurizer, no_space_table
+from bimine.text.features import FeatureConfig, Featurizer
+from bimine.text.normalize import TOKEN_RE, no_space_table
 from bimine.text.translit import table_from_tensors
 from bimine.weights import load_safetensors, read_json
 

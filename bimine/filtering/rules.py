@@ -20,7 +20,7 @@ import numpy as np
 
 from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
-from bimine.text.features import NO_SPACE_RANGES
+from bimine.text.normalize import NO_SPACE_RANGES
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
 _WORD_RE = re.compile(r"\w+")

@@ -21,17 +21,22 @@ import re
 import threading
 import unicodedata
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
 
 import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.langs import uses_spaces
+from bimine.text.normalize import (
+    ZERO_WIDTH_SPACES,
+    append_rows,
+    is_mark,
+    no_space_table,
+    normalize_text,
+)
 from bimine.text.subwords import Pieces
 
 _B = 0x100000001B3  # odd multiplier (the 64-bit FNV prime): invertible modulo 2**64
 _B_INV = pow(_B, -1, 1 << 64)
-TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _SEP = 10  # code point of "\n": separates sentences in a batch, never inside one
 BACKENDS = ("auto", "numba", "numpy")
 SUBWORD_VOCABS = ("trained", "teacher")  # features.subword_vocab
@@ -188,41 +193,6 @@ class _Powers:
 _POW = _Powers()
 
 
-def normalize_text(s: str, lowercase: bool = True, marks: bool = False) -> str:
-    """NFKC, optional lower-casing, punctuation split from words, single spaces. ``marks``
-    (``FeatureConfig.marks_in_words``): combining marks and ZWNJ/ZWJ are word characters, the
-    zero-width spaces U+200B/U+FEFF spaces."""
-    if not s.isascii():
-        s = unicodedata.normalize("NFKC", s)
-        if marks:
-            return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(_ZERO_WIDTH_SPACES)))
-    if lowercase:
-        s = s.lower()
-    return " ".join(TOKEN_RE.findall(s))
-
-
-_ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
-_JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
-
-
-def _is_mark(c: int) -> bool:
-    return c in _JOINERS or unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
-
-
-@lru_cache(maxsize=1)
-def _marks_token_re() -> re.Pattern:
-    """``TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
-    cps = [c for c in range(0x110000) if _is_mark(c)]
-    ranges, start, prev = [], cps[0], cps[0]
-    for c in cps[1:] + [-1]:
-        if c != prev + 1:
-            ranges.append(re.escape(chr(start)) if start == prev else f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
-            start = c
-        prev = c
-    cls = "".join(ranges)
-    return re.compile(rf"[\w{cls}]+|[^\w\s{cls}]", re.UNICODE)
-
-
 class _CodePointClasses:
     """What the tokeniser regex makes of each code point (space, word, other), learnt lazily.
 
@@ -251,9 +221,9 @@ class _CodePointClasses:
     def _classify(self, table: np.ndarray, cps: np.ndarray, K) -> None:
         for c in cps.tolist():
             ch = chr(c)
-            if self.marks and c in _ZERO_WIDTH_SPACES:
+            if self.marks and c in ZERO_WIDTH_SPACES:
                 table[c] = K.SPACE
-            elif _WORD_RE.match(ch) or (self.marks and _is_mark(c)):
+            elif _WORD_RE.match(ch) or (self.marks and is_mark(c)):
                 table[c] = K.WORD
             else:
                 table[c] = K.SPACE if _SPACE_RE.match(ch) else K.OTHER
@@ -264,43 +234,7 @@ _SPACE_RE = re.compile(r"\s", re.UNICODE)
 _CLASSES = {False: _CodePointClasses(), True: _CodePointClasses(marks=True)}  # by marks_in_words
 
 
-# Scripts written without spaces between words (Unicode blocks): Thai, Lao, Tibetan, Myanmar,
-# Khmer (+ symbols), CJK radicals/punctuation-free letters, kana, CJK ideographs (+ extensions
-# and compatibility), Myanmar extensions, half-width katakana.
-NO_SPACE_RANGES = (
-    (0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),
-    (0x19E0, 0x19FF), (0x2E80, 0x2FDF), (0x3040, 0x30FF), (0x31F0, 0x31FF), (0x3400, 0x4DBF),
-    (0x4E00, 0x9FFF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F), (0xF900, 0xFAFF), (0xFF66, 0xFF9F),
-    (0x20000, 0x3134F),
-)
-
-
-@lru_cache(maxsize=1)
-def no_space_table() -> np.ndarray:
-    """``table[cp] == 1`` for code points of scripts written without spaces (0x110000 bytes)."""
-    t = np.zeros(0x110000, dtype=np.uint8)
-    for a, b in NO_SPACE_RANGES:
-        t[a : b + 1] = 1
-    return t
-
-
 _NO_TABLE = np.zeros(0, dtype=np.uint8)
-
-
-def _append(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, ids2: np.ndarray, off2: np.ndarray):
-    """``(ids, offsets)`` with the features ``ids2[off2[j]:off2[j + 1]]`` appended to those of
-    sentence ``rows[j]`` (``rows`` increasing)."""
-    n = len(offsets) - 1
-    cnt = np.diff(offsets)
-    cnt2 = np.zeros(n, dtype=np.int64)
-    cnt2[rows] = np.diff(off2)
-    new_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(cnt + cnt2, out=new_off[1:])
-    out = np.empty(new_off[-1], dtype=ids.dtype)
-    out[np.repeat(new_off[:-1] - offsets[:-1], cnt) + np.arange(len(ids))] = ids
-    start2 = (new_off[:-1] + cnt)[rows]
-    out[np.repeat(start2 - off2[:-1], np.diff(off2)) + np.arange(len(ids2))] = ids2
-    return out, new_off
 
 
 class Featurizer:
@@ -325,7 +259,10 @@ class Featurizer:
             self.set_subword_model(subword_model)
         self.romanizer = None
         if cfg.translit:
-            from bimine.text.translit import Romanizer, build_table  # a cycle: translit imports this module
+            from bimine.text.translit import (  # loaded on use: only models with translit
+                Romanizer,
+                build_table,
+            )
 
             self.romanizer = Romanizer(translit_table if translit_table is not None else build_table())
             # romanised words: unigrams and Latin character n-grams, hashed as Latin text is
@@ -366,7 +303,7 @@ class Featurizer:
                 mc = cfg.max_chars
                 norm = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase, cfg.marks_in_words) for s in sentences]
                 ids2, off2 = self.pieces.encode(norm)
-                ids, offsets = _append(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
+                ids, offsets = append_rows(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
         return ids, offsets
 
     def _add_romanized(self, sentences: list[str], ids: np.ndarray, offsets: np.ndarray):
@@ -383,7 +320,7 @@ class Featurizer:
             return ids, offsets
         rows = np.array([idx[j] for j in keep], dtype=np.int64)
         ids2, off2 = self._extra.featurize([extra[j] for j in keep], "en")
-        return _append(ids, offsets, rows, ids2, off2)
+        return append_rows(ids, offsets, rows, ids2, off2)
 
     def normalized_codepoints(self, sentences: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Code points of ``"\\n".join(" " + normalize_text(s) + " " for s in sentences)`` and

@@ -25,6 +25,7 @@ import threading
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.text.normalize import append_rows, normalize_text
 
 TENSOR = "subwords.model"
 
@@ -44,8 +45,6 @@ def sample_sentences(texts_by_lang: dict[str, list[list[str]]], per_language: in
     order: each language gets its share of the vocabulary, whatever its size. ``lowercase``:
     the featuriser's own (``features.lowercase``), so the pieces are learnt from the text they
     will cut; ``marks``: its ``marks_in_words``, for the same reason."""
-    from bimine.text.features import normalize_text  # a cycle: features imports this module
-
     out: list[str] = []
     for k, lang in enumerate(sorted(texts_by_lang)):
         seen: dict[str, None] = {}
@@ -230,8 +229,6 @@ class Pieces:
             K.insert(c, misses, pieces, piece_off, wc.table, wc.slot_hash, wc.slot_word, wc.slot_piece,
                      wc.word_cp, wc.piece_ids, wc.counts)
         # a batch with more distinct new words than the cache holds
-        from bimine.text.features import _append  # a cycle: features imports this module
-
         norm = [t.strip(" ") for t in c[: starts[-1] - 1].tobytes().decode("utf-32-le").split("\n")]
         ids2, off2 = self.encode(norm)
-        return _append(ids, offsets, np.arange(len(norm)), ids2 + buckets, off2)
+        return append_rows(ids, offsets, np.arange(len(norm)), ids2 + buckets, off2)

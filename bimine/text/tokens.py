@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from bimine.text.features import NO_SPACE_RANGES
+from bimine.text.normalize import NO_SPACE_RANGES
 
 
 def _no_space_re():

@@ -25,7 +25,7 @@ import unicodedata
 import numpy as np
 
 from bimine.errors import ConfigError
-from bimine.text.features import no_space_table
+from bimine.text.normalize import no_space_table
 
 # Brahmic scripts of South Asia (Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu,
 # Kannada, Malayalam, Sinhala) and the Devanagari extensions / Vedic marks: not romanised

@@ -10,8 +10,9 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
-from bimine.text.features import Featurizer, normalize_text
+from bimine.text.features import Featurizer
 from bimine.text.io import read_parallel
+from bimine.text.normalize import normalize_text
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,8 @@ import numpy as np
 from bimine.encoders.e5_weights import META, read_e5
 from bimine.encoders.torch_tables import init_std
 from bimine.errors import ConfigError
-from bimine.text.features import FeatureConfig, normalize_text
+from bimine.text.features import FeatureConfig
+from bimine.text.normalize import normalize_text
 from bimine.text.subwords import flatten
 
 #: rows of the shipped default's table (983,040 buckets + 65,536 pieces); see :func:`buckets_for`

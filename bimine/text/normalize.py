@@ -1,0 +1,87 @@
+"""The text path's shared first step: how a sentence is normalised and cut into words, and which
+scripts are written without spaces. The featuriser, the subword pieces, the romaniser, the
+tokens of the pair scorers and the rules all read text through these, so they agree on what a
+word is.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import numpy as np
+
+TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def normalize_text(s: str, lowercase: bool = True, marks: bool = False) -> str:
+    """NFKC, optional lower-casing, punctuation split from words, single spaces. ``marks``
+    (``FeatureConfig.marks_in_words``): combining marks and ZWNJ/ZWJ are word characters, the
+    zero-width spaces U+200B/U+FEFF spaces."""
+    if not s.isascii():
+        s = unicodedata.normalize("NFKC", s)
+        if marks:
+            return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(ZERO_WIDTH_SPACES)))
+    if lowercase:
+        s = s.lower()
+    return " ".join(TOKEN_RE.findall(s))
+
+
+ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
+JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
+
+
+def is_mark(c: int) -> bool:
+    """A combining mark, or ZWNJ/ZWJ: part of a word with ``marks_in_words``."""
+    return c in JOINERS or unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
+
+
+@lru_cache(maxsize=1)
+def _marks_token_re() -> re.Pattern:
+    """``TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
+    cps = [c for c in range(0x110000) if is_mark(c)]
+    ranges, start, prev = [], cps[0], cps[0]
+    for c in cps[1:] + [-1]:
+        if c != prev + 1:
+            ranges.append(re.escape(chr(start)) if start == prev else f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
+            start = c
+        prev = c
+    cls = "".join(ranges)
+    return re.compile(rf"[\w{cls}]+|[^\w\s{cls}]", re.UNICODE)
+
+
+# Scripts written without spaces between words (Unicode blocks): Thai, Lao, Tibetan, Myanmar,
+# Khmer (+ symbols), CJK radicals/punctuation-free letters, kana, CJK ideographs (+ extensions
+# and compatibility), Myanmar extensions, half-width katakana.
+NO_SPACE_RANGES = (
+    (0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),
+    (0x19E0, 0x19FF), (0x2E80, 0x2FDF), (0x3040, 0x30FF), (0x31F0, 0x31FF), (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F), (0xF900, 0xFAFF), (0xFF66, 0xFF9F),
+    (0x20000, 0x3134F),
+)
+
+
+@lru_cache(maxsize=1)
+def no_space_table() -> np.ndarray:
+    """``table[cp] == 1`` for code points of scripts written without spaces (0x110000 bytes)."""
+    t = np.zeros(0x110000, dtype=np.uint8)
+    for a, b in NO_SPACE_RANGES:
+        t[a : b + 1] = 1
+    return t
+
+
+def append_rows(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, ids2: np.ndarray, off2: np.ndarray):
+    """``(ids, offsets)`` with the features ``ids2[off2[j]:off2[j + 1]]`` appended to those of
+    sentence ``rows[j]`` (``rows`` increasing)."""
+    n = len(offsets) - 1
+    cnt = np.diff(offsets)
+    cnt2 = np.zeros(n, dtype=np.int64)
+    cnt2[rows] = np.diff(off2)
+    new_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(cnt + cnt2, out=new_off[1:])
+    out = np.empty(new_off[-1], dtype=ids.dtype)
+    out[np.repeat(new_off[:-1] - offsets[:-1], cnt) + np.arange(len(ids))] = ids
+    start2 = (new_off[:-1] + cnt)[rows]
+    out[np.repeat(start2 - off2[:-1], np.diff(off2)) + np.arange(len(ids2))] = ids2
+    return out, new_off
