@@ -13,6 +13,7 @@ from scipy.stats import rankdata
 from bimine.errors import BimineError, InputError
 from bimine.scoring.cross_encoder import CrossRescorer
 from bimine.scoring.cross_scratch import ScratchCrossRescorer, train_scratch_cross
+from bimine.scoring.rescore import load_cross_stage
 from bimine.text.io import read_parallel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -53,13 +54,15 @@ def test_learns_translations_from_random_weights(trained):
 def test_save_load_round_trip(trained, tmp_path):
     src, tgt, _ = translations_and_mismatches(EXAMPLES / "dev.en-fr.tsv", 2)
     trained.save(tmp_path / "cross")
-    back = CrossRescorer.load(tmp_path / "cross")  # the e5 loader hands a scratch folder on, no e5 needed
+    back = load_cross_stage(tmp_path / "cross")  # the kind decides the class: no e5 needed
     assert isinstance(back, ScratchCrossRescorer)
     assert back.fingerprint == trained.fingerprint
     np.testing.assert_array_equal(back.predict(src[:100], tgt[:100]), trained.predict(src[:100], tgt[:100]))
     (tmp_path / "cross" / "cross.safetensors").write_bytes(b"")  # a damaged file: a clear error
     with pytest.raises(BimineError, match="damaged or not a safetensors file"):
-        CrossRescorer.load(tmp_path / "cross")
+        load_cross_stage(tmp_path / "cross")
+    with pytest.raises(BimineError, match="trained from scratch"):
+        CrossRescorer.load(tmp_path / "cross")  # the e5 loader refuses the other kind by name
 
 
 def test_needs_both_labels():

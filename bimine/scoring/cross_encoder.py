@@ -17,7 +17,6 @@ Input: ``<s> query: SRC </s>`` then ``<s> query: TGT </s>`` (e5's prefix), each 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from pathlib import Path
@@ -26,12 +25,15 @@ import numpy as np
 
 from bimine.encoders.e5_weights import read_e5, weights_path
 from bimine.errors import ConfigError, InputError
+from bimine.scoring.cross_files import (
+    checked_labels,
+    read_stage_meta,
+    save_stage,
+    state_fingerprint,
+)
 from bimine.scoring.logistic import sigmoid
-from bimine.weights import load_safetensors, read_json, save_safetensors, write_json
+from bimine.weights import load_safetensors
 
-FORMAT = 1
-META_FILE = "cross.json"
-WEIGHTS_FILE = "cross.safetensors"
 PREFIX = "query: "
 # the head starts as sigmoid(HEAD_SLOPE * (cos - HEAD_CENTRE)) of the two sides' cosine
 HEAD_SLOPE = 20.0
@@ -254,24 +256,6 @@ class BottomCache:
         return x, mask, seg
 
 
-def state_fingerprint(meta: dict, state: dict) -> str:
-    """A hash of a cross-encoder's settings and weights (what cached probabilities depend on)."""
-    h = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
-    for k, v in sorted(state.items()):
-        h.update(k.encode())
-        h.update(v.numpy().tobytes())
-    return h.hexdigest()[:16]
-
-
-def save_stage(folder: str | os.PathLike, state: dict, meta: dict) -> None:
-    """Write ``cross.safetensors`` (``state``, readable by all) and ``cross.json`` (``meta``
-    with the format number), each through a temporary file and a rename."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    save_safetensors(folder / WEIGHTS_FILE, state)
-    write_json(folder / META_FILE, {"format": FORMAT, **meta}, indent=1, sort_keys=True)
-
-
 class CrossRescorer:
     """A trained cross-encoder: :meth:`predict` gives each pair's probability of being a translation."""
 
@@ -317,21 +301,13 @@ class CrossRescorer:
 
     @classmethod
     def load(cls, folder: str | os.PathLike, base: str | None = None):
-        """The cross-encoder saved in ``folder``: a :class:`CrossRescorer`, or a
-        :class:`~bimine.scoring.cross_scratch.ScratchCrossRescorer` when its ``kind`` says so."""
+        """The e5-small cross-encoder saved in ``folder`` (a folder of either kind:
+        :func:`bimine.scoring.rescore.load_cross_stage`)."""
         folder = Path(folder)
-        meta_path, w_path = folder / META_FILE, folder / WEIGHTS_FILE
-        if not meta_path.is_file() or not w_path.is_file():
-            raise InputError(f"{folder}: not a cross-encoder folder (expected {META_FILE} and {WEIGHTS_FILE})")
-        meta = read_json(meta_path, "cross-encoder config")
-        if meta.get("format") != FORMAT:
-            raise InputError(f"{meta_path}: cross-encoder format {meta.get('format')!r}; this bimine reads {FORMAT}")
-        meta.pop("format")
-        if meta.get("kind") == "scratch-cross":  # issue 15 (b): no e5-small base
-            # a cycle: cross_scratch imports this module
-            from bimine.scoring.cross_scratch import ScratchCrossRescorer
-
-            return ScratchCrossRescorer.load(folder, meta)
+        meta, w_path = read_stage_meta(folder)
+        if meta.get("kind") == "scratch-cross":
+            raise InputError(f"{folder}: a cross-encoder trained from scratch (kind scratch-cross): load it with "
+                             "bimine.scoring.rescore.load_cross_stage")
         base = base or str(weights_path())
         have = base_digest(base)
         if have != meta.get("base_sha256"):
@@ -344,16 +320,6 @@ class CrossRescorer:
             raise InputError(f"{w_path}: holds other tensors than a {meta['train_layers']}-layer cross-encoder")
         model.load_state_dict(state, strict=False)
         return cls(model, meta)
-
-
-def checked_labels(src: list[str], tgt: list[str], y) -> np.ndarray:
-    """``y`` as float32, refused unless it has one label per pair and both labels occur."""
-    y = np.asarray(y, dtype=np.float32)
-    if len(src) != len(tgt) or len(src) != len(y):
-        raise ValueError("src, tgt and y must have the same length")
-    if y.min() == y.max():
-        raise InputError("the cross-encoder needs both positive and negative pairs to learn from")
-    return y
 
 
 def train_cross(src: list[str], tgt: list[str], y: np.ndarray, *, train_layers: int = 2, max_side: int = 48,

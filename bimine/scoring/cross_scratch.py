@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import InputError
-from bimine.scoring.cross_encoder import WEIGHTS_FILE, checked_labels, save_stage, state_fingerprint
+from bimine.scoring.cross_files import WEIGHTS_FILE, checked_labels, save_stage, state_fingerprint
 from bimine.scoring.logistic import sigmoid
 from bimine.text.translit import table_from_tensors, table_to_tensors
 from bimine.weights import load_safetensors

