@@ -189,7 +189,7 @@ class _Fixed:
 
 
 def test_selection_top_fraction_and_budget(tmp_path):
-    from bimine.filtering.pipeline import Selection
+    from bimine.filtering.decisions import Selection
 
     src = ["a b", "c d e", "f", "", "g h"]
     tgt = ["A B", "C D E", "F", "X", "G H"]

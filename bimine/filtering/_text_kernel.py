@@ -34,8 +34,7 @@ import numpy as np
 from numba import njit
 
 from bimine.filtering._cache import cached_arrays
-from bimine.filtering.rules import KANA_RANGES, SYLLABLE_RANGES
-from bimine.text.normalize import NO_SPACE_RANGES
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES
 
 ALNUM = 1  # str.isalnum(): re's \w without "_"
 SPACE = 2  # str.isspace(): what str.split() splits on

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 from bimine.errors import ConfigError
+from bimine.filtering.decisions import Selection
 from bimine.filtering.features import (
     LengthLog,
     LoneNumbers,
@@ -35,7 +36,6 @@ from bimine.filtering.features import (
     Separators,
 )
 from bimine.filtering.langid import LanguageId
-from bimine.filtering.pipeline import Selection
 from bimine.filtering.rules import RULES
 from bimine.scoring.base import PairFilter
 from bimine.scoring.pair_scores import (

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from bimine.filtering.pipeline import FilterReport, Selection
+    from bimine.filtering.decisions import FilterReport, Selection
     from bimine.scoring.base import PairFilter
 
 EXAMPLES = 20  # dropped pairs shown per reason

@@ -20,7 +20,7 @@ import numpy as np
 
 from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
-from bimine.text.normalize import NO_SPACE_RANGES
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
 _WORD_RE = re.compile(r"\w+")
@@ -29,9 +29,6 @@ _WORD_RE = re.compile(r"\w+")
 # Han 1.5 characters, kana 3, and the scripts that write syllables with several code points
 # (Thai, Lao, Tibetan, Myanmar, Khmer: vowel signs, subscripts and tone marks are code points of
 # their own) 6. Counted in sixths of a unit.
-SYLLABLE_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),
-                   (0x19E0, 0x19FF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F))
-KANA_RANGES = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 SIXTHS = {"syllable": 1, "kana": 2, "han": 4}  # per character; every other no-space range counts as Han
 _SYLLABLE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in SYLLABLE_RANGES) + "]")
 _KANA_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in KANA_RANGES) + "]")

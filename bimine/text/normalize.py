@@ -62,6 +62,13 @@ NO_SPACE_RANGES = (
 )
 
 
+# Among them, the syllabic scripts (Thai, Lao, Tibetan, Myanmar, Khmer and its symbols, Myanmar
+# extensions) and kana: the length rules count their characters as fractions of a word.
+SYLLABLE_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),
+                   (0x19E0, 0x19FF), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F))
+KANA_RANGES = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
+
+
 @lru_cache(maxsize=1)
 def no_space_table() -> np.ndarray:
     """``table[cp] == 1`` for code points of scripts written without spaces (0x110000 bytes)."""
