@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.cleanup import die_with_parent, sweep_leftovers
-from bimine.encoders.base import Encoder, load_encoder
+from bimine.encoders.base import Encoder
+from bimine.encoders.registry import load_encoder
 from bimine.errors import InputError
 from bimine.langs import normalize_lang
 from bimine.outputs import atomic_path, check_output_file

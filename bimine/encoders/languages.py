@@ -13,7 +13,8 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from bimine.encoders.base import load_encoder, model_folder, uses_language
+from bimine.encoders.base import model_folder, uses_language
+from bimine.encoders.registry import load_encoder
 from bimine.errors import OptionError
 from bimine.langs import normalize_lang
 from bimine.weights import read_json
