@@ -37,7 +37,8 @@ from pathlib import Path
 
 from benchmarks.common import CachedEncoder
 from benchmarks.harness import Bench, machine_line, timed
-from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
+from bimine.documents.align import align_overlaps, embed_overlaps
+from bimine.documents.beads import AlignConfig
 from bimine.documents.tokens import attach_shared_tokens
 from bimine.eval.alignment import merge_by_verse, read_beads, read_ladder, score_alignment
 from bimine.text.io import read_lines

@@ -35,7 +35,8 @@ import numpy as np
 from benchmarks.align_dev import DEV, sets
 from benchmarks.common import CachedEncoder
 from benchmarks.harness import Bench, machine_line
-from bimine.documents.align import AlignConfig, embed_overlaps
+from bimine.documents.align import embed_overlaps
+from bimine.documents.beads import AlignConfig
 from bimine.documents.tokens import attach_shared_tokens
 from bimine.documents.twopass import score_terms
 from bimine.filtering.rules import length_units

@@ -178,7 +178,8 @@ def main() -> int:
     if not NOVEL.is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
-    from bimine.documents.align import AlignConfig, align_overlaps, embed_overlaps
+    from bimine.documents.align import align_overlaps, embed_overlaps
+    from bimine.documents.beads import AlignConfig
     from bimine.documents.tokens import attach_shared_tokens
     from bimine.encoders import load_encoder
     from bimine.eval.alignment import read_ladder

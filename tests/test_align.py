@@ -13,16 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bimine.documents.align import (
-    AlignConfig,
-    Overlaps,
-    _layer_starts,
-    align_overlaps,
-    embed_overlaps,
-    format_bead,
-    level0_problem,
-    overlap_texts,
-)
+from bimine.documents.align import _layer_starts, align_overlaps, embed_overlaps, overlap_texts
+from bimine.documents.beads import AlignConfig, Overlaps, format_bead
+from bimine.documents.vecalign import level0_problem
 from bimine.eval.alignment import Counts, merge_by_verse, parse_bead, read_ladder, score_alignment
 
 
@@ -256,7 +249,7 @@ def test_scorer_on_a_hand_computed_example():
 
 
 def test_bead_format_round_trip_and_ladder(tmp_path):
-    from bimine.documents.align import Bead
+    from bimine.documents.beads import Bead
 
     line = format_bead(Bead((3, 4), (5,), 0.25))
     assert line == "[3,4]:[5]:0.250000"
@@ -373,7 +366,7 @@ def test_cli_align_matched_documents(tmp_path):
 def test_mostly_skipped_warning():
     """More than half of both documents' text lines skipped (blank lines not counted) gets one
     warning line; a mostly aligned pair, or an empty side, gets none."""
-    from bimine.documents.align import Alignment, Bead
+    from bimine.documents.beads import Alignment, Bead
     from bimine.documents.job import mostly_skipped_warning
 
     skipped = [Bead((i,), (), 0.0) for i in range(3)] + [Bead((), (j,), 0.0) for j in range(3)]

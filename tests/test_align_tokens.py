@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bimine.documents.align import AlignConfig, _layer_starts
+from bimine.documents.align import _layer_starts
+from bimine.documents.beads import AlignConfig
 from bimine.documents.tokens import candidates, shared_token_bits
 
 

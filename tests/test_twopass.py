@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from bimine.documents.align import AlignConfig, Overlaps, _layer_starts, align_overlaps
+from bimine.documents.align import _layer_starts, align_overlaps
+from bimine.documents.beads import AlignConfig, Overlaps
 from bimine.documents.twopass import band_from_anchors, bead_types, solve_band
 
 

@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bimine.cleanup import sweep_leftovers, temp_prefix
-from bimine.documents.align import AlignConfig, Aligner, atomic_lines, write_aligned_tsv, write_alignment
+from bimine.documents.align import Aligner, atomic_lines, write_aligned_tsv, write_alignment
+from bimine.documents.beads import AlignConfig
 from bimine.documents.collections import read_collection
 from bimine.documents.pipeline import DocMatchConfig, DocMatchReport, match_documents
 from bimine.encoders.languages import load_for_languages, resolve_lang
@@ -54,9 +55,9 @@ class AlignJob:
     ``tsv_all``: a ``.tsv`` beside each alignment of a batch. The search: ``method``
     (``two-pass`` or ``vecalign``), ``max_side`` (default 5 for two-pass, 4 for vecalign),
     ``max_total`` (default 6 for two-pass, vecalign's own 8), ``overlaps`` (``joined`` or
-    ``sum``), ``length_weight`` (default :class:`~bimine.documents.align.AlignConfig`'s),
+    ``sum``), ``length_weight`` (default :class:`~bimine.documents.beads.AlignConfig`'s),
     ``token_weight`` (two-pass: the score of a number or name both sides of a bead hold; default
-    :class:`~bimine.documents.align.AlignConfig`'s, 0 turns it off)."""
+    :class:`~bimine.documents.beads.AlignConfig`'s, 0 turns it off)."""
 
     output: str
     src: str | None = None
@@ -99,7 +100,7 @@ class AlignJob:
             raise OptionError("give SRC and TGT, or --batch LIST, not both")
 
     def config(self) -> AlignConfig:
-        """The search's :class:`~bimine.documents.align.AlignConfig`, with the command's defaults."""
+        """The search's :class:`~bimine.documents.beads.AlignConfig`, with the command's defaults."""
         kwargs = {} if self.length_weight is None else {"length_weight": self.length_weight}
         if self.token_weight is not None:
             kwargs["token_weight"] = self.token_weight

@@ -3,11 +3,11 @@
 A translation keeps numbers and most names as they are: ``1952``, ``8848``, ``Lombard``,
 ``H.W.Tilman``. A token of one document is *shared* when the same token (case-folded) occurs
 somewhere in the other document: a number or a capitalised word of 3+ letters on both sides. Each
-run of sentences (a row of :class:`~bimine.documents.align.Overlaps`) gets the set of shared
+run of sentences (a row of :class:`~bimine.documents.beads.Overlaps`) gets the set of shared
 tokens of its sentences as a bit set (those in at most ``max_df`` sentences of each document),
 and the two-pass search adds ``token_weight`` to a bead's score per token in both of its sets and
 subtracts ``token_weight * token_unmatched`` per token in one set only
-(:class:`~bimine.documents.align.AlignConfig`), the way hunalign uses identical numbers beside
+(:class:`~bimine.documents.beads.AlignConfig`), the way hunalign uses identical numbers beside
 its dictionary.
 """
 
@@ -52,7 +52,7 @@ def shared_token_bits(src: list[str], tgt: list[str], src_ov, tgt_ov, max_df: in
 
 def attach_shared_tokens(src: list[str], tgt: list[str], src_ov, tgt_ov, config) -> None:
     """Give ``src_ov`` and ``tgt_ov`` (the overlaps of the sentences ``src`` and ``tgt``) the token
-    bit sets that the search of ``config`` (an :class:`~bimine.documents.align.AlignConfig`)
+    bit sets that the search of ``config`` (an :class:`~bimine.documents.beads.AlignConfig`)
     reads: the two-pass search with a ``token_weight``; None otherwise."""
     if config.method == "two-pass" and config.token_weight:
         src_ov.tokens, tgt_ov.tokens = shared_token_bits(src, tgt, src_ov, tgt_ov, config.token_max_df)

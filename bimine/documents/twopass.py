@@ -28,7 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bimine.documents.align import AlignConfig, Alignment, Bead, Overlaps, _Path, level0_problem, solve
+from bimine.documents.beads import AlignConfig, Alignment, Bead, Overlaps
+from bimine.documents.vecalign import DPPath, level0_problem, solve
 
 
 def candidate_links(xs: np.ndarray, ys: np.ndarray, top_k: int, window: int, share: float,
@@ -163,7 +164,7 @@ def score_terms(src: Overlaps, tgt: Overlaps, config: AlignConfig) -> ScoreTerms
 
 
 def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray,
-               hi: np.ndarray) -> tuple[_Path, list]:
+               hi: np.ndarray) -> tuple[DPPath, list]:
     """The second pass over the band ``lo..hi``; returns the path and the bead types.
 
     A skipped sentence scores ``skip_score``, and the first of a run of skips on one side
@@ -194,7 +195,7 @@ def solve_band(src: Overlaps, tgt: Overlaps, config: AlignConfig, lo: np.ndarray
         raise RuntimeError("alignment search band holds no path (a bug: please report it)")
     moves, ei, ej = moves[::-1].copy(), ei[::-1].copy(), ej[::-1].copy()
     costs = np.diff(np.concatenate([[0.0], cum[::-1]]))
-    return _Path(moves=moves, ends_i=ei, ends_j=ej, costs=costs, skip=float(config.skip_score),
+    return DPPath(moves=moves, ends_i=ei, ends_j=ej, costs=costs, skip=float(config.skip_score),
                  cells=int(widths.sum())), types
 
 
