@@ -14,7 +14,7 @@ normalize: true               # optional: min-max normalise each graded score be
 top_fraction: 0.5             # optional: keep the best half (or token_budget: 5000000)
 ```
 
-Each item names one ``rule`` (:data:`RULE_NAMES`) or one ``score`` (:data:`SCORE_NAMES`), and
+Each item names one ``rule`` (:data:`RULE_NAMES`) or one ``score`` (:data:`bimine.filtering.registry.SCORES`), and
 may set ``name`` (its output column), ``threshold`` (a number, or null for none) and the
 options of that filter; any other key is an error.
 """
@@ -27,31 +27,12 @@ from dataclasses import dataclass, field
 
 from bimine.errors import ConfigError
 from bimine.filtering.decisions import Selection
-from bimine.filtering.features import (
-    LengthLog,
-    LoneNumbers,
-    Punctuation,
-    RepeatedSide,
-    SentenceCount,
-    Separators,
-)
 from bimine.filtering.langid import LanguageId
+from bimine.filtering.registry import COMBINED_SCORES, NEEDED, NONE, SCORE_NAMES, SCORES
 from bimine.filtering.rules import RULES
 from bimine.scoring.base import PairFilter
-from bimine.scoring.pair_scores import (
-    ClassifierScore,
-    ConfidenceScore,
-    CosineScore,
-    Coverage,
-    DivergenceScore,
-    MarginScore,
-    RescoreScore,
-)
 
 RULE_NAMES = (*RULES, "lang")
-SCORE_NAMES = ("cosine", "margin", "confidence", "classifier", "divergence", "rescore", "cover", "punct", "menu",
-               "sentences", "length_log", "repeat", "lone_numbers")
-FEATURES_WITHOUT_MODEL = ("punct", "menu", "sentences", "length_log", "repeat", "lone_numbers")  # text alone: no encoder
 COMBINE_MODES = ("model", "sum", "minmax")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
@@ -149,13 +130,11 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             kind = item.pop("score")
             if kind not in SCORE_NAMES:
                 raise ConfigError(f"{here}: unknown score {kind!r}; scores: {', '.join(SCORE_NAMES)}")
-            if encoder is None and kind not in ("classifier", "divergence", *FEATURES_WITHOUT_MODEL):
+            entry = SCORES[kind]
+            if encoder is None and entry.model == NEEDED:
                 raise ConfigError(f"{here}: the {kind} score needs a model (remove --no-model)")
-            cls = {"cosine": CosineScore, "margin": MarginScore, "confidence": ConfidenceScore,
-                   "classifier": ClassifierScore, "divergence": DivergenceScore, "rescore": RescoreScore,
-                   "cover": Coverage, "punct": Punctuation, "menu": Separators, "sentences": SentenceCount,
-                   "length_log": LengthLog, "repeat": RepeatedSide, "lone_numbers": LoneNumbers}[kind]
-            extra = ({} if kind in FEATURES_WITHOUT_MODEL else
+            cls = entry.cls
+            extra = ({} if entry.model == NONE else
                      {"encoder": encoder, "src_lang": src_lang, "tgt_lang": tgt_lang})
         options = {f.name for f in dataclasses.fields(cls)} - _INTERNAL
         bad = set(item) - options
@@ -174,10 +153,6 @@ def build_filters(spec: PipelineSpec, *, src_lang: str, tgt_lang: str, encoder=N
             f.name = f"{f.name}_classifier"  # named after its kind, which the pipeline has already (confidence)
         out.append(f)
     return out
-
-
-COMBINED_SCORES = ("cosine", "confidence", "margin", "cover", "punct", "menu", "sentences", "length_log", "repeat",
-                   "lone_numbers")
 
 
 def default_spec(rules: str = "default", model: bool = True, combiner: bool = False) -> PipelineSpec:

@@ -39,6 +39,7 @@ from bimine.filtering.pipeline import (
     read_pair_blocks,
     run_pipeline,
 )
+from bimine.filtering.registry import needs_model
 from bimine.langs import normalize_lang
 from bimine.outputs import check_output_file
 from bimine.progress import bar
@@ -47,7 +48,6 @@ from bimine.text.io import scan_text
 log = logging.getLogger(__name__)
 
 # the scores that embed the pairs (a classifier or a divergence model embeds them unless no_model)
-_MODEL_SCORES = ("cosine", "margin", "confidence", "rescore", "cover")
 
 
 @dataclass
@@ -171,11 +171,9 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
         raise ConfigError("--rules none with --no-model leaves no filter, so every pair would be kept with the same "
                           "score; name some --rules, drop --no-model, or add a --classifier")
     # a classifier needs the model when it scores embeddings (it says so if no_model)
-    needs_model = any(item.get("score") in _MODEL_SCORES
-                      or (item.get("score") in ("classifier", "divergence") and not job.no_model)
-                      for item in spec.filters)
+    model_needed = any(needs_model(item.get("score"), job.no_model) for item in spec.filters)
     encoder = combiners = None
-    if needs_model:
+    if model_needed:
         encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "filter" if job.filtering else "score",
                                      warn=warn)
         combiners = combiners_for(encoder)
