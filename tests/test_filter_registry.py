@@ -6,7 +6,13 @@ import dataclasses
 
 import pytest
 
-from bimine.filtering.registry import COMBINED_SCORES, FEATURES_WITHOUT_MODEL, SCORE_NAMES, SCORES, needs_model
+from bimine.filtering.registry import (
+    COMBINED_SCORES,
+    FEATURES_WITHOUT_MODEL,
+    SCORE_NAMES,
+    SCORES,
+    needs_model,
+)
 
 
 def test_lists_read_from_the_table():

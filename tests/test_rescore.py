@@ -16,9 +16,9 @@ from bimine.scoring.rescore import (
     Rescorer,
     knn_features,
     text_features,
-    train_rescorer,
     word_features,
 )
+from bimine.training.rescorer import train_rescorer
 
 
 def _unit(rng, n, d):

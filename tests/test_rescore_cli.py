@@ -175,22 +175,22 @@ def test_rescore_as_a_score_of_bimine_score(rescorer, shared_data, tmp_path):
 
 
 def test_min_words_keeps_long_pairs_and_gold_only_from_the_held_out_part(tmp_path):
-    from bimine.cli.rescore import _held_out_then_rest
     from bimine.errors import InputError
+    from bimine.training.rescorer import held_out_then_rest
 
     lines = [f"held {n} one two three\tgardé {n}" for n in range(6)]  # 5 English words
     lines += ["held short\tcourt"] * 2 + ["held short again\tcourt encore"]
     lines += [f"rest {n} one two three\treste {n}" for n in range(4)] + ["rest short\tcourt"]
     f = tmp_path / "en-fr.tsv"
     f.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    got = list(_held_out_then_rest(str(f), holdout=9, gold=6, min_words=5))
+    got = list(held_out_then_rest(str(f), holdout=9, gold=6, min_words=5))
     assert got == [(f"gardé {n}", f"held {n} one two three") for n in range(6)] + \
         [(f"reste {n}", f"rest {n} one two three") for n in range(4)]
-    assert len(list(_held_out_then_rest(str(f), holdout=9, gold=8))) == 14  # no filter: every line
+    assert len(list(held_out_then_rest(str(f), holdout=9, gold=8))) == 14  # no filter: every line
     with pytest.raises(InputError, match="6 usable held-out pairs of 5\\+ English words, fewer than --gold 7"):
-        _held_out_then_rest(str(f), holdout=9, gold=7, min_words=5)
+        held_out_then_rest(str(f), holdout=9, gold=7, min_words=5)
     with pytest.raises(InputError, match="8 usable held-out pairs, fewer than --gold 9"):  # one repeated pair
-        _held_out_then_rest(str(f), holdout=9, gold=9)
+        held_out_then_rest(str(f), holdout=9, gold=9)
 
 
 def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_path, monkeypatch):
@@ -262,7 +262,8 @@ def test_train_rescorer_refuses_pairs_without_a_found_gold_pair(tmp_path):
 
 def test_train_rescorer_refuses_one_class_in_the_library():
     from bimine.errors import ConfigError
-    from bimine.scoring.rescore import FEATURES, train_rescorer
+    from bimine.scoring.rescore import FEATURES
+    from bimine.training.rescorer import train_rescorer
 
     x = np.random.default_rng(0).random((50, len(FEATURES)))
     with pytest.raises(ConfigError, match="0 of 50 training rows are gold pairs"):
@@ -287,3 +288,24 @@ def test_train_rescorer_warns_when_lang_is_not_the_files_language(tmp_path):
                                  "200", "--near", "0", "--trees", "20", "-o", str(tmp_path / "out2")])
     assert r.exit_code == 0, r.output
     assert "column order ('English<TAB>translation')" in r.output, r.output
+
+
+def test_run_job_trains_the_same_rescorer_as_the_command(tmp_path):
+    """`bimine run` with 'job: train-rescorer' builds the RescorerJob the command builds: the same
+    trees from the same options."""
+    from bimine.cli import run as _run_cmd  # noqa: F401  (registers the command)
+
+    opts = ["--gold", "10", "--distractors", "200", "--near", "0", "--trees", "20"]
+    r = CliRunner().invoke(cli, ["train-rescorer", f"fr:{EXAMPLE}", *opts, "-o", str(tmp_path / "cmd")])
+    assert r.exit_code == 0, r.output
+    job = tmp_path / "job.yaml"
+    job.write_text(f"job: train-rescorer\npairs: ['fr:{EXAMPLE}']\ngold: 10\ndistractors: 200\nnear: 0\ntrees: 20\n"
+                   f"output: {tmp_path / 'run'}\n", encoding="utf-8")
+    r2 = CliRunner().invoke(cli, ["run", str(job)])
+    assert r2.exit_code == 0, r2.output
+    assert (tmp_path / "cmd" / "model.txt").read_bytes() == (tmp_path / "run" / "model.txt").read_bytes()
+    assert r.output.splitlines()[-1].replace(str(tmp_path / "cmd"), "X") == \
+        r2.output.splitlines()[-1].replace(str(tmp_path / "run"), "X")
+    job.write_text("job: train-rescorer\npair: x\noutput: o\n", encoding="utf-8")
+    r3 = CliRunner().invoke(cli, ["run", str(job)])
+    assert r3.exit_code == 2 and "pair" in r3.output, r3.output  # an unknown key is an error

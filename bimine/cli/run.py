@@ -9,7 +9,7 @@ import click
 from bimine.cli.group import cli
 from bimine.cli.options import echo_warning
 
-KINDS = ("mine", "score", "filter", "align", "docs-match")
+KINDS = ("mine", "score", "filter", "align", "docs-match", "train-rescorer")
 
 
 def _say(line: str) -> None:
@@ -22,9 +22,10 @@ def _say(line: str) -> None:
               help="Override a field, e.g. --set mine.k=8 --set output=other.tsv (repeatable).")
 def run(job_file: str, overrides: tuple[str, ...]) -> None:
     """Run the job written in JOB.yaml: 'job:' names the kind (mine, score, filter, align,
-    docs-match), the other keys are the fields of its config object (MineJob, FilterJob,
-    AlignJob, DocsMatchJob: docs/architecture.md), checked like a training config (an unknown
-    key is an error). The command line of each kind builds the same object.
+    docs-match, train-rescorer), the other keys are the fields of its config object (MineJob,
+    FilterJob, AlignJob, DocsMatchJob, RescorerJob: docs/architecture.md), checked like a
+    training config (an unknown key is an error). The command line of each kind builds the same
+    object.
 
     \b
     job: mine
@@ -67,6 +68,10 @@ def run(job_file: str, overrides: tuple[str, ...]) -> None:
         from bimine.documents.job import AlignJob, run_align
 
         run_align(build(AlignJob, data), warn=echo_warning, say=_say)
+    elif kind == "train-rescorer":
+        from bimine.training.rescorer import RescorerJob, run_train_rescorer
+
+        _say(run_train_rescorer(build(RescorerJob, data), say=_say, warn=echo_warning).summary())
     else:
         from bimine.documents.job import DocsMatchJob, run_docs_match
 

@@ -40,7 +40,6 @@ from bimine.errors import ConfigError, InputError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import CrossRescorer
 from bimine.scoring.cross_files import read_stage_meta
-from bimine.scoring.logistic import best_f1_threshold
 from bimine.scoring.margin import knn_mean
 from bimine.scoring.vdpwi import WordVectors
 from bimine.weights import read_json
@@ -362,7 +361,7 @@ class Rescorer:
         names = list(meta.get("features", ()))
         if not names or any(f not in FEATURES for f in names) or names != sorted(names, key=FEATURES.index):
             raise InputError(f"{meta_path}: the rescorer was trained on other features than this bimine computes")
-        lgb = _lightgbm()
+        lgb = lightgbm_module()
         try:
             text = model_path.read_text(encoding="utf-8")
             _check_trees_text(text, meta.pop("model_sha256", None))  # LightGBM crashes (SIGSEGV) on a file cut short
@@ -436,46 +435,13 @@ def _cross_extra() -> None:
                           + " and ".join(missing) + "; or use '--rescore trees' (the shipped trees alone)")
 
 
-def _lightgbm():
+def lightgbm_module():
+    """LightGBM, imported on first use (a clear error where it is missing)."""
     try:
         import lightgbm  # loaded on use: LightGBM is heavy or optional
     except ImportError:
         raise ConfigError("rescoring needs LightGBM (a dependency of bimine): pip install lightgbm") from None
     return lightgbm
-
-
-def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = None, y_dev: np.ndarray | None = None,
-                   encoder: str = "", features: tuple[str, ...] = DEFAULT_FEATURES, trees: int = 300, leaves: int = 31,
-                   learning_rate: float = 0.05, seed: int = 0, threads: int = 0,
-                   extra_meta: dict | None = None) -> Rescorer:
-    """Gradient-boosted trees on candidate features ``x`` (rows of :data:`FEATURES`; the trees
-    read ``features`` of them) with labels ``y`` (1 = gold pair); the stored threshold is the
-    best-F1 one on the dev rows when given."""
-    lgb = _lightgbm()
-    features = tuple(f for f in FEATURES if f in set(features))
-    x = np.asarray(x, np.float64)
-    if x.ndim != 2 or x.shape[1] != len(FEATURES):
-        raise ValueError(f"expected {len(FEATURES)} features per pair, got shape {x.shape}")
-    if not 0 < int(np.sum(y)) < len(y):
-        raise ConfigError(f"{int(np.sum(y)):,} of {len(y):,} training rows are gold pairs: the rescorer needs both "
-                          "gold pairs and other candidates to learn from")
-    if y_dev is not None and len(y_dev) and not np.any(y_dev):
-        raise ConfigError(f"no gold pair among the {len(y_dev):,} dev rows: no threshold can be set")
-    params = {"objective": "binary", "learning_rate": learning_rate, "num_leaves": leaves, "min_data_in_leaf": 20,
-              "feature_fraction": 0.9, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
-              "deterministic": True, "force_row_wise": True, "num_threads": threads, "verbose": -1}
-    data = lgb.Dataset(x[:, [FEATURES.index(f) for f in features]], label=np.asarray(y, np.float64),
-                       feature_name=list(features), free_raw_data=True)
-    booster = lgb.train(params, data, num_boost_round=trees)
-    meta = {"kind": "gbdt", "features": list(features), "encoder": encoder, "trees": trees, "leaves": leaves,
-            "learning_rate": learning_rate, "seed": seed, "train_rows": int(len(y)), "train_positives": int(np.sum(y))}
-    r = Rescorer(booster, meta)
-    if x_dev is not None and y_dev is not None and len(y_dev):
-        thr, _, _, f1 = best_f1_threshold(r.predict(x_dev), np.asarray(y_dev))
-        meta.update({"threshold": thr, "dev_f1": f1, "dev_rows": int(len(y_dev))})
-    if extra_meta:
-        meta.update(extra_meta)
-    return r
 
 
 def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], knn: np.ndarray, src_lang: str,
