@@ -30,11 +30,11 @@ def test_ece_on_a_hand_computed_example():
 
 
 def _head(dim: int, positive: bool, seed: int = 0):
-    from bimine.scoring.classifiers import PairClassifier, _build
+    from bimine.scoring.classifiers import PairClassifier, build_module
 
     torch.manual_seed(seed)
     cfg = {"kind": "confidence", "dim": dim, "encoder": "dan-test", "positive_scale": positive}
-    head = _build(cfg).eval()
+    head = build_module(cfg).eval()
     with torch.no_grad():  # large random weights: the linear scale is negative for many sources
         head.scale.weight.normal_(0, 20.0)
         head.scale.bias.fill_(0.0)

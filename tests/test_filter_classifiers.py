@@ -8,12 +8,12 @@ import gzip
 import itertools
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.filtering.negatives import make_negatives, reorder, truncate
 from bimine.filtering.select import greedy_one_to_one
 from bimine.scoring.classifiers import (
     PairClassifier,
@@ -22,6 +22,7 @@ from bimine.scoring.classifiers import (
     roc_auc,
     tokenize,
 )
+from bimine.training.negatives import make_negatives, reorder, truncate
 
 torch = pytest.importorskip("torch")
 
@@ -136,7 +137,7 @@ def test_tokens_are_words_punctuation_and_cjk_characters():
 
 
 def test_clip_grad_norm_dense_and_sparse():
-    from bimine.filtering.train_classifier import clip_grad_norm
+    from bimine.training.classifier import clip_grad_norm
 
     emb = torch.nn.Embedding(10, 3, sparse=True)
     lin = torch.nn.Linear(3, 1)
@@ -160,7 +161,7 @@ def _slice(shared_data, n):
 
 
 def test_bigru_learns_on_a_small_slice(shared_data, tmp_path):
-    from bimine.filtering.train_classifier import ClassifierTrainConfig, train_classifier
+    from bimine.training.classifier import ClassifierTrainConfig, train_classifier
 
     src, tgt = _slice(shared_data, 1500)
     cfg = ClassifierTrainConfig("bigru", epochs=8, batch_pairs=32, lr=3e-3, emb=32, hidden=32, fc=64,
@@ -180,7 +181,7 @@ def test_bigru_learns_on_a_small_slice(shared_data, tmp_path):
 
 def test_embedding_classifiers_learn_and_check_their_encoder(shared_data, tiny_model, tmp_path):
     from bimine.encoders import load_encoder
-    from bimine.filtering.train_classifier import ClassifierTrainConfig, train_classifier
+    from bimine.training.classifier import ClassifierTrainConfig, train_classifier
 
     enc = load_encoder("default")
     src, tgt = _slice(shared_data, 1200)
@@ -276,6 +277,32 @@ def test_train_classifier_cli(tmp_path, shared_data):
     clf = PairClassifier.load(out)
     assert clf.config["train_pairs"] == len(src) - 100 and clf.config["skipped_empty"] == 1
 
+
+
+def test_run_job_trains_the_classifier_the_command_trains(tmp_path):
+    """`bimine run` with 'job: train-classifier' builds the ClassifierJob the command builds: the
+    same weights from the same options (and the line that describes them)."""
+    from click.testing import CliRunner
+
+    from bimine.cli import classifier, run  # noqa: F401  (register the commands)
+    from bimine.cli.main import cli
+
+    tsv = Path(__file__).resolve().parents[1] / "examples" / "train.en-fr.tsv"
+    opts = {"epochs": 1, "dev_size": 100, "hidden": 8, "min_dev_auc": 0}
+    r = CliRunner().invoke(cli, ["train-classifier", "bigru", str(tsv), "--src-lang", "en", "--tgt-lang", "fr",
+                                 "-o", str(tmp_path / "a.safetensors"), "--no-progress",
+                                 *[x for k, v in opts.items() for x in (f"--{k.replace('_', '-')}", str(v))]])
+    assert r.exit_code == 0, r.output
+    job = tmp_path / "job.yaml"
+    job.write_text("job: train-classifier\nkind: bigru\n" f"input: {tsv}\nsrc_lang: en\ntgt_lang: fr\n"
+                   f"output: {tmp_path / 'b.safetensors'}\nprogress: false\n"
+                   + "".join(f"{k}: {v}\n" for k, v in opts.items()), encoding="utf-8")
+    r2 = CliRunner().invoke(cli, ["run", str(job)])
+    assert r2.exit_code == 0, r2.output
+    a, b = PairClassifier.load(tmp_path / "a.safetensors"), PairClassifier.load(tmp_path / "b.safetensors")
+    sa, sb = a.module.state_dict(), b.module.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert r.output.split("; wrote")[0].split(" in ")[0] == r2.output.split("; wrote")[0].split(" in ")[0]
 
 def test_train_classifier_refuses_one_that_learnt_nothing(tmp_path):
     """Issue 41: on pairs that are not translations (the targets shuffled) train-classifier wrote a

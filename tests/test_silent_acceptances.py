@@ -209,14 +209,16 @@ def test_train_classifier_refuses_the_training_files_as_dev(tmp_path):
     assert not out.exists()
 
 
-def test_a_small_overlap_is_a_warning_and_none_is_silent(capsys):
-    from bimine.cli.classifier import check_dev_apart
+def test_a_small_overlap_is_a_warning_and_none_is_silent():
+    from bimine.training.classifier import check_dev_apart
 
+    said: list[str] = []
     src, tgt = [f"s{i}" for i in range(100)], [f"t{i}" for i in range(100)]
-    check_dev_apart(src, tgt, [f"s{i}" for i in range(100, 120)], [f"t{i}" for i in range(100, 120)], same=False)
-    assert capsys.readouterr().err == ""
-    check_dev_apart(src, tgt, src[:5] + ["x"] * 15, tgt[:5] + ["y"] * 15, same=False)
-    assert "warning: --dev-src/--dev-tgt: 5 of the 20 dev pairs (25%)" in capsys.readouterr().err
+    check_dev_apart(src, tgt, [f"s{i}" for i in range(100, 120)], [f"t{i}" for i in range(100, 120)], same=False,
+                    warn=said.append)
+    assert said == []
+    check_dev_apart(src, tgt, src[:5] + ["x"] * 15, tgt[:5] + ["y"] * 15, same=False, warn=said.append)
+    assert len(said) == 1 and said[0].startswith("warning: --dev-src/--dev-tgt: 5 of the 20 dev pairs (25%)")
 
 
 # ===================================================================== 7. a training run into a data folder

@@ -5,65 +5,11 @@ frozen embeddings, or a siamese BiGRU) on clean parallel pairs, for ``bimine sco
 # load them all, 1.7 s instead of 0.17 s here (docs/architecture.md).
 from __future__ import annotations
 
-import os
-
 import click
 
 from bimine.cli.group import cli
-from bimine.cli.options import Finite, check_lang_option, pair_input
-
-MIN_DEV_AUC = 0.6  # = bimine.filtering.train_classifier.MIN_DEV_AUC (not imported here: it loads the classifiers)
-
-
-def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str], int]:
-    """Sources, targets and the number of pairs skipped for an empty side, from pair blocks
-    (at most ``limit`` pairs)."""
-    a, b, skipped = [], [], 0
-    for block in blocks:
-        for x, y in zip(block.src, block.tgt):
-            if not x.strip() or not y.strip():
-                skipped += 1
-                continue
-            a.append(x)
-            b.append(y)
-        if limit is not None and len(a) >= limit:
-            break
-    return (a[:limit], b[:limit], skipped) if limit is not None else (a, b, skipped)
-
-
-MAX_DEV_OVERLAP = 0.5  # more dev pairs than this also in training: refused; more than WARN_DEV_OVERLAP: a warning
-WARN_DEV_OVERLAP = 0.1
-
-
-def same_dev_files(input, src, tgt, dev_src, dev_tgt) -> bool:
-    """Whether ``--dev-src``/``--dev-tgt`` are the training files themselves (also through a link)."""
-    from bimine.text.sameness import same_file
-
-    train = [p for p in (input, src, tgt) if p]
-    return any(same_file(d, p) for d in (dev_src, dev_tgt) for p in train)
-
-
-def check_dev_apart(src: list[str], tgt: list[str], dev_src: list[str], dev_tgt: list[str], *, same: bool) -> None:
-    """Refuse dev pairs that are mostly training pairs (more than :data:`MAX_DEV_OVERLAP` of
-    them, compared by the hash of the pair's two stripped sides), and warn above
-    :data:`WARN_DEV_OVERLAP`: the dev ROC-AUC, F1 and the decision threshold chosen on them
-    would measure what the classifier memorised (train-classifier with the training files as
-    dev reported ROC-AUC 0.9998). ``same``: the dev files are the training files."""
-    seen = {hash((x.strip(), y.strip())) for x, y in zip(src, tgt)}
-    shared = sum(hash((x.strip(), y.strip())) in seen for x, y in zip(dev_src, dev_tgt))
-    n = len(dev_src)
-    if not n or shared <= WARN_DEV_OVERLAP * n:
-        return
-    what = (f"{shared:,} of the {n:,} dev pairs ({100 * shared / n:.0f}%) are also training pairs"
-            + (" (--dev-src/--dev-tgt are the training files)" if same else ""))
-    if shared > MAX_DEV_OVERLAP * n:
-        from bimine.errors import ConfigError
-
-        raise ConfigError(f"--dev-src/--dev-tgt: {what}, so the dev ROC-AUC and the threshold chosen on them would "
-                          "measure memory, not the classifier; give pairs held out from training, or drop "
-                          "--dev-src/--dev-tgt to hold out the last --dev-size pairs")
-    click.echo(f"warning: --dev-src/--dev-tgt: {what}: the dev figures and the threshold will be optimistic; "
-               "give pairs held out from training", err=True)
+from bimine.cli.options import Finite, check_lang_option, echo_warning, pair_input
+from bimine.training.defaults import MIN_DEV_AUC
 
 
 @cli.command("train-classifier")
@@ -116,49 +62,15 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
     --min-dev-auc (0.6; chance is 0.5) learnt nothing and is not written. Use the result in a pipeline file
     (`- score: classifier` with `path: OUT`) or with `bimine filter --classifier OUT`.
     """
-    from bimine.errors import ConfigError
-    from bimine.filtering.pipeline import read_pair_blocks
-    from bimine.filtering.train_classifier import (
-        ClassifierTrainConfig,
-        check_learnt,
-        describe,
-        train_classifier,
-    )
-    from bimine.outputs import check_output_file
+    from bimine.training.classifier import ClassifierJob, run_train_classifier
 
     cols = pair_input(input, src, tgt, columns)
-    if (dev_src is None) != (dev_tgt is None):
-        raise click.UsageError("give both --dev-src and --dev-tgt, or neither")
-    check_output_file(output, inputs=[p for p in (input, src, tgt, dev_src, dev_tgt) if p])
-
-    def read(inp, s, t, limit=None):
-        return usable_pairs(read_pair_blocks(inp, src=s, tgt=t, columns=cols, errors=encoding_errors), limit)
-
-    s, t, skipped = read(input, src, tgt, max_pairs)
-    dev = None
-    if dev_src is not None:
-        ds, dt, dskipped = read(None, dev_src, dev_tgt)
-        dev = (ds, dt)
-        skipped += dskipped
-    if len(s) < 2:
-        raise ConfigError(f"{len(s)} usable pair(s): too few to train on")
-    if dev is not None:
-        check_dev_apart(s, t, *dev, same=same_dev_files(input, src, tgt, dev_src, dev_tgt))
-    encoder = None
-    if kind in ("confidence", "fc"):
-        from bimine.encoders import load_encoder
-
-        encoder = load_encoder(model)
-    cfg = ClassifierTrainConfig(kind, epochs=epochs, batch_pairs=batch_pairs, lr=lr, negatives=negatives,
-                                hidden=hidden, seed=seed, threads=threads)
-    clf = train_classifier(cfg, s, t, src_lang=None if any_languages else src_lang,
-                           tgt_lang=None if any_languages else tgt_lang, encoder=encoder, dev=dev,
-                           dev_size=dev_size, progress=not no_progress)
-    clf.config["skipped_empty"] = skipped
-    check_learnt(clf, min_dev_auc)
-    clf.save(output)
-    note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
-    click.echo(f"{describe(clf)}{note}; wrote {output}", err=True)
+    click.echo(run_train_classifier(ClassifierJob(
+        kind=kind, output=output, src_lang=src_lang, tgt_lang=tgt_lang, input=input, src=src, tgt=tgt, columns=cols,
+        any_languages=any_languages, model=model, dev_src=dev_src, dev_tgt=dev_tgt, dev_size=dev_size,
+        max_pairs=max_pairs, epochs=epochs, batch_pairs=batch_pairs, lr=lr, negatives=negatives, hidden=hidden,
+        seed=seed, threads=threads, min_dev_auc=min_dev_auc, encoding_errors=encoding_errors,
+        progress=not no_progress), warn=echo_warning), err=True)
 
 
 @cli.command("calibrate")
@@ -195,64 +107,10 @@ def calibrate_cmd(inputs, model, output, columns, dev_size, epochs, batch_pairs,
     bias from the source embedding, so it never changes which target ranks first. Training
     needs torch (pip install 'bimine[train]'); using the head does not.
     """
-    import numpy as np
-
-    from bimine.encoders import load_encoder
-    from bimine.encoders.base import model_folder, uses_language
-    from bimine.errors import ConfigError
-    from bimine.filtering.pipeline import read_pair_blocks
-    from bimine.filtering.train_classifier import (
-        ClassifierTrainConfig,
-        check_learnt,
-        describe,
-        train_classifier,
-    )
-    from bimine.outputs import check_output_file
-    from bimine.scoring.calibration import CALIBRATION_FILE
+    from bimine.training.classifier import CalibrateJob, run_calibrate
 
     cols = pair_input(inputs[0], None, None, columns)
-    encoder = load_encoder(model)
-    if uses_language(encoder):
-        raise ConfigError(f"model {model}'s features depend on the language; calibrate it per language pair with "
-                          "'bimine train-classifier confidence --src-lang L --tgt-lang L'")
-    if output is None:
-        folder = model_folder(encoder)
-        if folder is None:
-            raise click.UsageError(f"model {model} has no folder to store the head in: give -o FILE")
-        output = str(folder / CALIBRATION_FILE)
-    check_output_file(output, inputs=inputs)
-    groups: list[tuple[list[str], list[str]]] = []
-    skipped = 0
-    for path in inputs:
-        a, b, n_skipped = usable_pairs(read_pair_blocks(path, columns=cols, errors=encoding_errors))
-        skipped += n_skipped
-        if len(a) < 2:
-            raise ConfigError(f"{path}: {len(a)} usable pair(s); need at least 2")
-        groups.append((a, b))
-        if not one_direction:
-            groups.append((b, a))
-    total = sum(len(a) for a, _ in groups)
-    if total < dev_size + 2 * batch_pairs:
-        raise ConfigError(f"{total:,} pairs are too few to hold out {dev_size:,} and train on the rest")
-    rng = np.random.default_rng(seed)
-    src, tgt, gid, dsrc, dtgt = [], [], [], [], []
-    for g, (a, b) in enumerate(groups):
-        order = rng.permutation(len(a))
-        n_dev = max(1, round(len(a) * dev_size / total))
-        for i in order[n_dev:]:
-            src.append(a[i])
-            tgt.append(b[i])
-            gid.append(g)
-        dsrc += [a[i] for i in order[:n_dev]]
-        dtgt += [b[i] for i in order[:n_dev]]
-    cfg = ClassifierTrainConfig("confidence", epochs=epochs, batch_pairs=batch_pairs, seed=seed, threads=threads,
-                                retrieved=retrieved)
-    clf = train_classifier(cfg, src, tgt, src_lang=None, tgt_lang=None, encoder=encoder, dev=(dsrc, dtgt),
-                           progress=not no_progress, groups=np.array(gid))
-    clf.config["skipped_empty"] = skipped
-    clf.config["inputs"] = [os.path.basename(p) for p in inputs]
-    clf.config["both_directions"] = not one_direction
-    check_learnt(clf, min_dev_auc)
-    clf.save(output)
-    note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
-    click.echo(f"{describe(clf)}{note}; wrote {output}", err=True)
+    click.echo(run_calibrate(CalibrateJob(
+        inputs=list(inputs), model=model, output=output, columns=cols, dev_size=dev_size, epochs=epochs,
+        batch_pairs=batch_pairs, retrieved=retrieved, one_direction=one_direction, seed=seed, threads=threads,
+        min_dev_auc=min_dev_auc, encoding_errors=encoding_errors, progress=not no_progress)), err=True)

@@ -9,7 +9,7 @@ import click
 from bimine.cli.group import cli
 from bimine.cli.options import echo_warning
 
-KINDS = ("mine", "score", "filter", "align", "docs-match", "train-rescorer")
+KINDS = ("mine", "score", "filter", "align", "docs-match", "train-rescorer", "train-classifier", "calibrate")
 
 
 def _say(line: str) -> None:
@@ -22,10 +22,10 @@ def _say(line: str) -> None:
               help="Override a field, e.g. --set mine.k=8 --set output=other.tsv (repeatable).")
 def run(job_file: str, overrides: tuple[str, ...]) -> None:
     """Run the job written in JOB.yaml: 'job:' names the kind (mine, score, filter, align,
-    docs-match, train-rescorer), the other keys are the fields of its config object (MineJob,
-    FilterJob, AlignJob, DocsMatchJob, RescorerJob: docs/architecture.md), checked like a
-    training config (an unknown key is an error). The command line of each kind builds the same
-    object.
+    docs-match, train-rescorer, train-classifier, calibrate), the other keys are the fields of its
+    config object (MineJob, FilterJob, AlignJob, DocsMatchJob, RescorerJob, ClassifierJob,
+    CalibrateJob: docs/architecture.md), checked like a training config (an unknown key is an
+    error). The command line of each kind builds the same object.
 
     \b
     job: mine
@@ -72,6 +72,14 @@ def run(job_file: str, overrides: tuple[str, ...]) -> None:
         from bimine.training.rescorer import RescorerJob, run_train_rescorer
 
         _say(run_train_rescorer(build(RescorerJob, data), say=_say, warn=echo_warning).summary())
+    elif kind == "train-classifier":
+        from bimine.training.classifier import ClassifierJob, run_train_classifier
+
+        _say(run_train_classifier(build(ClassifierJob, data), warn=echo_warning))
+    elif kind == "calibrate":
+        from bimine.training.classifier import CalibrateJob, run_calibrate
+
+        _say(run_calibrate(build(CalibrateJob, data)))
     else:
         from bimine.documents.job import DocsMatchJob, run_docs_match
 

@@ -5,7 +5,7 @@ weighted sums of ``[u, u^2]`` (the source embedding and its pointwise square), t
 passed through a softplus so that it is always positive (a deviation from 000, which leaves
 it unconstrained: a negative scale would reverse a source's ranking). The head is
 trained on held-out pairs with the encoder frozen (``bimine calibrate``; the training code is
-``bimine.filtering.train_classifier``'s ``confidence`` kind, which needs torch). Because both
+``bimine.training.classifier``'s ``confidence`` kind, which needs torch). Because both
 terms depend on the source alone and the scale is positive, the confidence is an increasing
 function of ``u.v`` for each source: it never changes which target ranks first, only says
 how far to trust it.

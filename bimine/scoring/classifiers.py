@@ -11,7 +11,7 @@ embeddings (002 §2.3) and a siamese BiGRU (003 §3).
   product, it never changes which target ranks first for a source.
 * ``fc``: a fully connected layer with ReLU applied to both frozen embeddings, ``[u'; v';
   |u' - v'|]`` into a two-way softmax, trained with cross-entropy on clean pairs and one
-  synthetic negative each (:mod:`bimine.filtering.negatives`: adjacent sentence, truncation,
+  synthetic negative each (:mod:`bimine.training.negatives`: adjacent sentence, truncation,
   reordering, random pairing). Its score is the cosine of the transformed embeddings
   (``output: probability`` gives the softmax instead).
 * ``bigru``: one shared bidirectional GRU over token embeddings encodes both sides (the last

@@ -1,4 +1,6 @@
-"""Training of the pair classifiers of :mod:`bimine.scoring.classifiers` on clean pairs.
+"""Training of the pair classifiers of :mod:`bimine.scoring.classifiers` on clean pairs, and the
+jobs of ``bimine train-classifier`` (:class:`ClassifierJob`) and ``bimine calibrate``
+(:class:`CalibrateJob`).
 
 All three hold out ``dev`` pairs (the last ones given, or a separate set), train on the rest
 with a fixed seed, and set the decision threshold at the best F1 on the dev pairs mixed with
@@ -10,14 +12,20 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bimine.errors import ConfigError
-from bimine.filtering.negatives import make_negatives
+from bimine.encoders import load_encoder
+from bimine.encoders.base import model_folder, uses_language
+from bimine.errors import ConfigError, OptionError
+from bimine.filtering.pipeline import read_pair_blocks
+from bimine.outputs import check_output_file
 from bimine.progress import bar
+from bimine.scoring.calibration import CALIBRATION_FILE
 from bimine.scoring.calibration_metrics import expected_calibration_error
 from bimine.scoring.classifiers import (
     KINDS,
@@ -27,12 +35,12 @@ from bimine.scoring.classifiers import (
     roc_auc,
 )
 from bimine.scoring.logistic import best_f1_threshold, fit_logistic_1d
+from bimine.text.sameness import same_file
+from bimine.training.defaults import MIN_DEV_AUC
+from bimine.training.negatives import make_negatives
 
 log = logging.getLogger(__name__)
 
-#: Below this dev ROC-AUC a trained classifier is refused (0.5 is chance): it learnt nothing,
-#: most often because the two sides are not translations line by line (shuffled, out of step).
-MIN_DEV_AUC = 0.6
 
 
 @dataclass
@@ -388,3 +396,220 @@ def describe(clf: PairClassifier) -> str:
     if "dev_accuracy" in c and not math.isnan(c["dev_accuracy"]):
         parts.append(f"softmax accuracy {c['dev_accuracy']:.4f}")
     return "; ".join(parts)
+
+
+# ---------------------------------------------------------------- the commands' jobs
+MAX_DEV_OVERLAP = 0.5  # more dev pairs than this also in training: refused; more than WARN_DEV_OVERLAP: a warning
+WARN_DEV_OVERLAP = 0.1
+
+
+def usable_pairs(blocks, limit: int | None = None) -> tuple[list[str], list[str], int]:
+    """Sources, targets and the number of pairs skipped for an empty side, from pair blocks
+    (at most ``limit`` pairs)."""
+    a, b, skipped = [], [], 0
+    for block in blocks:
+        for x, y in zip(block.src, block.tgt):
+            if not x.strip() or not y.strip():
+                skipped += 1
+                continue
+            a.append(x)
+            b.append(y)
+        if limit is not None and len(a) >= limit:
+            break
+    return (a[:limit], b[:limit], skipped) if limit is not None else (a, b, skipped)
+
+
+def same_dev_files(input, src, tgt, dev_src, dev_tgt) -> bool:
+    """Whether ``--dev-src``/``--dev-tgt`` are the training files themselves (also through a link)."""
+    train = [p for p in (input, src, tgt) if p]
+    return any(same_file(d, p) for d in (dev_src, dev_tgt) for p in train)
+
+
+def check_dev_apart(src: list[str], tgt: list[str], dev_src: list[str], dev_tgt: list[str], *, same: bool,
+                    warn: Callable[[str], None] | None = None) -> None:
+    """Refuse dev pairs that are mostly training pairs (more than :data:`MAX_DEV_OVERLAP` of
+    them, compared by the hash of the pair's two stripped sides), and warn above
+    :data:`WARN_DEV_OVERLAP`: the dev ROC-AUC, F1 and the decision threshold chosen on them
+    would measure what the classifier memorised (train-classifier with the training files as
+    dev reported ROC-AUC 0.9998). ``same``: the dev files are the training files."""
+    seen = {hash((x.strip(), y.strip())) for x, y in zip(src, tgt)}
+    shared = sum(hash((x.strip(), y.strip())) in seen for x, y in zip(dev_src, dev_tgt))
+    n = len(dev_src)
+    if not n or shared <= WARN_DEV_OVERLAP * n:
+        return
+    what = (f"{shared:,} of the {n:,} dev pairs ({100 * shared / n:.0f}%) are also training pairs"
+            + (" (--dev-src/--dev-tgt are the training files)" if same else ""))
+    if shared > MAX_DEV_OVERLAP * n:
+        raise ConfigError(f"--dev-src/--dev-tgt: {what}, so the dev ROC-AUC and the threshold chosen on them would "
+                          "measure memory, not the classifier; give pairs held out from training, or drop "
+                          "--dev-src/--dev-tgt to hold out the last --dev-size pairs")
+    (warn or log.warning)(f"warning: --dev-src/--dev-tgt: {what}: the dev figures and the threshold will be "
+                          "optimistic; give pairs held out from training")
+
+
+@dataclass
+class ClassifierJob:
+    """``bimine train-classifier``: a ``kind`` classifier trained on the clean pairs of ``input``
+    (a TSV; ``columns``, 1-based) or ``src``/``tgt``, written to ``output``. Dev pairs: ``dev_src``
+    and ``dev_tgt``, else the last ``dev_size``; ``any_languages`` records no language pair.
+    The rest are :class:`ClassifierTrainConfig`'s, and ``min_dev_auc`` the floor of
+    :func:`check_learnt`."""
+
+    kind: str
+    output: str
+    src_lang: str
+    tgt_lang: str
+    input: str | None = None
+    src: str | None = None
+    tgt: str | None = None
+    columns: tuple[int, int] = (1, 2)
+    any_languages: bool = False
+    model: str = "default"
+    dev_src: str | None = None
+    dev_tgt: str | None = None
+    dev_size: int = 500
+    max_pairs: int | None = None
+    epochs: int | None = None
+    batch_pairs: int | None = None
+    lr: float | None = None
+    negatives: int = 7
+    hidden: int | None = None
+    seed: int = 0
+    threads: int = 1
+    min_dev_auc: float = MIN_DEV_AUC
+    encoding_errors: str = "strict"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(f"kind: one of {', '.join(KINDS)}, got {self.kind!r}")
+        if (self.input is None) == (self.src is None and self.tgt is None) or (
+                self.input is None and (self.src is None or self.tgt is None)):
+            raise ConfigError("give a TSV input, or both src and tgt")
+        self.columns = _two_columns(self.columns)
+
+
+def _two_columns(columns) -> tuple[int, int]:
+    cols = tuple(columns)
+    if len(cols) != 2:
+        raise ConfigError(f"columns: two column numbers, got {cols!r}")
+    return cols
+
+
+def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | None = None) -> str:
+    """Train, check and write the classifier of ``job``; returns the line that describes it."""
+    if (job.dev_src is None) != (job.dev_tgt is None):
+        raise OptionError("give both --dev-src and --dev-tgt, or neither")
+    check_output_file(job.output, inputs=[p for p in (job.input, job.src, job.tgt, job.dev_src, job.dev_tgt) if p])
+
+    def read(inp, s, t, limit=None):
+        return usable_pairs(read_pair_blocks(inp, src=s, tgt=t, columns=job.columns,
+                                             errors=job.encoding_errors), limit)
+
+    s, t, skipped = read(job.input, job.src, job.tgt, job.max_pairs)
+    dev = None
+    if job.dev_src is not None:
+        ds, dt, dskipped = read(None, job.dev_src, job.dev_tgt)
+        dev = (ds, dt)
+        skipped += dskipped
+    if len(s) < 2:
+        raise ConfigError(f"{len(s)} usable pair(s): too few to train on")
+    if dev is not None:
+        check_dev_apart(s, t, *dev, same=same_dev_files(job.input, job.src, job.tgt, job.dev_src, job.dev_tgt),
+                        warn=warn)
+    encoder = load_encoder(job.model) if job.kind in ("confidence", "fc") else None
+    cfg = ClassifierTrainConfig(job.kind, epochs=job.epochs, batch_pairs=job.batch_pairs, lr=job.lr,
+                                negatives=job.negatives, hidden=job.hidden, seed=job.seed, threads=job.threads)
+    clf = train_classifier(cfg, s, t, src_lang=None if job.any_languages else job.src_lang,
+                           tgt_lang=None if job.any_languages else job.tgt_lang, encoder=encoder, dev=dev,
+                           dev_size=job.dev_size, progress=job.progress)
+    return _finish(clf, skipped, job.min_dev_auc, job.output)
+
+
+def _finish(clf: PairClassifier, skipped: int, min_dev_auc: float, output: str) -> str:
+    clf.config["skipped_empty"] = skipped
+    check_learnt(clf, min_dev_auc)
+    clf.save(output)
+    note = f"; skipped {skipped:,} pair(s) with an empty side" if skipped else ""
+    return f"{describe(clf)}{note}; wrote {output}"
+
+
+@dataclass
+class CalibrateJob:
+    """``bimine calibrate``: the calibrated confidence head of ``model`` trained on the pairs of
+    ``inputs`` (TSV files, one language pair each, both directions unless ``one_direction``),
+    ``dev_size`` of them held out; written to ``output``, by default the model folder's
+    ``calibration.safetensors``."""
+
+    inputs: list[str]
+    model: str = "default"
+    output: str | None = None
+    columns: tuple[int, int] = (1, 2)
+    dev_size: int = 1000
+    epochs: int = 5
+    batch_pairs: int = 128
+    retrieved: int = 4
+    one_direction: bool = False
+    seed: int = 0
+    threads: int = 1
+    min_dev_auc: float = MIN_DEV_AUC
+    encoding_errors: str = "strict"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise ConfigError("inputs: at least one TSV of translation pairs")
+        self.columns = _two_columns(self.columns)
+
+
+def run_calibrate(job: CalibrateJob) -> str:
+    """Train, check and write the confidence head of ``job``; returns the line that describes it."""
+    encoder = load_encoder(job.model)
+    if uses_language(encoder):
+        raise ConfigError(f"model {job.model}'s features depend on the language; calibrate it per language pair with "
+                          "'bimine train-classifier confidence --src-lang L --tgt-lang L'")
+    output = job.output
+    if output is None:
+        folder = model_folder(encoder)
+        if folder is None:
+            raise OptionError(f"model {job.model} has no folder to store the head in: give -o FILE")
+        output = str(folder / CALIBRATION_FILE)
+    check_output_file(output, inputs=job.inputs)
+    groups, skipped = _calibration_groups(job)
+    total = sum(len(a) for a, _ in groups)
+    if total < job.dev_size + 2 * job.batch_pairs:
+        raise ConfigError(f"{total:,} pairs are too few to hold out {job.dev_size:,} and train on the rest")
+    rng = np.random.default_rng(job.seed)
+    src, tgt, gid, dsrc, dtgt = [], [], [], [], []
+    for g, (a, b) in enumerate(groups):
+        order = rng.permutation(len(a))
+        n_dev = max(1, round(len(a) * job.dev_size / total))
+        for i in order[n_dev:]:
+            src.append(a[i])
+            tgt.append(b[i])
+            gid.append(g)
+        dsrc += [a[i] for i in order[:n_dev]]
+        dtgt += [b[i] for i in order[:n_dev]]
+    cfg = ClassifierTrainConfig("confidence", epochs=job.epochs, batch_pairs=job.batch_pairs, seed=job.seed,
+                                threads=job.threads, retrieved=job.retrieved)
+    clf = train_classifier(cfg, src, tgt, src_lang=None, tgt_lang=None, encoder=encoder, dev=(dsrc, dtgt),
+                           progress=job.progress, groups=np.array(gid))
+    clf.config["inputs"] = [os.path.basename(p) for p in job.inputs]
+    clf.config["both_directions"] = not job.one_direction
+    return _finish(clf, skipped, job.min_dev_auc, output)
+
+
+def _calibration_groups(job: CalibrateJob) -> tuple[list[tuple[list[str], list[str]]], int]:
+    """The usable pairs of each input (and each reversed, for both directions), and how many
+    pairs with an empty side were skipped."""
+    groups: list[tuple[list[str], list[str]]] = []
+    skipped = 0
+    for path in job.inputs:
+        a, b, n_skipped = usable_pairs(read_pair_blocks(path, columns=job.columns, errors=job.encoding_errors))
+        skipped += n_skipped
+        if len(a) < 2:
+            raise ConfigError(f"{path}: {len(a)} usable pair(s); need at least 2")
+        groups.append((a, b))
+        if not job.one_direction:
+            groups.append((b, a))
+    return groups, skipped
