@@ -116,10 +116,10 @@ def main() -> None:
     if not os.path.exists(path):
         print(f"divergence_aligners: skipped, {path} not found (../shared/data, or BIMINE_SHARED_DATA)")
         return
-    from bimine.divergence.synthetic import corpus_examples
     from bimine.scoring.divergence_features import SYMS, feature_tokens, features_from_links, pair_features
     from bimine.scoring.ibm import WordAligner, symmetrize, train_aligner
     from bimine.text.io import read_parallel
+    from bimine.training.divergence_data import corpus_examples
 
     os.makedirs(OUT, exist_ok=True)
     pairs = [p for en, fr in corpus_files(args.data) for p in read_parallel(en, fr)]  # as train-divergence reads

@@ -7,7 +7,7 @@ Usage (from the repository root)::
 ``bimine divergence`` calls its ``score`` "the probability that the pair is equivalent", but the
 model's raw output is no probability on real clean pairs: the 300 clean NTREX translations of
 examples/dev.en-fr.tsv got a median of 0.39. This script fits a Platt map
-(:func:`bimine.scoring.divergence.fit_platt`, ``sigmoid(a * logit(raw) + b)``, the two classes
+(:func:`bimine.training.divergence.fit_platt`, ``sigmoid(a * logit(raw) + b)``, the two classes
 weighted equally) on held-out pairs and measures it on others, all of them from
 ``../shared/data/dev`` (none was seen in training: the training corpora were decontaminated
 against dev/), English-French only (the model's one language pair):
@@ -20,7 +20,7 @@ against dev/), English-French only (the model's one language pair):
   PUD lines 501-1,000; and REFreSD (1,039 labelled Wikipedia pairs, real divergences).
 
 Each clean set gets as many divergent pairs, made from its own pairs by
-:func:`bimine.divergence.synthetic.calibration_examples` (equal shares of random mismatches,
+:func:`bimine.training.divergence_data.calibration_examples` (equal shares of random mismatches,
 mismatches that pass 004's length and dictionary filters, a phrase deleted, a word replaced, a
 sentence appended); the dictionary comes from a word aligner trained on newstest2009-2011 and
 2012 en-fr (fit side only). Printed: the map; per evaluation set the median score and the share
@@ -126,10 +126,11 @@ def main() -> None:
     if not os.path.exists(refresd_path(args.data)) or not os.path.isdir(os.path.join(args.data, "dev", "ntrex128")):
         print(f"divergence_calibration: skipped, the dev sets are not under {args.data}")
         return
-    from bimine.divergence.synthetic import CALIBRATION_KINDS, calibration_examples
     from bimine.encoders import load_encoder
-    from bimine.scoring.divergence import DivergenceModel, PlattCalibration, default_path, fit_platt
+    from bimine.scoring.divergence import DivergenceModel, PlattCalibration, default_path
     from bimine.scoring.ibm import train_aligner
+    from bimine.training.divergence import fit_platt
+    from bimine.training.divergence_data import CALIBRATION_KINDS, calibration_examples
 
     t0 = time.time()
     fit_sets, eval_sets, (al_src, al_tgt) = clean_sets(args.data)
@@ -261,7 +262,7 @@ def main() -> None:
         counts = {name: {"clean": v[3]["positives"], **v[3]["by_kind"]} for name, v in fit.items()}
         model.set_calibration(cal, fitted_on="held-out en-fr dev pairs (NTREX-128 not in examples/dev.en-fr.tsv, "
                               "newstest2012, tatoeba-test first half, UD PUD 1-500) and as many synthetic divergences "
-                              "made from them (bimine.divergence.synthetic.calibration_examples), classes weighted "
+                              "made from them (bimine.training.divergence_data.calibration_examples), classes weighted "
                               "equally", pairs=counts, command="python -m benchmarks.divergence_calibration --write",
                               date=time.strftime("%Y-%m-%d"))
         model.save(default_path())
@@ -281,9 +282,9 @@ def corpus_map(args, model, enc, ev: dict, med, ge) -> dict:
     measured on the same evaluation sets."""
     import copy
 
-    from bimine.divergence.calibration import calibrate_on_heldout
     from bimine.scoring.ibm import train_aligner
     from bimine.text.io import read_parallel
+    from bimine.training.divergence import calibrate_on_heldout
 
     src, tgt = [], []
     for stem in TRAIN:

@@ -8,9 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bimine.divergence.synthetic import build_examples, candidate_mask, corpus_examples, hard_negatives, words
 from bimine.errors import ConfigError
 from bimine.scoring.ibm import WordAligner, symmetrize, train_aligner, train_ibm
+from bimine.training.divergence_data import (
+    build_examples,
+    candidate_mask,
+    corpus_examples,
+    hard_negatives,
+    words,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -186,11 +192,11 @@ class _WordEncoder:
 
 def test_similarity_cube_against_per_pair_reference():
     torch = pytest.importorskip("torch")
-    from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch
+    from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, pad_batch, vdpwi_network
 
     torch.manual_seed(0)
     cfg = VDPWIConfig(hidden=5, channels=(4,), fc=3)
-    net = _module(cfg, 16).eval()
+    net = vdpwi_network(cfg, 16).eval()
     wv = WordVectors(_WordEncoder())
     sents_s, sents_t = [["the", "red", "house"], ["a", "book"]], [["das", "haus"], ["ein", "kleines", "rotes", "buch"]]
     xs, ls = pad_batch(wv.lookup(sents_s, "en"))
@@ -256,9 +262,9 @@ def test_shipped_threshold_keeps_clean_news_and_drops_shuffled_pairs():
 
 def test_focus_mask_is_greedy_one_to_one():
     torch = pytest.importorskip("torch")
-    from bimine.scoring.vdpwi import VDPWIConfig, _module
+    from bimine.scoring.vdpwi import VDPWIConfig, vdpwi_network
 
-    net = _module(VDPWIConfig(hidden=2, channels=(2,), fc=2), 4)
+    net = vdpwi_network(VDPWIConfig(hidden=2, channels=(2,), fc=2), 4)
     c = torch.zeros(1, 13, 3, 3)
     sim = torch.tensor([[0.9, 0.8, 0.1], [0.85, 0.2, 0.3], [0.1, 0.7, 0.6]])
     c[0, 6] = sim
@@ -274,9 +280,10 @@ def test_focus_mask_is_greedy_one_to_one():
 
 def test_vdpwi_trains_saves_and_reloads(tmp_path):
     pytest.importorskip("torch")
-    from bimine.divergence.synthetic import Example
-    from bimine.scoring.divergence import DivergenceModel, train_vdpwi
+    from bimine.scoring.divergence import DivergenceModel
     from bimine.scoring.vdpwi import VDPWIConfig
+    from bimine.training.divergence import train_vdpwi
+    from bimine.training.divergence_data import Example
 
     rng = np.random.default_rng(0)
     ex = []
@@ -299,7 +306,8 @@ def test_vdpwi_trains_saves_and_reloads(tmp_path):
 
 
 def test_mm_model_trains_and_scores(aligner, tmp_path):
-    from bimine.scoring.divergence import DivergenceModel, train_mm
+    from bimine.scoring.divergence import DivergenceModel
+    from bimine.training.divergence import train_mm
 
     ex, _ = build_examples(EN * 2, DE * 2, aligner, ratio=2, seed=0)
     m = train_mm(ex, aligner, src_lang="en", tgt_lang="de")
@@ -315,8 +323,8 @@ def test_mm_model_trains_and_scores(aligner, tmp_path):
 def test_mm_model_is_fitted_on_the_links_it_scores_with():
     """The stored tables are pruned; the classifier must be fitted on their links, not on the
     full aligner's (fitting on one and scoring with the other cost 7 points of overall F)."""
-    from bimine.scoring.divergence import train_mm
     from bimine.scoring.divergence_features import LinearClassifier, pair_features
+    from bimine.training.divergence import train_mm
 
     aligner = train_aligner(EN, DE, model=2, iterations=2)  # 2 iterations: tables still flat enough
     ex, _ = build_examples(EN * 2, DE * 2, aligner, ratio=2, seed=0)
@@ -367,10 +375,10 @@ def _cli(*args):
 def cli_models(tmp_path_factory, aligner):
     """A tiny vdpwi model on the default encoder and a tiny M&M model, trained on the toy pairs."""
     pytest.importorskip("torch")
-    from bimine.divergence.synthetic import Example
     from bimine.encoders import load_encoder
-    from bimine.scoring.divergence import train_mm, train_vdpwi
     from bimine.scoring.vdpwi import VDPWIConfig
+    from bimine.training.divergence import train_mm, train_vdpwi
+    from bimine.training.divergence_data import Example
 
     d = tmp_path_factory.mktemp("div")
     ex = [Example(e, t, 1.0, "positive") for e, t in zip(EN, DE)]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.scoring.divergence import DivergenceModel, PlattCalibration, default_path, fit_platt
+from bimine.scoring.divergence import DivergenceModel, PlattCalibration, default_path
+from bimine.training.divergence import fit_platt
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EN = ["the house", "the book", "a book", "a house", "the small house", "a small book", "the red book",
@@ -77,9 +78,9 @@ def test_a_map_that_would_reverse_the_order_is_refused():
 @pytest.fixture(scope="module")
 def mm_file(tmp_path_factory) -> Path:
     """A tiny M&M model (NumPy only) as train_mm writes it: no calibration."""
-    from bimine.divergence.synthetic import build_examples
-    from bimine.scoring.divergence import train_mm
     from bimine.scoring.ibm import train_aligner
+    from bimine.training.divergence import train_mm
+    from bimine.training.divergence_data import build_examples
 
     al = train_aligner(EN * 3, DE * 3, model=2, iterations=10, src_lang="en", tgt_lang="de")
     ex, _ = build_examples(EN * 2, DE * 2, al, ratio=2, seed=0)
@@ -147,7 +148,7 @@ def test_shipped_score_of_clean_news_is_above_one_half():
 
 # ---------------------------------------------------------------------- held-out pairs and the command
 def test_heldout_pairs_share_no_side_with_the_training_pairs():
-    from bimine.divergence.synthetic import draw_positives, heldout_pairs
+    from bimine.training.divergence_data import draw_positives, heldout_pairs
 
     src = [f"s{k} a b c d e" for k in range(60)] + ["s0 a b c d e", "dup x y z w v"] * 2
     tgt = [f"t{k} a b c d e" for k in range(60)] + ["fresh q r s t u", "dup2 x y z w v"] * 2
@@ -161,8 +162,8 @@ def test_heldout_pairs_share_no_side_with_the_training_pairs():
 
 
 def test_calibration_examples_half_clean_half_divergent():
-    from bimine.divergence.synthetic import CALIBRATION_KINDS, calibration_examples
     from bimine.scoring.ibm import train_aligner
+    from bimine.training.divergence_data import CALIBRATION_KINDS, calibration_examples
 
     al = train_aligner(EN * 3, DE * 3, model=2, iterations=5, src_lang="en", tgt_lang="de")
     ex, counts = calibration_examples(EN, DE, al, seed=0)
@@ -207,3 +208,27 @@ def test_train_divergence_stores_a_calibration_fitted_on_held_out_pairs(tmp_path
                  tmp_path / f"{name}.safetensors", "-o", tmp_path / f"{name}.tsv", "--no-progress")
         assert r.exit_code == 0, r.output
         assert r.output.count("carries no calibration") == (1 if warned else 0), r.output
+
+
+def test_run_job_trains_the_divergence_model_the_command_trains(tmp_path):
+    """`bimine run` with 'job: train-divergence' builds the DivergenceJob the command builds."""
+    from bimine.cli import run as _run_cmd  # noqa: F401  (registers the command)
+
+    rows = [line.split("\t") for line in (EXAMPLES / "train.en-fr.tsv").read_text(encoding="utf-8").splitlines()[:300]]
+    (tmp_path / "t.en").write_text("".join(a + "\n" for a, _ in rows), encoding="utf-8")
+    (tmp_path / "t.fr").write_text("".join(b + "\n" for _, b in rows), encoding="utf-8")
+    r = _cli("train-divergence", "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr", "--src-lang", "en",
+             "--tgt-lang", "fr", "--kind", "mm", "--positives", "60", "--calibration-pairs", "100",
+             "-o", tmp_path / "a.safetensors")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "job.yaml").write_text(
+        f"job: train-divergence\nsrcs: [{tmp_path / 't.en'}]\ntgts: [{tmp_path / 't.fr'}]\nsrc_lang: en\n"
+        f"tgt_lang: fr\nkind: mm\npositives: 60\ncalibration_pairs: 100\noutput: {tmp_path / 'b.safetensors'}\n",
+        encoding="utf-8")
+    r2 = _cli("run", tmp_path / "job.yaml")
+    assert r2.exit_code == 0, r2.output
+    a, b = DivergenceModel.load(tmp_path / "a.safetensors"), DivergenceModel.load(tmp_path / "b.safetensors")
+    assert a.weights.keys() == b.weights.keys() and all(np.array_equal(a.weights[k], b.weights[k]) for k in a.weights)
+    assert (a.calibration.a, a.calibration.b) == (b.calibration.a, b.calibration.b)
+    strip = [line for line in r.output.splitlines() if "wrote" not in line and "minutes" not in line]
+    assert strip == [line for line in r2.output.splitlines() if "wrote" not in line and "minutes" not in line]

@@ -139,76 +139,11 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
     word aligner (IBM Models 1-2, both directions) gives the dictionary; positives are
     corpus pairs, negatives pairs of the Cartesian product that pass the length and
     dictionary-coverage filters."""
-    import os
+    from bimine.training.divergence import DivergenceJob, run_train_divergence
 
-    from bimine.devices import check_device
-    from bimine.divergence.synthetic import corpus_examples, draw_positives
-    from bimine.errors import ConfigError
-    from bimine.outputs import check_output_file
-    from bimine.scoring.divergence import train_mm, train_vdpwi
-    from bimine.scoring.ibm import WordAligner, train_aligner
-    from bimine.text.io import read_parallel
-
-    if len(srcs) != len(tgts):
-        raise ConfigError(f"{len(srcs)} --src files but {len(tgts)} --tgt files: give them in pairs")
-    check_device(device)  # a device this PyTorch lacks fails now, not after the aligner's training
-    check_output_file(output, inputs=[*srcs, *tgts])
-    src, tgt = [], []
-    for a, b in zip(srcs, tgts):
-        for x, y in read_parallel(a, b):  # refuses sides of different lengths
-            src.append(x)
-            tgt.append(y)
-    draw_positives(src, tgt, positives=positives, min_words=min_words, seed=seed)  # too few pairs: fail before the aligner
-    if aligner and os.path.exists(aligner):
-        al = WordAligner.load(aligner)
-        click.echo(f"word aligner: {aligner}", err=True)
-    else:
-        click.echo(f"training the word aligner (IBM 1+2, both directions) on {min(align_pairs, len(src)):,} pairs",
-                   err=True)
-        al = train_aligner(src[:align_pairs], tgt[:align_pairs], src_lang=src_lang, tgt_lang=tgt_lang,
-                           progress=lambda d, i, n, ll: click.echo(f"  {d} iteration {i}/{n}: log-likelihood "
-                                                                   f"{ll:.3f} per word", err=True))
-        if aligner:
-            al.save(aligner)
-    ex, counts = corpus_examples(src, tgt, al, positives=positives, min_words=min_words, ratio=ratio, seed=seed,
-                                 hard=hard)
-    click.echo(f"synthetic examples: {counts['positives']:,} positives, {counts['negatives']:,} negatives "
-               f"({counts['candidates_passing_filters']:,} product pairs passed the filters)", err=True)
-    enc = None
-    if kind == "mm":
-        m = train_mm(ex, al, src_lang=src_lang, tgt_lang=tgt_lang, prune=prune)
-    else:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise click.ClickException("the vdpwi model needs PyTorch: pip install torch==2.13.0 'bimine[train]'") \
-                from None
-        from bimine.encoders import load_encoder
-
-        enc = load_encoder(model)
-        m = train_vdpwi(ex, enc, src_lang=src_lang, tgt_lang=tgt_lang, epochs=epochs, seed=seed, device=device,
-                        log=lambda h: click.echo(f"  epoch {h['epoch']}: loss {h['loss']:.4f}, dev Pearson "
-                                                 f"{h['dev_pearson']:.4f} ({h['minutes']:.1f} min)", err=True))
-    if calibration_pairs:
-        _calibrate(m, src, tgt, al, src_lang, tgt_lang, positives, min_words, seed, calibration_pairs, enc)
-    m.meta["threshold"] = threshold
-    m.meta.setdefault("training", {}).update({"synthetic": counts, "positives_min_words": min_words,
-                                              "corpus": [os.path.basename(p) for p in srcs], "hard": hard})
-    m.save(output)
+    run_train_divergence(DivergenceJob(
+        srcs=list(srcs), tgts=list(tgts), src_lang=src_lang, tgt_lang=tgt_lang, output=output, kind=kind, model=model,
+        aligner=aligner, align_pairs=align_pairs, positives=positives, min_words=min_words, ratio=ratio, hard=hard,
+        threshold=threshold, calibration_pairs=calibration_pairs, epochs=epochs, prune=prune, seed=seed,
+        device=device), say=lambda m: click.echo(m, err=True), warn=lambda m: click.echo(m, err=True))
     click.echo(f"wrote {output}", err=True)
-
-
-def _calibrate(m, src, tgt, al, src_lang, tgt_lang, positives, min_words, seed, n, enc) -> None:
-    from bimine.divergence.calibration import calibrate_on_heldout
-
-    c = calibrate_on_heldout(m, src, tgt, al, src_lang=src_lang, tgt_lang=tgt_lang, positives=positives,
-                             min_words=min_words, seed=seed, n=n, encoder=enc)
-    if not c["calibrated"]:
-        click.echo(f"warning: {c['reason']}: the model is saved uncalibrated (its 'score' ranks but is no "
-                   "probability); lower --positives or give a larger corpus", err=True)
-        return
-    sign = "+" if c["b"] >= 0 else "-"
-    click.echo(f"calibrated on {c['counts']['positives']:,} held-out pairs and {c['counts']['negatives']:,} divergent "
-               f"ones made from them: score = sigmoid({c['a']:.3f} * logit(raw) {sign} {abs(c['b']):.3f}); median "
-               f"score of the held-out pairs {c['clean_median_raw']:.3f} -> {c['clean_median']:.3f}, of the divergent "
-               f"ones {c['divergent_median_raw']:.3f} -> {c['divergent_median']:.3f}", err=True)

@@ -9,7 +9,8 @@ import click
 from bimine.cli.group import cli
 from bimine.cli.options import echo_warning
 
-KINDS = ("mine", "score", "filter", "align", "docs-match", "train-rescorer", "train-classifier", "calibrate")
+KINDS = ("mine", "score", "filter", "align", "docs-match", "train-rescorer", "train-classifier", "calibrate",
+         "train-divergence")
 
 
 def _say(line: str) -> None:
@@ -22,10 +23,10 @@ def _say(line: str) -> None:
               help="Override a field, e.g. --set mine.k=8 --set output=other.tsv (repeatable).")
 def run(job_file: str, overrides: tuple[str, ...]) -> None:
     """Run the job written in JOB.yaml: 'job:' names the kind (mine, score, filter, align,
-    docs-match, train-rescorer, train-classifier, calibrate), the other keys are the fields of its
-    config object (MineJob, FilterJob, AlignJob, DocsMatchJob, RescorerJob, ClassifierJob,
-    CalibrateJob: docs/architecture.md), checked like a training config (an unknown key is an
-    error). The command line of each kind builds the same object.
+    docs-match, train-rescorer, train-classifier, calibrate, train-divergence), the other keys are
+    the fields of its config object (MineJob, FilterJob, AlignJob, DocsMatchJob, RescorerJob,
+    ClassifierJob, CalibrateJob, DivergenceJob: docs/architecture.md), checked like a training
+    config (an unknown key is an error). The command line of each kind builds the same object.
 
     \b
     job: mine
@@ -80,6 +81,12 @@ def run(job_file: str, overrides: tuple[str, ...]) -> None:
         from bimine.training.classifier import CalibrateJob, run_calibrate
 
         _say(run_calibrate(build(CalibrateJob, data)))
+    elif kind == "train-divergence":
+        from bimine.training.divergence import DivergenceJob, run_train_divergence
+
+        job = build(DivergenceJob, data)
+        run_train_divergence(job, say=_say, warn=_say)
+        _say(f"wrote {job.output}")
     else:
         from bimine.documents.job import DocsMatchJob, run_docs_match
 

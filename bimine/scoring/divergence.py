@@ -15,7 +15,7 @@ negatives (004 §5.1), short sentences of its training corpora, with a soft (KL)
 target: its raw output ranks pairs but is no probability on real clean pairs (the shipped model
 gave the 300 clean NTREX translations of examples/dev.en-fr.tsv a median of 0.39). A model file may
 carry a Platt map, fitted on *held-out* clean pairs and divergent ones made from them
-(:func:`bimine.divergence.synthetic.calibration_examples`), the two classes weighted equally:
+(:func:`bimine.training.divergence_data.calibration_examples`), the two classes weighted equally:
 
     score = sigmoid(a * logit(raw) + b),   raw clipped to [1e-6, 1 - 1e-6],  a > 0
 
@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,10 +43,17 @@ import numpy as np
 from bimine.encoders.base import default_model_path
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
-from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
+from bimine.scoring.divergence_features import LinearClassifier, pair_features
 from bimine.scoring.ibm import IBMModel, Vocab, WordAligner
-from bimine.scoring.logistic import fit_logistic_1d, sigmoid
-from bimine.scoring.vdpwi import VDPWIConfig, WordVectors, _module, pad_batch, sentence_words, torch_device
+from bimine.scoring.logistic import sigmoid
+from bimine.scoring.vdpwi import (
+    VDPWIConfig,
+    WordVectors,
+    pad_batch,
+    sentence_words,
+    torch_device,
+    vdpwi_network,
+)
 from bimine.weights import read_safetensors, save_safetensors
 
 FORMAT = 1
@@ -57,7 +63,8 @@ CLIP = 1e-6  # raw probabilities are clipped to [CLIP, 1 - CLIP] before their lo
 THRESHOLD_KEYS = ("threshold", "refresd_threshold")  # stored thresholds, on the scale of score()
 
 
-def _logit(p) -> np.ndarray:
+def logit_clipped(p) -> np.ndarray:
+    """The logit of probabilities ``p``, clipped to [:data:`CLIP`, 1 - :data:`CLIP`] first."""
     p = np.clip(np.asarray(p, np.float64), CLIP, 1 - CLIP)
     return np.log(p) - np.log1p(-p)
 
@@ -71,11 +78,11 @@ class PlattCalibration:
     b: float
 
     def __call__(self, raw) -> np.ndarray:
-        return sigmoid(self.a * _logit(raw) + self.b)
+        return sigmoid(self.a * logit_clipped(raw) + self.b)
 
     def inverse(self, p) -> np.ndarray:
         """The raw score that maps to ``p``."""
-        return sigmoid((_logit(p) - self.b) / self.a)
+        return sigmoid((logit_clipped(p) - self.b) / self.a)
 
     @classmethod
     def from_meta(cls, d: dict) -> PlattCalibration:
@@ -85,30 +92,6 @@ class PlattCalibration:
         if not (math.isfinite(a) and math.isfinite(b) and a > 0):
             raise ConfigError(f"divergence calibration a={a}, b={b}: a must be finite and above 0")
         return cls(a, b)
-
-
-def fit_platt(raw, labels, weights=None, *, balance: bool = True, l2: float = 0.0, max_iter: int = 100,
-              ) -> PlattCalibration:
-    """Fit :class:`PlattCalibration` by weighted maximum likelihood (Newton's method on the two
-    parameters): ``labels`` 1 = equivalent, 0 = divergent; ``balance`` weighs the two classes
-    equally (the map's prior is then 1:1, whatever the counts); ``l2`` a ridge on ``a``. A map
-    that would reverse the ranking (``a <= 0``: the scores do not separate the classes) is an
-    error."""
-    z = _logit(raw)
-    y = np.asarray(labels, np.float64).ravel()
-    w = np.ones(len(y)) if weights is None else np.asarray(weights, np.float64).ravel()
-    if not (len(z) == len(y) == len(w)):
-        raise ValueError(f"{len(z)} scores, {len(y)} labels and {len(w)} weights")
-    pos = y > 0.5
-    if not pos.any() or pos.all():
-        raise ConfigError("calibration needs equivalent and divergent pairs, found one class only")
-    if balance:
-        w = np.where(pos, w / w[pos].sum(), w / w[~pos].sum())
-    a, b = fit_logistic_1d(z, y, w, l2=l2, max_iter=max_iter)
-    if not a > 0:
-        raise ConfigError(f"calibration: the model's scores do not rank the held-out equivalent pairs above the "
-                          f"divergent ones (fitted slope {a:.3g}); the model is not usable on these pairs")
-    return PlattCalibration(a, b)
 
 
 @dataclass
@@ -252,7 +235,7 @@ class DivergenceModel:
 
         if self._net is None:
             cfg = VDPWIConfig.from_dict(self.config["vdpwi"])
-            net = _module(cfg, int(self.config["dim"]))
+            net = vdpwi_network(cfg, int(self.config["dim"]))
             net.load_state_dict({k[4:]: torch.from_numpy(v.copy()) for k, v in self.weights.items()
                                  if k.startswith("net.")})
             net.eval()
@@ -291,109 +274,6 @@ def predict_pairs(net, lengths: list[int], vectors_of, batch: int) -> np.ndarray
             xt, lt = pad_batch(vt)
             out[idx] = net(xs.to(dev), ls, xt.to(dev), lt)[:, 1].exp().double().cpu().numpy()
     return out
-
-
-# ---------------------------------------------------------------------- training
-def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    x = np.asarray(x, np.float64) - np.mean(x)
-    y = np.asarray(y, np.float64) - np.mean(y)
-    d = math.sqrt(float(x @ x) * float(y @ y))
-    return float(x @ y / d) if d else 0.0
-
-
-def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config=None, epochs: int = 10,
-                batch: int = 32, lr: float = 1e-3, seed: int = 0, dev_fraction: float = 0.1,
-                threads: int | None = None, device: str | None = None, log=None) -> DivergenceModel:
-    """Train the semantic similarity model on synthetic ``examples``
-    (:class:`bimine.divergence.synthetic.Example`), ``dev_fraction`` of them held out to choose
-    the epoch with the best Pearson correlation (004 §5.1). Adam, KL divergence to ``[1-y, y]``.
-    ``device``: a torch device; None = a CUDA GPU when there is one, else the CPU."""
-    import torch  # loaded on use: PyTorch is heavy or optional
-
-    cfg = config or VDPWIConfig()
-    torch.manual_seed(seed)
-    if threads:
-        torch.set_num_threads(threads)
-    rng = np.random.default_rng(seed)
-    n = len(examples)
-    perm = rng.permutation(n)
-    n_dev = max(1, int(round(dev_fraction * n)))
-    dev_idx, tr_idx = perm[:n_dev], perm[n_dev:]
-    sw = [sentence_words(e.src, cfg.max_words) for e in examples]
-    tw = [sentence_words(e.tgt, cfg.max_words) for e in examples]
-    y = np.array([e.label for e in examples], np.float32)
-    vectors = WordVectors(encoder)
-    vs = vectors.lookup(sw, src_lang)
-    vt = vectors.lookup(tw, tgt_lang)
-    dim = vs[0].shape[1] if vs else vectors.dim
-    tdev = torch_device(device)
-    net = _module(cfg, dim).to(tdev)
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    kl = torch.nn.KLDivLoss(reduction="batchmean")
-
-    def predict(idx):
-        net.eval()
-        return predict_pairs(net, [max(len(sw[i]), len(tw[i])) for i in idx],
-                             lambda part: ([vs[idx[o]] for o in part], [vt[idx[o]] for o in part]), 128)
-
-    best = (-2.0, None, -1)
-    history = []
-    t0 = time.time()
-    for ep in range(epochs):
-        net.train()
-        # batches of similar lengths, in a random order (less padding, same data each epoch)
-        idx = tr_idx[rng.permutation(len(tr_idx))]
-        chunks = [idx[k:k + batch * 50] for k in range(0, len(idx), batch * 50)]
-        batches = []
-        for ch in chunks:
-            ch = ch[np.argsort([max(len(sw[i]), len(tw[i])) for i in ch], kind="stable")]
-            batches += [ch[k:k + batch] for k in range(0, len(ch), batch)]
-        total = 0.0
-        for b in (batches[i] for i in rng.permutation(len(batches))):
-            xs, ls = pad_batch([vs[i] for i in b])
-            xt, lt = pad_batch([vt[i] for i in b])
-            gold = torch.from_numpy(np.stack([1 - y[b], y[b]], 1)).to(tdev)
-            loss = kl(net(xs.to(tdev), ls, xt.to(tdev), lt), gold)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
-            opt.step()
-            total += float(loss.detach()) * len(b)
-        dev = predict(dev_idx)
-        r = pearson(dev, y[dev_idx])
-        history.append({"epoch": ep + 1, "loss": total / len(tr_idx), "dev_pearson": r,
-                        "minutes": (time.time() - t0) / 60})
-        if log:
-            log(history[-1])
-        if r > best[0]:
-            best = (r, {k: v.detach().clone() for k, v in net.state_dict().items()}, ep + 1)
-    net.load_state_dict(best[1])
-    weights = {f"net.{k}": v.cpu().numpy() for k, v in net.state_dict().items()}
-    meta = {"encoder": getattr(encoder, "model_id", ""), "languages": [src_lang, tgt_lang], "threshold": 0.5,
-            "training": {"examples": n, "dev_examples": int(n_dev), "epochs": epochs, "best_epoch": best[2],
-                         "dev_pearson": best[0], "seed": seed, "lr": lr, "batch": batch, "history": history,
-                         "minutes": (time.time() - t0) / 60}}
-    return DivergenceModel("vdpwi", {"vdpwi": cfg.to_dict(), "dim": int(dim)}, weights, meta)
-
-
-def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0, prune: float = 1e-4,
-             ) -> DivergenceModel:
-    """Fit Munteanu & Marcu's linear classifier on ``examples``. The model keeps the word-
-    alignment tables with translation probabilities below ``prune`` dropped
-    (:meth:`WordAligner.pruned`; the dictionary at 10 % is untouched), and the classifier is
-    fitted on the links of those stored tables, the ones it will see when scoring."""
-    t0 = time.time()
-    stored = aligner.pruned(prune)
-    x = pair_features([e.src for e in examples], [e.tgt for e in examples], stored)
-    y = np.array([e.label for e in examples], np.float64)
-    clf = LinearClassifier.fit(x, y, l2=l2)
-    weights = {**clf.arrays("clf"), **stored.e2f.arrays("e2f"), **stored.f2e.arrays("f2e")}
-    config = {"src_vocab": aligner.e2f.src_vocab.tokens, "tgt_vocab": aligner.e2f.tgt_vocab.tokens,
-              "length_cap": aligner.e2f.length_cap, "dict_threshold": aligner.dict_threshold,
-              "features": feature_names()}
-    meta = {"languages": [src_lang, tgt_lang], "threshold": 0.5,
-            "training": {"examples": len(examples), "minutes": (time.time() - t0) / 60, "l2": l2, "prune": prune}}
-    return DivergenceModel("mm", config, weights, meta)
 
 
 def default_path() -> Path:

@@ -88,7 +88,7 @@ class WordVectors:
         return [np.stack([self.cache[(lang, w)] for w in ws]) if ws else np.zeros((0, d), np.float32) for ws in sents]
 
 
-def _module(cfg: VDPWIConfig, dim: int):
+def vdpwi_network(cfg: VDPWIConfig, dim: int):
     import torch  # loaded on use: PyTorch is heavy or optional
     from torch import nn  # loaded on use: PyTorch is heavy or optional
 

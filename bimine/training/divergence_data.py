@@ -236,7 +236,7 @@ def heldout_pairs(src: list[str], tgt: list[str], used: list[int], *, n: int = 1
 def calibration_examples(src: list[str], tgt: list[str], aligner: WordAligner, *, seed: int = 0,
                          ) -> tuple[list[Example], dict]:
     """Held-out clean pairs and as many divergent ones made from them, to calibrate a model on
-    (:func:`bimine.scoring.divergence.fit_platt`): every pair is a positive; the negatives
+    (:func:`bimine.training.divergence.fit_platt`): every pair is a positive; the negatives
     are taken in equal shares from :data:`CALIBRATION_KINDS`: ``mismatch`` (a source with the
     target of another pair, drawn at random: unrelated), ``product`` (the same, among the
     pairs that pass the length and dictionary-coverage filters of 004 §3), and the hard kinds

@@ -1,1 +1,0 @@
-"""Semantic divergence detection (paper 004): word alignment, synthetic supervision, models."""
