@@ -30,8 +30,8 @@ from bimine.eval.bucc import (
     pr_curve,
     read_bucc,
 )
-from bimine.mining.pipeline import MineConfig
 from bimine.mining.select import STRATEGIES
+from bimine.mining.spec import MineConfig
 from bimine.scoring.margin import SCORES
 
 

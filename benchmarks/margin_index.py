@@ -57,7 +57,8 @@ def embeddings(files: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def knn_lists(u: np.ndarray, v: np.ndarray, index, queries: np.ndarray) -> np.ndarray:
     """Top-4 ids of ``queries`` rows of u among v with the index config ``index`` (for recall)."""
-    from bimine.mining.pipeline import MineConfig, knn_both_ways, side_from_array
+    from bimine.mining.pipeline import knn_both_ways, side_from_array
+    from bimine.mining.spec import MineConfig
 
     _, ids, _, _ = knn_both_ways(side_from_array(u[queries], np.arange(len(queries))),
                                  side_from_array(v, np.arange(len(v))), MineConfig(k=4, index=index),

@@ -36,7 +36,7 @@ import numpy as np
 
 from bimine.encoders import load_encoder
 from bimine.eval.bucc import bucc_eval, embed_split, make_newstest_bucc, read_bucc
-from bimine.mining.pipeline import MineConfig
+from bimine.mining.spec import MineConfig
 from bimine.text.io import read_lines
 
 LANGS = ("fr", "de", "es")

@@ -30,8 +30,8 @@ import numpy as np
 
 from bimine.encoders import load_encoder
 from bimine.eval.bucc import bucc_eval, embed_split, evaluate_at, make_newstest_bucc, pr_curve, read_bucc
-from bimine.mining.pipeline import MineConfig
 from bimine.mining.planted import mine_candidates
+from bimine.mining.spec import MineConfig
 from bimine.scoring.rescore import Rescorer, load_rescorer
 
 DATA = os.environ.get("BIMINE_SHARED_DATA", "../shared/data")

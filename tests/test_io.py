@@ -155,3 +155,29 @@ def test_truncated_zstd_stops_every_command(tmp_path, command):
     assert r.exit_code != 0
     assert "cut short" in r.output and "Traceback" not in r.output
     assert not list(tmp_path.glob("out*"))
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz", ".xz", ".bz2", ".zst"])
+def test_scan_gives_the_checksum_of_the_file_in_the_same_pass(tmp_path, suffix):
+    """Mining checks each input and takes its checksum in one read: the scan's SHA-256 is the
+    one of the file's own bytes (compressed ones for a compressed file), as file_checksum's."""
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    from bimine.store.store import file_checksum
+    from bimine.text.io import scan_text
+
+    data = "".join(f"line {i} ünïcode\n" for i in range(50_000)).encode()
+    pack = {"": lambda b: b, ".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress,
+            ".zst": lambda b: zstandard.ZstdCompressor().compress(b)}[suffix]
+    f = tmp_path / f"t.txt{suffix}"
+    f.write_bytes(pack(data))
+    res = scan_text(f, checksum=True)
+    assert res.lines == 50_000 and res.sha256 == file_checksum(f)
+    assert scan_text(f).sha256 is None  # not asked: no hashing
+    if suffix == ".gz":  # bytes after the compressed data (a NUL padding some tools add) are in the file's checksum
+        f.write_bytes(pack(data) + b"\x00" * 10)
+        assert scan_text(f, checksum=True).sha256 == file_checksum(f)

@@ -50,7 +50,7 @@ def test_filter_job_refuses_what_the_command_refuses(tmp_path):
 def test_mine_job_writes_what_the_command_writes(tmp_path):
     from bimine.cli import mine as _mine_cmd  # noqa: F401  (registers the command)
     from bimine.mining.job import MineJob, run_mine
-    from bimine.mining.pipeline import MineConfig
+    from bimine.mining.spec import MineConfig
 
     src, tgt = str(ROOT / "examples" / "sample.en"), str(ROOT / "examples" / "sample.fr")
     r = CliRunner().invoke(cli, ["mine", src, tgt, "--src-lang", "en", "--tgt-lang", "fr", "-o", str(tmp_path / "cli.tsv"),

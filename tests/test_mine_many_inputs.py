@@ -13,6 +13,7 @@ from conftest import unaligned_sides
 from bimine.encoders import load_encoder
 from bimine.errors import ConfigError, InputError
 from bimine.mining.pipeline import expand_inputs, mine_files
+from bimine.mining.spec import MineJob
 
 PART = 600  # lines per part file: a multiple of the shard size, so the shards are the concatenation's
 
@@ -31,8 +32,8 @@ def corpus(tmp_path_factory):
 
 
 def _mine(src, tgt, out, **kw):
-    return mine_files(src, str(tgt), str(out), encoder=load_encoder("default"), src_lang="en", tgt_lang="fr",
-                      shard_size=300, progress=False, **kw)
+    return mine_files(MineJob(src, str(tgt), str(out), src_lang="en", tgt_lang="fr", shard_size=300, progress=False,
+                              workers=1, **kw), encoder=load_encoder("default"))
 
 
 def test_a_side_in_several_files_mines_as_their_concatenation(corpus, tmp_path):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from bimine.mining.knn import knn_exact
-from bimine.mining.pipeline import MineConfig, mine_embeddings
+from bimine.mining.pipeline import mine_embeddings
 from bimine.mining.select import select_pairs
+from bimine.mining.spec import MineConfig
 from bimine.scoring.margin import knn_mean, margin_score
 
 

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from bimine.index.faiss_index import IndexConfig
-from bimine.mining.pipeline import MineConfig, knn_both_ways, mine_sides, side_from_array
+from bimine.mining.pipeline import knn_both_ways, mine_sides, side_from_array
+from bimine.mining.spec import MineConfig
 from bimine.scoring.margin import knn_mean, score_candidates
 
 
@@ -137,9 +138,12 @@ WORDS_B = "le chat dort sur un canapé rouge pendant que chien mange pain et lai
 def _mine(tmp_path, src, tgt, out, model, **kw):
     from bimine.encoders import load_encoder
     from bimine.mining.pipeline import mine_files
+    from bimine.mining.spec import MineJob
 
-    return mine_files(str(src), str(tgt), str(out), encoder=load_encoder(str(model)), src_lang="en",
-                      tgt_lang="fr", progress=False, workers=1, **kw)
+    if "cfg" in kw:
+        kw["mine"] = kw.pop("cfg")
+    return mine_files(MineJob(str(src), str(tgt), str(out), src_lang="en", tgt_lang="fr", progress=False, workers=1,
+                              **kw), encoder=load_encoder(str(model)))
 
 
 def test_reused_work_dir_with_other_inputs_of_same_size_gives_fresh_output(tmp_path, tiny_model):
@@ -161,9 +165,10 @@ def test_reused_work_dir_with_other_inputs_of_same_size_gives_fresh_output(tmp_p
     assert not any(r.startswith("kNN") for r in rep.reused)
     from bimine.encoders import load_encoder
     from bimine.mining.pipeline import mine_files
+    from bimine.mining.spec import MineJob
 
-    rep = mine_files(str(b_src), str(b_tgt), str(tmp_path / "b-de.tsv"), encoder=load_encoder(str(tiny_model)),
-                     src_lang="de", tgt_lang="fr", progress=False, work_dir=str(work))
+    rep = mine_files(MineJob(str(b_src), str(b_tgt), str(tmp_path / "b-de.tsv"), src_lang="de", tgt_lang="fr",
+                             progress=False, work_dir=str(work), workers=1), encoder=load_encoder(str(tiny_model)))
     assert not any(r.startswith("src") for r in rep.reused)
 
 
@@ -216,8 +221,8 @@ HARNESS = textwrap.dedent('''
                     "--workers", "1"]
         main()
     else:
-        P.mine_files(src, tgt, out, encoder=load_encoder(model), src_lang="en", tgt_lang="fr", work_dir=work,
-                     progress=False, workers=1, shard_size=10)
+        P.mine_files(P.MineJob(src, tgt, out, src_lang="en", tgt_lang="fr", work_dir=work, progress=False,
+                               workers=1, shard_size=10), encoder=load_encoder(model))
 ''')
 
 

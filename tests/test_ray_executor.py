@@ -212,7 +212,8 @@ def parallel_files(tmp_path_factory):
 @pytest.mark.parametrize("factory", ["Flat", "IVF8,PQ16x4fs,Refine(SQfp16)"])
 def test_mined_pairs_of_ray_are_byte_identical_to_local(cluster, parallel_files, tmp_path, factory):
     from bimine.index.faiss_index import IndexConfig
-    from bimine.mining.pipeline import MineConfig, mine_files
+    from bimine.mining.pipeline import mine_files
+    from bimine.mining.spec import MineConfig, MineJob
 
     src, tgt = parallel_files
     enc = load_encoder("default")
@@ -220,8 +221,8 @@ def test_mined_pairs_of_ray_are_byte_identical_to_local(cluster, parallel_files,
     out = {}
     for ex in ("local", "ray"):
         out[ex] = tmp_path / f"{ex}.tsv"
-        rep = mine_files(str(src), str(tgt), str(out[ex]), encoder=enc, src_lang="en", tgt_lang="fr", cfg=cfg,
-                         shard_size=300, progress=False, executor=ex, line_numbers=True)
+        rep = mine_files(MineJob(str(src), str(tgt), str(out[ex]), src_lang="en", tgt_lang="fr", mine=cfg,
+                                 shard_size=300, progress=False, executor=ex, line_numbers=True, workers=1), encoder=enc)
         assert rep.src_blank == 1 and rep.tgt_blank == 1
     assert rep.written > 500  # real pairs were found, not an empty file compared with another
     assert out["local"].read_bytes() == out["ray"].read_bytes()
@@ -250,6 +251,7 @@ def test_mine_command_joins_the_cluster(cluster, parallel_files, tmp_path):
 def test_ray_mines_a_side_of_several_files_as_the_local_executor(cluster, parallel_files, tmp_path):
     """Several files per side: on Ray their stores are embedded at once; the same bytes as local."""
     from bimine.mining.pipeline import mine_files
+    from bimine.mining.spec import MineJob
 
     src, tgt = parallel_files
     lines = src.read_text(encoding="utf-8").splitlines()
@@ -260,8 +262,9 @@ def test_ray_mines_a_side_of_several_files_as_the_local_executor(cluster, parall
     out = {}
     for ex in ("local", "ray"):
         out[ex] = tmp_path / f"{ex}.tsv"
-        mine_files(str(tmp_path / "part-*.en"), str(tgt), str(out[ex]), encoder=load_encoder("default"),
-                   src_lang="en", tgt_lang="fr", shard_size=250, progress=False, executor=ex, line_numbers=True)
+        mine_files(MineJob(str(tmp_path / "part-*.en"), str(tgt), str(out[ex]), src_lang="en", tgt_lang="fr",
+                           shard_size=250, progress=False, executor=ex, line_numbers=True, workers=1),
+                   encoder=load_encoder("default"))
     text = out["local"].read_text(encoding="utf-8")
     assert len(text.splitlines()) > 500 and "part-2.en:" in text
     assert out["local"].read_bytes() == out["ray"].read_bytes()

@@ -98,13 +98,14 @@ def test_mine_and_docs_match_check_the_target_before_embedding_the_source(tmp_pa
     from bimine.documents.pipeline import DocMatchConfig, match_documents
     from bimine.errors import InputError
     from bimine.mining.pipeline import mine_files
+    from bimine.mining.spec import MineJob
 
     tgt = tmp_path / "t.fr"
     tgt.write_bytes(b"" if bad == "empty" else b"Bonjour\n\x00\x01\x02 binary\n")
     spy = _Spy()
     with pytest.raises(InputError, match="t.fr"):
-        mine_files(str(EX / "sample.en"), str(tgt), str(tmp_path / "p.tsv"), encoder=spy, src_lang="en",
-                   tgt_lang="fr", progress=False)
+        mine_files(MineJob(str(EX / "sample.en"), str(tgt), str(tmp_path / "p.tsv"), src_lang="en", tgt_lang="fr",
+                           progress=False, workers=1), encoder=spy)
     with pytest.raises(InputError, match="t.fr"):
         match_documents(str(EX / "docs.en.jsonl"), str(tgt), str(tmp_path / "d.tsv"), encoder=spy, src_lang="en",
                         tgt_lang="fr", progress=False, src_format="jsonl", tgt_format="tsv",

@@ -198,6 +198,7 @@ def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_
     import bimine.scoring.rescore as rs
     from bimine.encoders import load_encoder
     from bimine.mining.pipeline import mine_files
+    from bimine.mining.spec import MineJob
 
     real = rs.rescore_pairs
 
@@ -207,8 +208,8 @@ def test_the_write_step_does_not_count_the_rescoring(rescorer, shared_data, tmp_
 
     monkeypatch.setattr(mp, "rescore_pairs", slow)
     src, tgt = _sides(tmp_path, shared_data)
-    rep = mine_files(str(src), str(tgt), str(tmp_path / "o.tsv"), encoder=load_encoder("default"), src_lang="fr",
-                     tgt_lang="en", progress=False, rescorer=rs.Rescorer.load(rescorer))
+    rep = mine_files(MineJob(str(src), str(tgt), str(tmp_path / "o.tsv"), src_lang="fr", tgt_lang="en", progress=False,
+                             workers=1), encoder=load_encoder("default"), rescorer=rs.Rescorer.load(rescorer))
     assert rep.seconds["rescore"] >= 1.0
     assert rep.seconds["write"] < 0.9, rep.seconds  # the summary's steps add up to the run, nothing twice
 

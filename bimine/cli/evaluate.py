@@ -99,7 +99,7 @@ def bucc(train_src, train_tgt, train_gold, test_src, test_tgt, test_gold, src_la
     from bimine.encoders import load_encoder
     from bimine.errors import InputError
     from bimine.eval.bucc import bucc_eval, embed_split, read_bucc
-    from bimine.mining.pipeline import MineConfig
+    from bimine.mining.spec import MineConfig
 
     if plot is not None:
         from bimine.outputs import check_output_file

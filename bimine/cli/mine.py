@@ -17,8 +17,8 @@ from bimine.cli.options import (
     executor_options,
     option_given,
 )
-from bimine.mining.pipeline import FORMATS
 from bimine.mining.select import STRATEGIES
+from bimine.mining.spec import FORMATS
 from bimine.scoring.margin import SCORES
 
 
@@ -118,7 +118,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
     """
     from bimine.index.faiss_index import IndexConfig
     from bimine.mining.job import MineJob, check_index_options, run_mine
-    from bimine.mining.pipeline import MineConfig
+    from bimine.mining.spec import MineConfig
 
     # output, work dir, format, index string and inputs are all checked by mine_files before any work
     check_ray_address(executor, ray_address)

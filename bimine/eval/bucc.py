@@ -17,8 +17,9 @@ import numpy as np
 
 from bimine.encoders import Encoder
 from bimine.errors import InputError
-from bimine.mining.pipeline import MineConfig, mine_sides, side_from_array
+from bimine.mining.pipeline import mine_sides, side_from_array
 from bimine.mining.planted import BuccSplit, plant_pairs, take_gold  # noqa: F401  (plant_pairs, take_gold: the names eval.bucc had)
+from bimine.mining.spec import MineConfig
 from bimine.outputs import atomic_path
 from bimine.text.io import read_lines
 

@@ -4,7 +4,7 @@ The command builds a :class:`MineJob` from its options and hands it to :func:`ru
 Python API takes the same object::
 
     from bimine.mining.job import MineJob, run_mine
-    from bimine.mining.pipeline import MineConfig
+    from bimine.mining.spec import MineConfig
 
     report = run_mine(MineJob(src="news.fr", tgt="news.en", output="pairs.tsv", src_lang="fr",
                               tgt_lang="en", mine=MineConfig(threshold=1.85)))
@@ -21,16 +21,15 @@ the log).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from bimine.embed import resolve_workers
 from bimine.encoders.languages import load_for_languages, resolve_lang
-from bimine.errors import ConfigError, OptionError
-from bimine.executors import check_executor
+from bimine.errors import OptionError
 from bimine.index.faiss_index import IndexConfig
-from bimine.mining.pipeline import MineConfig, MineReport, expand_inputs, mine_files
+from bimine.mining.pipeline import MineReport, expand_inputs, mine_files
+from bimine.mining.spec import MineJob
 from bimine.scoring.calibration import Calibration
 from bimine.scoring.rescore import load_rescorer
 from bimine.text.langcheck import LanguageChecks
@@ -84,50 +83,9 @@ def check_index_options(factory: str, *, nprobe: bool, k_factor: bool) -> None:
                           "ignored; drop it, or give an index that re-scores (e.g. IVF4096,PQ128x4fs,Refine(SQfp16))")
 
 
-@dataclass
-class MineJob:
-    """What to mine, and how.
-
-    ``src`` / ``tgt``: a file, a glob pattern or a list of either per side (one sentence per
-    line); ``src_lang`` / ``tgt_lang`` their languages (checked against the text; needed only
-    by models whose features depend on them). ``mine``: k, score, strategy, threshold, index
-    and the pair filters (:class:`~bimine.mining.pipeline.MineConfig`). ``model``: ``default``,
-    ``e5-small``, ``auto`` or a model folder. ``work_dir``: keep (and reuse) stores and kNN
-    lists; ``src_store`` / ``tgt_store``: stores made by ``bimine embed --store``. ``fmt``:
-    ``tsv``, ``jsonl`` or ``parquet``; ``line_numbers``: add each side's line (``FILE:LINE``
-    for a side of many files). ``confidence``: add the calibrated confidence (the model's head,
-    or the one at ``calibration``). ``rescore``: ``default``, ``trees`` or a rescorer folder;
-    ``trained_threshold``: keep pairs at the rescorer's stored threshold. ``workers``: encoding
-    processes (0 = 1); ``shard_size``: lines per store shard; ``executor`` ``local`` or ``ray``."""
-
-    src: str | os.PathLike | list
-    tgt: str | os.PathLike | list
-    output: str
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    mine: MineConfig = field(default_factory=MineConfig)
-    model: str = "default"
-    work_dir: str | None = None
-    src_store: str | None = None
-    tgt_store: str | None = None
-    fmt: str = "tsv"
-    line_numbers: bool = False
-    confidence: bool = False
-    calibration: str | None = None
-    rescore: str | None = None
-    trained_threshold: bool = False
-    encoding_errors: str = "strict"
-    workers: int = 0
-    shard_size: int = 1_000_000
-    executor: str = "local"
-    ray_address: str | None = None
-    progress: bool = True
-
-
 def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> MineReport:
     """Mine ``job``; returns the run's :class:`~bimine.mining.pipeline.MineReport`."""
     warn = warn or log.warning
-    check_executor(job.executor)
     if job.trained_threshold and job.rescore is None:
         raise OptionError("--threshold trained is the rescorer's threshold: use it with --rescore")
     check_threshold(job.mine.score, job.mine.threshold, job.rescore)
@@ -149,14 +107,8 @@ def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> Mine
     if same:
         warn(same)
     checks = [(src_files[0], job.src_lang, "--src-lang", None), (tgt_files[0], job.tgt_lang, "--tgt-lang", None)]
-    src_lang = resolve_lang(encoder, job.src_lang, "--src-lang")
-    tgt_lang = resolve_lang(encoder, job.tgt_lang, "--tgt-lang")
-    if job.workers < 0:
-        raise ConfigError(f"workers must be >= 0, got {job.workers}")
+    resolved = replace(job, src=src_files, tgt=tgt_files, src_lang=resolve_lang(encoder, job.src_lang, "--src-lang"),
+                       tgt_lang=resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), mine=cfg,
+                       workers=resolve_workers(job.workers))
     with LanguageChecks([c for c in checks if c[1] is not None], warn=warn):
-        return mine_files(src_files, tgt_files, job.output, encoder=encoder, src_lang=src_lang, tgt_lang=tgt_lang,
-                          cfg=cfg, src_store=job.src_store, tgt_store=job.tgt_store, work_dir=job.work_dir,
-                          fmt=job.fmt, line_numbers=job.line_numbers, errors=job.encoding_errors,
-                          progress=job.progress, workers=resolve_workers(job.workers), calibration=cal,
-                          shard_size=job.shard_size, executor=job.executor, ray_address=job.ray_address,
-                          rescorer=rescorer)
+        return mine_files(resolved, encoder=encoder, calibration=cal, rescorer=rescorer)

@@ -1,8 +1,10 @@
-"""Mining as explicit steps: embed -> index -> kNN both ways -> scores -> selection -> filters -> write.
+"""Mining as explicit steps: check inputs -> embed -> kNN both ways -> scores -> selection -> drop
+-> rescore -> write.
 
-``mine_files`` runs the whole job on two text files (or on stores made by
-``bimine embed --store``). With a work folder every step's output is kept (stores, kNN
-results) and a rerun skips what is already done, as in stopes' global mining.
+``mine_files`` runs the whole job (a :class:`~bimine.mining.spec.MineJob`) on text files (or on
+stores made by ``bimine embed --store``), one named function per step. With a work folder every
+step's output is kept (stores, kNN results, rescored pairs) and a rerun skips what is already
+done, as in stopes' global mining.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import resource
 import tempfile
 import time
 import unicodedata
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,7 +30,7 @@ import numpy as np
 from bimine.cleanup import sweep_leftovers, sweep_stale_temporaries, temp_prefix
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
-from bimine.executors import check_executor, plugin
+from bimine.executors import plugin
 from bimine.index.faiss_index import (
     IndexConfig,
     KeyIndex,
@@ -40,52 +44,17 @@ from bimine.index.sides import (
     side_from_stores,
 )
 from bimine.langs import normalize_lang
-from bimine.mining.select import STRATEGIES, select_pairs
+from bimine.mining.select import select_pairs
+from bimine.mining.spec import MineConfig, MineJob
 from bimine.outputs import atomic_path, check_output_dir, check_output_file
 from bimine.progress import bar
-from bimine.scoring.margin import SCORES, score_candidates
+from bimine.scoring.margin import score_candidates
 from bimine.scoring.rescore import KNN_FEATURES, rescore_pairs
 from bimine.scoring.rescore import knn_features as features
-from bimine.store.store import EmbeddingStore, build_store, file_checksum, json_digest, store_name
-from bimine.text.io import read_lines, scan_text
+from bimine.store.store import EmbeddingStore, build_store, json_digest, store_name
+from bimine.text.io import ScanResult, read_lines, scan_text
 
 log = logging.getLogger(__name__)
-FORMATS = ("tsv", "jsonl", "parquet")
-
-
-@dataclass(frozen=True)
-class MineConfig:
-    """k: neighbours for the margin (LASER/001: 4); score: see ``bimine.scoring.margin``;
-    strategy: see ``bimine.mining.select``; threshold: minimum score of a kept pair, in the
-    units of ``score`` and the same test (score >= threshold) for every score; None keeps
-    every selected candidate, whatever its sign (``distance`` and ``absolute`` scores can be
-    negative); dedupe: drop repeated (src, tgt) text pairs; drop_copies: drop pairs whose
-    sides are equal up to case, punctuation, digits and spaces; min_chars: minimum length of
-    both sides.
-
-    The defaults (``eq9``, ``max``) are the best score and strategy on the BUCC-style newstest
-    dev sets (docs/benchmarks.md §5, docs/decisions.md "Default score and strategy")."""
-
-    k: int = 4
-    score: str = "eq9"
-    strategy: str = "max"
-    threshold: float | None = None
-    index: IndexConfig = field(default_factory=IndexConfig)
-    dedupe: bool = False
-    drop_copies: bool = False
-    min_chars: int = 0
-
-    def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ConfigError(f"k must be >= 1, got {self.k}")
-        if self.score not in SCORES:
-            raise ConfigError(f"unknown score {self.score!r}: choose one of {', '.join(SCORES)}")
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"unknown strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
-        if self.min_chars < 0:
-            raise ConfigError(f"min_chars must be >= 0, got {self.min_chars}")
-        if self.threshold is not None and np.isnan(self.threshold):
-            raise ConfigError("threshold must be a number (or None to keep every candidate), not NaN")
 
 
 def expand_inputs(arg: str | os.PathLike | list) -> list[str]:
@@ -385,27 +354,27 @@ def _check_index(cfg: IndexConfig, src_lines: int, tgt_lines: int, dim: int) -> 
                               "or 'Flat'")
 
 
-def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang: str, sums: dict, scans: dict, *,
-                errors: str, progress: bool, workers: int, shard_size: int, executor: str,
-                ray_address: str | None) -> tuple[list[EmbeddingStore], int]:
+def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang: str, inputs: MineInputs,
+                job: MineJob) -> tuple[list[EmbeddingStore], int]:
     """A store per file of one side, in ``work`` under a name derived from what it depends on
     (files of equal bytes share one); returns the stores in file order and how many were
     complete already. On Ray several files are embedded at once (their shards' tasks
     interleave), the shards of text held by the driver bounded as for one file."""
-    folders = [work / f"{name}-{store_name(sums[p], encoder.model_id, lang, shard_size)}.store" for p in files]
+    sums, scans = inputs.sums, inputs.scans
+    folders = [work / f"{name}-{store_name(sums[p], encoder.model_id, lang, job.shard_size)}.store" for p in files]
     todo = dict(zip(folders, files))  # one build per distinct folder
     reused = sum((f / "manifest.json").exists() for f in folders)
     at_once = cpus = 1
-    if executor == "ray" and len(todo) > 1:
-        cpus = plugin("ray").cluster_cpus(ray_address)
+    if job.executor == "ray" and len(todo) > 1:
+        cpus = plugin("ray").cluster_cpus(job.ray_address)
         at_once = min(len(todo), cpus)
 
     def one(item: tuple[Path, str]) -> EmbeddingStore:
         folder, path = item
-        st, _ = build_store(path, folder, encoder, lang, errors=errors, progress=progress and at_once == 1,
-                            workers=workers, shard_size=shard_size, input_sha256=sums[path],
-                            total_lines=scans[path].lines, executor=executor, ray_address=ray_address,
-                            in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
+        st, _ = build_store(path, folder, encoder, lang, errors=job.encoding_errors,
+                            progress=job.progress and at_once == 1, workers=job.workers, shard_size=job.shard_size,
+                            input_sha256=sums[path], total_lines=scans[path].lines, executor=job.executor,
+                            ray_address=job.ray_address, in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
         return st
 
     if at_once == 1:
@@ -413,178 +382,258 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
     else:
         built = {}
         total = sum(scans[p].lines for p in todo.values())
-        with bar(total=total, unit=" lines", desc=f"embed {name} ({len(todo)} files, ray)", enabled=progress) as b, \
-                ThreadPoolExecutor(at_once, thread_name_prefix="bimine-embed") as pool:
+        with bar(total=total, unit=" lines", desc=f"embed {name} ({len(todo)} files, ray)",
+                 enabled=job.progress) as b, ThreadPoolExecutor(at_once, thread_name_prefix="bimine-embed") as pool:
             for folder, st in zip(todo, pool.map(one, todo.items())):
                 built[folder] = st
                 b.update(st.rows)
     return [built[f] for f in folders], reused
 
 
-def mine_files(src: str | list[str], tgt: str | list[str], output: str, *, encoder: Encoder, src_lang: str, tgt_lang: str,
-               cfg: MineConfig = MineConfig(), src_store: str | None = None, tgt_store: str | None = None,
-               work_dir: str | None = None, fmt: str = "tsv", line_numbers: bool = False,
-               errors: str = "strict", progress: bool = True, workers: int = 1,
-               shard_size: int = 1_000_000, calibration=None, executor: str = "local",
-               ray_address: str | None = None, rescorer=None) -> MineReport:
-    """Mine ``src`` against ``tgt`` and write the pairs to ``output``; return the run's report.
+@dataclass
+class MineInputs:
+    """The checked inputs of a run: each side's files, every file once, what one pass over each
+    found (lines, first tab, SHA-256), and the stores given with --src-store/--tgt-store."""
+
+    files: dict[str, list[str]]
+    every: list[str]
+    scans: dict[str, ScanResult]
+    given: dict[str, EmbeddingStore | None]
+
+    @property
+    def sums(self) -> dict[str, str]:
+        return {p: self.scans[p].sha256 for p in self.every}
+
+    def lines(self, name: str) -> int:
+        return sum(self.scans[p].lines for p in self.files[name])
+
+
+@dataclass
+class Mined:
+    """The selected pairs of a run, step by step: scores, source and target rows, their kNN
+    features (for the rescorer), the texts of the rows, and the mining score of each pair once
+    a rescorer's probability has become the score."""
+
+    s: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    knn: np.ndarray | None
+    src_text: dict[int, str] = field(default_factory=dict)
+    tgt_text: dict[int, str] = field(default_factory=dict)
+    margin: list | None = None
+
+    def keep(self, ok: np.ndarray) -> None:
+        self.s, self.i, self.j = self.s[ok], self.i[ok], self.j[ok]
+        if self.knn is not None:
+            self.knn = self.knn[ok]
+
+
+def mine_files(job: MineJob, *, encoder: Encoder, calibration=None, rescorer=None) -> MineReport:
+    """Mine ``job.src`` against ``job.tgt`` and write the pairs to ``job.output``; return the
+    run's report. ``job.src_lang``/``tgt_lang`` are the languages ``encoder`` is told
+    (:func:`bimine.mining.job.run_mine` resolves them) and ``job.workers`` the encoding
+    processes (at least 1).
 
     A side is a file, a glob pattern or a list of them (:func:`expand_inputs`): its files are
     embedded into one store each and mined as one corpus; the line columns then name the file
-    (``FILE:LINE``).
+    (``FILE:LINE``). The steps, each a function below:
 
-    Everything that can be checked is checked before any embedding or search: the inputs
-    (readable, UTF-8, no NUL; for TSV output no tab inside a line, which would break the
-    3-column rows), the output path, and given stores (input checksum, model, language).
-    With ``work_dir`` every step's result is kept there under a name derived from what it
+    1. :func:`check_inputs`: everything that can be checked, before any embedding or search,
+       in one read of each input: readable, UTF-8, no NUL; for TSV output no tab inside a line,
+       which would break the 3-column rows; the output path, and given stores (input
+       checksum, model, language);
+    2. :func:`embed_sides`: a store per input file (reused from ``job.work_dir`` when it
+       holds one for the same bytes, model, language and shard size);
+    3. :func:`search`: the kNN both ways, the scores and the selection (:func:`mine_sides`);
+    4. :func:`drop_pairs`: ``min_chars``, ``drop_copies`` and ``dedupe`` of ``job.mine``;
+    5. :func:`rescore_mined`: with ``rescorer`` (a :class:`bimine.scoring.rescore.Rescorer` of
+       ``encoder``, paper 001 §6.2), its probability becomes the score (and what
+       ``job.mine.threshold`` applies to), the mining score an extra column (margin);
+    6. :func:`write_mined`: the pairs, with ``calibration`` (a
+       :class:`bimine.scoring.calibration.Calibration` of ``encoder``) each pair's calibrated
+       confidence as the last column.
+
+    With ``job.work_dir`` every step's result is kept there under a name derived from what it
     was computed from (input checksums, model, language, index settings), so a rerun reuses
     exactly what still applies and a work dir reused for other inputs recomputes.
-    ``calibration`` (a :class:`bimine.scoring.calibration.Calibration` of ``encoder``) adds
-    each pair's calibrated confidence as the last column. ``executor="ray"`` embeds the
-    shards and runs the kNN searches as Ray tasks (cluster at ``ray_address``): the same
-    output bytes as the local executor. ``rescorer`` (a :class:`bimine.scoring.rescore.Rescorer`
-    of ``encoder``) re-scores the selected pairs (paper 001 §6.2): its probability becomes the
-    score (and what ``cfg.threshold`` applies to), the mining score an extra column (margin);
-    with ``work_dir`` the probabilities are kept like the other steps.
+    ``job.executor == "ray"`` embeds the shards and runs the kNN searches as Ray tasks
+    (cluster at ``job.ray_address``): the same output bytes as the local executor.
     """
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    check_executor(executor)
-    if executor == "ray":
+    inputs = check_inputs(job, encoder)
+    report = MineReport()
+    sweep_leftovers(job.output)  # what runs killed by SIGKILL left (beside the output and in TMPDIR)
+    with _work_folder(job) as work:
+        sides = embed_sides(job, inputs, encoder, work, report)
+        mined = search(job, sides, work, report, knn_features=rescorer is not None)
+        t = time.time()
+        drop_pairs(job.mine, mined, sides, job.encoding_errors, report)
+        if rescorer is not None:
+            rescore_mined(job, mined, inputs, encoder, rescorer, work, report)
+        write_mined(job, mined, sides, calibration)
+        report.written = len(mined.s)
+        report.seconds["write"] = time.time() - t - report.seconds.get("rescore", 0.0)  # rescore is its own step
+    report.peak_rss_mb = _peak_mb()
+    return report
+
+
+def check_inputs(job: MineJob, encoder: Encoder) -> MineInputs:
+    """Step 1 of :func:`mine_files`: every check that needs no embedding, one read of each input."""
+    if job.executor == "ray":
         plugin("ray").require_ray()
-    if fmt == "parquet":
+    if job.fmt == "parquet":
         try:
-            import pyarrow  # noqa: F401
+            import pyarrow  # noqa: F401  (loaded on use: pyarrow is heavy or optional)
         except ImportError:
             raise ConfigError("--format parquet needs pyarrow: pip install 'bimine[parquet]'") from None
-    normalize_lang(src_lang), normalize_lang(tgt_lang)  # a bad code fails before any work
-    files = {"src": expand_inputs(src), "tgt": expand_inputs(tgt)}
+    normalize_lang(job.src_lang), normalize_lang(job.tgt_lang)  # a bad code fails before any work
+    files = {"src": expand_inputs(job.src), "tgt": expand_inputs(job.tgt)}
     every = list(dict.fromkeys(files["src"] + files["tgt"]))
-    for p in every:
-        if p == "-":
-            raise InputError("mining reads each input twice (embedding, then texts of the pairs): give files, not stdin")
-    for name, store in (("src", src_store), ("tgt", tgt_store)):
+    if "-" in every:
+        raise InputError("mining reads each input twice (embedding, then texts of the pairs): give files, not stdin")
+    for name, store in (("src", job.src_store), ("tgt", job.tgt_store)):
         if store and len(files[name]) > 1:
             raise ConfigError(f"--{name}-store holds the embeddings of one file, but {name.upper()} names "
                               f"{len(files[name])} files; drop --{name}-store (use --work-dir to keep the embeddings)")
-    check_output_file(output, inputs=(*every, src_store, tgt_store, work_dir))
-    if work_dir:
-        check_output_dir(work_dir, inputs=every, option="--work-dir")
+    check_output_file(job.output, inputs=(*every, job.src_store, job.tgt_store, job.work_dir))
+    if job.work_dir:
+        check_output_dir(job.work_dir, inputs=every, option="--work-dir")
     scans = {}
     for p in every:
-        scans[p] = scan_text(p, errors=errors, find_tab=fmt == "tsv")
+        scans[p] = scan_text(p, errors=job.encoding_errors, find_tab=job.fmt == "tsv", checksum=True)
         if scans[p].first_tab_line is not None:
             raise InputError(
                 f"{p}:{scans[p].first_tab_line}: contains a tab, which would break the score<TAB>src<TAB>tgt "
                 "columns of the TSV output; use --format jsonl (keeps tabs), or remove the tabs "
                 "(for a TSV corpus, first cut out the column to mine)")
+    inputs = MineInputs(files, every, scans, {"src": None, "tgt": None})
     for name in ("src", "tgt"):
-        if sum(scans[p].lines for p in files[name]) == 0:
+        if inputs.lines(name) == 0:
             raise InputError(f"{' '.join(files[name])}: {'is' if len(files[name]) == 1 else 'are'} empty, "
                              f"so there is nothing to mine ({name.upper()} side)")
-    _check_index(cfg.index, *(sum(scans[p].lines for p in files[n]) for n in ("src", "tgt")), encoder.dim)
-    sums = {p: file_checksum(p) for p in every}
-    given = {
-        "src": _open_given_store(src_store, files["src"][0], sums[files["src"][0]], encoder, src_lang, "--src-store",
-                                 scans[files["src"][0]].lines)
-        if src_store else None,
-        "tgt": _open_given_store(tgt_store, files["tgt"][0], sums[files["tgt"][0]], encoder, tgt_lang, "--tgt-store",
-                                 scans[files["tgt"][0]].lines)
-        if tgt_store else None,
-    }
-    report = MineReport()
-    tmpdir = None
-    sweep_leftovers(output)  # what runs killed by SIGKILL left (beside the output and in TMPDIR)
-    if work_dir:
-        work = Path(work_dir)
+    _check_index(job.mine.index, inputs.lines("src"), inputs.lines("tgt"), encoder.dim)
+    for name, store, lang in (("src", job.src_store, job.src_lang), ("tgt", job.tgt_store, job.tgt_lang)):
+        if store:
+            first = files[name][0]
+            inputs.given[name] = _open_given_store(store, first, scans[first].sha256, encoder, lang,
+                                                   f"--{name}-store", scans[first].lines)
+    return inputs
+
+
+@contextmanager
+def _work_folder(job: MineJob) -> Iterator[Path]:
+    """``job.work_dir`` (made, its stale temporaries swept), else a temporary folder removed at the end."""
+    if job.work_dir:
+        work = Path(job.work_dir)
         work.mkdir(parents=True, exist_ok=True)
         sweep_stale_temporaries(work, "*.tmp-*")
-    else:
-        tmpdir = tempfile.TemporaryDirectory(prefix=temp_prefix("mine"))
-        work = Path(tmpdir.name)
-    try:
-        sides = {}
-        for name, lang in (("src", src_lang), ("tgt", tgt_lang)):
-            if given[name] is not None:
-                sides[name] = InputSide(files[name], [given[name]])
-                continue
-            t = time.time()
-            stores, reused = _embed_side(files[name], name, work, encoder, lang, sums, scans, errors=errors,
-                                         progress=progress, workers=workers, shard_size=shard_size,
-                                         executor=executor, ray_address=ray_address)
-            sides[name] = InputSide(files[name], stores)
-            if reused == len(stores):
-                report.reused.append(f"{name} embeddings ({', '.join(st.path.name for st in stores)})"
-                                     if len(stores) <= 3 else f"{name} embeddings ({len(stores)} stores)")
-            else:
-                report.seconds[f"embed {name}"] = time.time() - t
-        x, y = side_from_stores(sides["src"].stores), side_from_stores(sides["tgt"].stores)
-        report.src_sentences, report.tgt_sentences = x.n_rows, y.n_rows
-        report.src_blank, report.tgt_blank = x.n_rows - len(x.valid), y.n_rows - len(y.valid)
-        for path, side in ((src, x), (tgt, y)):
-            if len(side.valid) == 0:
-                what = "is empty" if side.n_rows == 0 else f"has only blank lines ({side.n_rows})"
-                log.warning(f"{path} {what}: nothing to mine, no pairs will be written")
-        mined = mine_sides(x, y, replace(cfg, threshold=None) if rescorer is not None else cfg, progress=progress,
-                           cache=work if work_dir else None, report=report, executor=executor,
-                           ray_address=ray_address, knn_features=rescorer is not None)
-        s, i, j = mined[:3]
+        yield work
+        return
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("mine")) as tmp:
+        yield Path(tmp)
+
+
+def embed_sides(job: MineJob, inputs: MineInputs, encoder: Encoder, work: Path,
+                report: MineReport) -> dict[str, InputSide]:
+    """Step 2 of :func:`mine_files`: each side's stores (given, reused or built)."""
+    sides = {}
+    for name, lang in (("src", job.src_lang), ("tgt", job.tgt_lang)):
+        if inputs.given[name] is not None:
+            sides[name] = InputSide(inputs.files[name], [inputs.given[name]])
+            continue
         t = time.time()
-        src_text = sides["src"].texts(i, errors)
-        tgt_text = sides["tgt"].texts(j, errors)
-        keep = np.ones(len(s), dtype=bool)
-        if cfg.min_chars:
-            short = np.array([len(src_text[a].strip()) < cfg.min_chars or len(tgt_text[b].strip()) < cfg.min_chars
-                              for a, b in zip(i.tolist(), j.tolist())], dtype=bool)
-            report.too_short = int(short.sum())
-            keep &= ~short
-        if cfg.drop_copies:
-            cp = np.array([copy_key(src_text[a]) == copy_key(tgt_text[b]) for a, b in zip(i.tolist(), j.tolist())],
-                          dtype=bool) if len(s) else np.zeros(0, bool)
-            report.copies = int((cp & keep).sum())
-            keep &= ~cp
-        if cfg.dedupe:
-            seen: set[tuple[str, str]] = set()
-            dup = np.zeros(len(s), dtype=bool)
-            for n, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
-                if keep[n]:
-                    p = (src_text[a], tgt_text[b])
-                    dup[n] = p in seen
-                    seen.add(p)
-            report.duplicates = int(dup.sum())
-            keep &= ~dup
-        s, i, j = s[keep], i[keep], j[keep]
-        margin = None
-        if rescorer is not None:
-            t_r = time.time()
-            key = {"inputs": [sums[p] for p in files["src"]] + ["|"] + [sums[p] for p in files["tgt"]],
-                   "model": encoder.model_id, "langs": [src_lang, tgt_lang], "rescorer": rescorer.fingerprint,
-                   "pairs": hashlib.sha256(i.astype(np.int64).tobytes() + j.astype(np.int64).tobytes()).hexdigest(),
-                   "cfg": [cfg.k, cfg.score, cfg.strategy, cfg.index.factory, cfg.index.nprobe, cfg.index.k_factor]}
-            cache_file = work / f"rescore-{json_digest(key)}.npy" if work_dir else None
-            if cache_file is not None and cache_file.exists():
-                report.reused.append(f"rescored pairs ({cache_file.name})")
-            stats: dict = {}
-            prob = rescore_pairs(rescorer, encoder, [src_text[a] for a in i.tolist()], [tgt_text[b] for b in j.tolist()],
-                                 mined[3][keep], src_lang, tgt_lang, progress=progress, cache=cache_file, stats=stats)
-            report.rescored, report.cross_pairs = len(i), stats.get("cross_pairs", -1)
-            order = np.argsort(-prob, kind="stable")
-            margin, s, i, j = s[order], prob[order], i[order], j[order]
-            if cfg.threshold is not None:
-                ok = s >= cfg.threshold
-                report.below_threshold = int((~ok).sum())
-                margin, s, i, j = margin[ok], s[ok], i[ok], j[ok]
-            report.seconds["rescore"] = time.time() - t_r
-            margin = margin.tolist()
-        conf = None
-        if calibration is not None:
-            conf = calibration.confidence(sides["src"].take(i), sides["tgt"].take(j)).tolist()
-        write_pairs(output, fmt, s.tolist(), i.tolist(), j.tolist(), src_text, tgt_text, line_numbers, conf,
-                    src_where=sides["src"].locate(i), tgt_where=sides["tgt"].locate(j), margin=margin)
-        report.written = len(s)
-        report.seconds["write"] = time.time() - t - report.seconds.get("rescore", 0.0)  # rescore is its own step
-    finally:
-        if tmpdir is not None:
-            tmpdir.cleanup()
-    report.peak_rss_mb = _peak_mb()
-    return report
+        stores, reused = _embed_side(inputs.files[name], name, work, encoder, lang, inputs, job)
+        sides[name] = InputSide(inputs.files[name], stores)
+        if reused == len(stores):
+            report.reused.append(f"{name} embeddings ({', '.join(st.path.name for st in stores)})"
+                                 if len(stores) <= 3 else f"{name} embeddings ({len(stores)} stores)")
+        else:
+            report.seconds[f"embed {name}"] = time.time() - t
+    return sides
+
+
+def search(job: MineJob, sides: dict[str, InputSide], work: Path, report: MineReport, *,
+           knn_features: bool) -> Mined:
+    """Step 3 of :func:`mine_files`: the kNN both ways, scores and selection (no threshold yet
+    when a rescorer will score the pairs: ``knn_features``)."""
+    x, y = side_from_stores(sides["src"].stores), side_from_stores(sides["tgt"].stores)
+    report.src_sentences, report.tgt_sentences = x.n_rows, y.n_rows
+    report.src_blank, report.tgt_blank = x.n_rows - len(x.valid), y.n_rows - len(y.valid)
+    for path, side in ((job.src, x), (job.tgt, y)):
+        if len(side.valid) == 0:
+            what = "is empty" if side.n_rows == 0 else f"has only blank lines ({side.n_rows})"
+            log.warning(f"{path} {what}: nothing to mine, no pairs will be written")
+    cfg = replace(job.mine, threshold=None) if knn_features else job.mine
+    mined = mine_sides(x, y, cfg, progress=job.progress, cache=work if job.work_dir else None, report=report,
+                       executor=job.executor, ray_address=job.ray_address, knn_features=knn_features)
+    return Mined(*mined[:3], knn=mined[3] if knn_features else None)
+
+
+def drop_pairs(cfg: MineConfig, mined: Mined, sides: dict[str, InputSide], errors: str, report: MineReport) -> None:
+    """Step 4 of :func:`mine_files`: read the texts of the selected pairs, then drop those too
+    short (``min_chars``), copies (``drop_copies``) and repeated text pairs (``dedupe``), each
+    counted in ``report``."""
+    s, i, j = mined.s, mined.i, mined.j
+    src_text = mined.src_text = sides["src"].texts(i, errors)
+    tgt_text = mined.tgt_text = sides["tgt"].texts(j, errors)
+    keep = np.ones(len(s), dtype=bool)
+    if cfg.min_chars:
+        short = np.array([len(src_text[a].strip()) < cfg.min_chars or len(tgt_text[b].strip()) < cfg.min_chars
+                          for a, b in zip(i.tolist(), j.tolist())], dtype=bool)
+        report.too_short = int(short.sum())
+        keep &= ~short
+    if cfg.drop_copies:
+        cp = np.array([copy_key(src_text[a]) == copy_key(tgt_text[b]) for a, b in zip(i.tolist(), j.tolist())],
+                      dtype=bool) if len(s) else np.zeros(0, bool)
+        report.copies = int((cp & keep).sum())
+        keep &= ~cp
+    if cfg.dedupe:
+        seen: set[tuple[str, str]] = set()
+        dup = np.zeros(len(s), dtype=bool)
+        for n, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
+            if keep[n]:
+                p = (src_text[a], tgt_text[b])
+                dup[n] = p in seen
+                seen.add(p)
+        report.duplicates = int(dup.sum())
+        keep &= ~dup
+    mined.keep(keep)
+
+
+def rescore_mined(job: MineJob, mined: Mined, inputs: MineInputs, encoder: Encoder, rescorer, work: Path,
+                  report: MineReport) -> None:
+    """Step 5 of :func:`mine_files`: the rescorer's probability of each pair becomes its score
+    (pairs sorted by it, ``job.mine.threshold`` applied to it), the mining score the margin
+    column; kept in the work dir under a name derived from all it depends on."""
+    t_r = time.time()
+    cfg, i, j = job.mine, mined.i, mined.j
+    key = {"inputs": [inputs.sums[p] for p in inputs.files["src"]] + ["|"]
+           + [inputs.sums[p] for p in inputs.files["tgt"]],
+           "model": encoder.model_id, "langs": [job.src_lang, job.tgt_lang], "rescorer": rescorer.fingerprint,
+           "pairs": hashlib.sha256(i.astype(np.int64).tobytes() + j.astype(np.int64).tobytes()).hexdigest(),
+           "cfg": [cfg.k, cfg.score, cfg.strategy, cfg.index.factory, cfg.index.nprobe, cfg.index.k_factor]}
+    cache_file = work / f"rescore-{json_digest(key)}.npy" if job.work_dir else None
+    if cache_file is not None and cache_file.exists():
+        report.reused.append(f"rescored pairs ({cache_file.name})")
+    stats: dict = {}
+    prob = rescore_pairs(rescorer, encoder, [mined.src_text[a] for a in i.tolist()],
+                         [mined.tgt_text[b] for b in j.tolist()], mined.knn, job.src_lang, job.tgt_lang,
+                         progress=job.progress, cache=cache_file, stats=stats)
+    report.rescored, report.cross_pairs = len(i), stats.get("cross_pairs", -1)
+    order = np.argsort(-prob, kind="stable")
+    margin, mined.s, mined.i, mined.j = mined.s[order], prob[order], i[order], j[order]
+    if cfg.threshold is not None:
+        ok = mined.s >= cfg.threshold
+        report.below_threshold = int((~ok).sum())
+        margin, mined.s, mined.i, mined.j = margin[ok], mined.s[ok], mined.i[ok], mined.j[ok]
+    mined.margin = margin.tolist()
+    report.seconds["rescore"] = time.time() - t_r
+
+
+def write_mined(job: MineJob, mined: Mined, sides: dict[str, InputSide], calibration) -> None:
+    """Step 6 of :func:`mine_files`: the output file, with the calibrated confidence when asked."""
+    conf = None
+    if calibration is not None:
+        conf = calibration.confidence(sides["src"].take(mined.i), sides["tgt"].take(mined.j)).tolist()
+    write_pairs(job.output, job.fmt, mined.s.tolist(), mined.i.tolist(), mined.j.tolist(), mined.src_text,
+                mined.tgt_text, job.line_numbers, conf, src_where=sides["src"].locate(mined.i),
+                tgt_where=sides["tgt"].locate(mined.j), margin=mined.margin)

@@ -13,8 +13,8 @@ import numpy as np
 
 from bimine.errors import InputError
 from bimine.index.sides import knn_both_ways, side_from_array
-from bimine.mining.pipeline import MineConfig
 from bimine.mining.select import select_pairs
+from bimine.mining.spec import MineConfig
 from bimine.scoring.margin import score_candidates
 from bimine.scoring.rescore import knn_features, pair_features, swap_sides
 from bimine.scoring.vdpwi import WordVectors

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bz2
 import codecs
 import gzip
+import hashlib
 import io
 import lzma
 import os
@@ -42,10 +43,13 @@ def _sniff(path: str) -> str | None:
     return None
 
 
-def open_binary(path: str | os.PathLike) -> BinaryIO:
+def open_binary(path: str | os.PathLike, hasher=None) -> BinaryIO:
     """Open ``path`` for binary reading, decompressing .gz/.xz/.bz2/.zst; ``-`` is stdin.
 
     The compression is taken from the file's magic bytes, so a mis-named file still reads.
+    ``hasher`` (a :mod:`hashlib` object) is fed the file's own bytes (the compressed ones of a
+    compressed file) as they are read: read to the end, it holds the file's checksum (see
+    :func:`scan_text`), with no second pass over the file.
     """
     p = str(path)
     if p == "-":
@@ -54,22 +58,58 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
         raise InputError(f"{p}: no such file")
     if os.path.isdir(p):
         raise InputError(f"{p}: is a directory, expected a text file")
+    return _decoded(p, open(p, "rb") if hasher is None else _Hashing(open(p, "rb"), hasher))
+
+
+def _decoded(p: str, raw: BinaryIO) -> BinaryIO:
+    """The decompressed bytes of the file ``p`` open as ``raw``."""
     kind = _sniff(p) or _SUFFIX.get(Path(p).suffix.lower())
     if kind == "gz":
-        inner: BinaryIO = gzip.open(p, "rb")
+        inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
     elif kind == "xz":
-        inner = lzma.open(p, "rb")
+        inner = lzma.LZMAFile(raw, "rb")
     elif kind == "bz2":
-        inner = bz2.open(p, "rb")
+        inner = bz2.BZ2File(raw, "rb")
     elif kind == "zst":
         try:
             import zstandard  # loaded on use: zstandard is heavy or optional
         except ImportError as e:  # pragma: no cover - zstandard is a dependency
+            raw.close()
             raise InputError(f"{p}: reading .zst files needs the 'zstandard' package") from e
-        inner = _ZstdFrames(open(p, "rb"), zstandard)
+        inner = _ZstdFrames(raw, zstandard)
     else:
-        return open(p, "rb")
-    return io.BufferedReader(_Decompressed(inner, p), buffer_size=1 << 20)
+        return raw if not isinstance(raw, _Hashing) else io.BufferedReader(raw, buffer_size=1 << 20)
+    return io.BufferedReader(_Decompressed(inner, p, raw), buffer_size=1 << 20)
+
+
+class _Hashing(io.RawIOBase):
+    """A file's bytes, each one also fed to ``hasher`` as it is read; closing it closes the file."""
+
+    def __init__(self, f: BinaryIO, hasher) -> None:
+        self._f = f
+        self._h = hasher
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self._f.readinto(b)
+        if n:
+            self._h.update(memoryview(b)[:n])
+        return n
+
+    def drain(self) -> None:
+        """Feed the rest of the file to the hasher (bytes a decompressor left unread)."""
+        while chunk := self._f.read(1 << 22):
+            self._h.update(chunk)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
 
 
 _PIECE = 1 << 18
@@ -86,8 +126,9 @@ class _Decompressed(io.RawIOBase):
     threads that read files, the same one-line error. The line is counted on the
     decompressed bytes handed out (``bytes.count``: a small cost next to decompression)."""
 
-    def __init__(self, inner: BinaryIO, name: str) -> None:
+    def __init__(self, inner: BinaryIO, name: str, raw: BinaryIO | None = None) -> None:
         self._inner = inner
+        self._raw = raw  # the file under a decompressor given a file object, closed with it
         self._name = name
         self._newlines = 0  # newlines in the bytes decompressed so far
         self._read = getattr(inner, "read1", inner.read)  # one step of the decompressor, not a loop
@@ -124,6 +165,8 @@ class _Decompressed(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             self._inner.close()
+            if self._raw is not None:
+                self._raw.close()
         super().close()
 
 
@@ -407,24 +450,28 @@ class ScanResult:
 
     lines: int = 0
     first_tab_line: int | None = None
+    sha256: str | None = None  # with checksum=True: the file's SHA-256
 
 
 def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool = False,
-              column: int | None = None) -> ScanResult:
+              column: int | None = None, checksum: bool = False) -> ScanResult:
     """Check a whole file before any work is done on it, in one fast pass over its bytes.
 
     Raises :class:`InputError` (naming file and line) for what :func:`read_lines` would stop
     at later: a NUL byte (a binary file), invalid UTF-8 when ``errors == "strict"``, or a
     truncated compressed file; so a long job fails at once instead of after its first hours.
     Counts lines (for progress bars) and, with ``find_tab``, finds the first line with a tab.
-    With ``column`` (1-based), a line with fewer tab-separated columns is an error too.
+    With ``column`` (1-based), a line with fewer tab-separated columns is an error too. With
+    ``checksum``, the same pass gives ``sha256``, the SHA-256 of the file's own bytes (the
+    compressed ones of a compressed file), equal to :func:`bimine.store.store.file_checksum`.
     """
     name = str(path)
     res = ScanResult()
     dec = codecs.getincrementaldecoder("utf-8")("strict") if errors == "strict" else None
     last = b"\n"
+    hashed = _Hashing(open(name, "rb"), hashlib.sha256()) if checksum and os.path.isfile(name) else None
     try:
-        with open_binary(path) as f:
+        with (open_binary(path) if hashed is None else _decoded(name, hashed)) as f:
             while chunk := f.read(1 << 22):
                 nul = chunk.find(b"\x00")
                 if nul >= 0:
@@ -450,6 +497,9 @@ def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool
                 except UnicodeDecodeError:
                     raise InputError(f"{name}:{res.lines + 1}: invalid UTF-8 (a character cut off at the end "
                                      "of the file); fix the file or pass --encoding-errors replace") from None
+            if hashed is not None:
+                hashed.drain()
+                res.sha256 = hashed.hexdigest()
     except (EOFError, OSError, lzma.LZMAError) as e:
         raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated or damaged?") from e
     res.lines += last != b"\n"
