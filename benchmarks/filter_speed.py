@@ -211,7 +211,7 @@ def in_process(sizes: list[int], inputs: dict, block_size: int = 20_000) -> dict
     """run_pipeline in this process (after a warm-up: compiled code and tables loaded), rules
     only, workers 1 and 2; and, on the first size, one process's time per stage."""
     from bimine.filtering.config import build_filters, default_spec
-    from bimine.filtering.pipeline import read_pair_blocks, run_pipeline
+    from bimine.filtering.pipeline import PipelineOptions, read_pair_blocks, run_pipeline
 
     out = {"runs": [], "stages": {}}
     first = inputs[sizes[0]]
@@ -226,7 +226,7 @@ def in_process(sizes: list[int], inputs: dict, block_size: int = 20_000) -> dict
                 k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 rep = run_pipeline(read_pair_blocks(src=inputs[n]["en"], tgt=inputs[n]["fr"], block_size=block_size),
-                                   filters, os.path.join(tmp, "o.tsv"), workers=workers)
+                                   filters, os.path.join(tmp, "o.tsv"), PipelineOptions(workers=workers))
                 wall = time.perf_counter() - t0
                 c1 = resource.getrusage(resource.RUSAGE_SELF)
                 k1 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -13,7 +13,7 @@ from bimine.cli import filter as _filter  # noqa: F401  (registers the commands)
 from bimine.cli.main import cli
 from bimine.errors import ConfigError, InputError
 from bimine.filtering.config import build_filters, default_spec, parse_pipeline
-from bimine.filtering.pipeline import read_pair_blocks, run_pipeline
+from bimine.filtering.pipeline import PipelineOptions, read_pair_blocks, run_pipeline
 from bimine.filtering.rules import Duplicates, EmptySide, LengthRatio
 
 SRC = ["The cat sleeps on the mat.", "", "Hello world.", "In 2019 we met.", "The cat sleeps on the mat.",
@@ -114,7 +114,7 @@ def test_row_count_and_order_for_any_blocks_and_workers(tmp_path, block_size, wo
     src, tgt = SRC * 5, TGT * 5
     filters = [EmptySide(), LengthRatio(), Duplicates()]
     out = tmp_path / f"o-{block_size}-{workers}.tsv"
-    rep = run_pipeline(_blocks(src, tgt, block_size), filters, str(out), workers=workers)
+    rep = run_pipeline(_blocks(src, tgt, block_size), filters, str(out), PipelineOptions(workers=workers))
     rows = read_tsv(out)
     assert len(rows) == len(src) == rep.pairs
     assert [x["src"] for x in rows] == src
@@ -195,16 +195,18 @@ def test_selection_top_fraction_and_budget(tmp_path):
     tgt = ["A B", "C D E", "F", "X", "G H"]
     vals = [0.5, 0.9, 0.7, 0.95, 0.2]
     out = tmp_path / "o.tsv"
-    run_pipeline(_blocks(src, tgt, 2), [EmptySide(), _Fixed(vals)], str(out), selection=Selection(top_fraction=0.5))
+    run_pipeline(_blocks(src, tgt, 2), [EmptySide(), _Fixed(vals)], str(out),
+                 PipelineOptions(selection=Selection(top_fraction=0.5)))
     rows = read_tsv(out)
     # row 3 (empty) fails the rule; of the 4 eligible, the best 2: 0.9 and 0.7
     assert [x["keep"] for x in rows] == ["0", "1", "1", "0", "0"]
     assert rows[3]["reason"] == "a side is empty" and rows[0]["reason"] == "not in the best 50% by combined score"
-    run_pipeline(_blocks(src, tgt, 2), [EmptySide(), _Fixed(vals)], str(out), selection=Selection(token_budget=4))
+    run_pipeline(_blocks(src, tgt, 2), [EmptySide(), _Fixed(vals)], str(out),
+                 PipelineOptions(selection=Selection(token_budget=4)))
     # ranked 0.9 (3 target words), 0.7 (1), 0.5 (2): 3 + 1 = 4, the next would pass 4
     assert [x["keep"] for x in read_tsv(out)] == ["0", "1", "1", "0", "0"]
     run_pipeline(_blocks(src, tgt, 2), [_Fixed([1.0, 3.0, 2.0, 1.0, 5.0], "a"), _Fixed([10.0, 10.0, 30.0, 20.0, 10.0], "b")],
-                 str(out), selection=Selection(normalize=True))
+                 str(out), PipelineOptions(selection=Selection(normalize=True)))
     # min-max: a -> [0, .5, .25, 0, 1], b -> [0, 0, 1, .5, 0]
     np.testing.assert_allclose([float(x["score"]) for x in read_tsv(out)], [0.0, 0.5, 1.25, 0.5, 1.0])
     with pytest.raises(ConfigError, match="not both"):

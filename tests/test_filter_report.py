@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from bimine.cli import filter as _filter  # noqa: F401  (registers the commands)
 from bimine.cli.main import cli
-from bimine.filtering.pipeline import PairBlock, run_pipeline
+from bimine.filtering.pipeline import PairBlock, PipelineOptions, run_pipeline
 from bimine.filtering.report import SHOW_CHARS, fmt_num
 from bimine.filtering.rules import Duplicates, EmptySide, LengthRatio
 from bimine.scoring.base import PairFilter
@@ -225,8 +225,8 @@ def test_a_run_failing_after_the_report_is_rendered_leaves_no_report(tmp_path):
     folder.mkdir()
     src, tgt = [s for s, _ in PAIRS], [t for _, t in PAIRS]
     with pytest.raises(OSError):
-        run_pipeline(_blocks(src, tgt, 3), [EmptySide()], str(tmp_path / "o.tsv"), kept_output=str(folder),
-                     report_path=str(tmp_path / "r.html"))
+        run_pipeline(_blocks(src, tgt, 3), [EmptySide()], str(tmp_path / "o.tsv"),
+                     PipelineOptions(kept_output=str(folder), report_path=str(tmp_path / "r.html")))
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("r.html")]
 
 
@@ -255,8 +255,9 @@ def test_run_pipeline_report_nan_constant_threshold_and_bounded_examples(tmp_pat
     filters = [Duplicates(), _Values(graded, "quality", threshold=0.1), _Values([0.37] * n, "flat"),
                _Values([float(i) for i in range(n)], "rank", kind="score")]
     out, rep = tmp_path / "o.tsv", tmp_path / "r.html"
-    result = run_pipeline(_blocks(src, tgt, 7, first=11), filters, str(out), report_path=str(rep),
-                          report_title="Run <7> & co", report_info={"input": "a <b> file"})
+    result = run_pipeline(_blocks(src, tgt, 7, first=11), filters, str(out),
+                          PipelineOptions(report_path=str(rep), report_title="Run <7> & co",
+                                          report_info={"input": "a <b> file"}))
     rows = read_tsv(out)
     text = rep.read_text(encoding="utf-8")
     page = Page(text)
@@ -285,7 +286,7 @@ def test_run_pipeline_report_nan_constant_threshold_and_bounded_examples(tmp_pat
 
 def test_run_pipeline_report_on_empty_input_and_nothing_without_a_path(tmp_path):
     out, rep = tmp_path / "o.tsv", tmp_path / "r.html"
-    run_pipeline(iter([]), [EmptySide(), LengthRatio()], str(out), report_path=str(rep))
+    run_pipeline(iter([]), [EmptySide(), LengthRatio()], str(out), PipelineOptions(report_path=str(rep)))
     text = rep.read_text(encoding="utf-8")
     assert text.count("<svg") == 3 and text.count(">no pairs</text>") == 3
     assert re.search(r'<div class="k">pairs</div><div class="v">0<', text)
@@ -298,7 +299,7 @@ def test_report_marks_control_characters_and_formats_numbers(tmp_path):
     out, rep = tmp_path / "o.tsv", tmp_path / "r.html"
     from bimine.filtering.rules import BadCharacters
 
-    run_pipeline(_blocks(src, tgt, 5), [BadCharacters()], str(out), report_path=str(rep))
+    run_pipeline(_blocks(src, tgt, 5), [BadCharacters()], str(out), PipelineOptions(report_path=str(rep)))
     text = rep.read_text(encoding="utf-8")
     assert "\x07" not in text and '<span class="ctl" title="U+0007">^G</span>' in text
     assert fmt_num(1234567) == "1,234,567" and fmt_num(-0.5) == "−0.5" and fmt_num(float("nan")) == "NaN"

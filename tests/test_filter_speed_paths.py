@@ -486,7 +486,7 @@ def test_workers_embed_once_and_give_the_same_output(tmp_path, tiny_model):
     from test_filter_pipeline import _blocks
 
     from bimine import load_encoder
-    from bimine.filtering.pipeline import run_pipeline
+    from bimine.filtering.pipeline import PipelineOptions, run_pipeline
     from bimine.filtering.rules import Duplicates, EmptySide
     from bimine.scoring.pair_scores import CosineScore, MarginScore
 
@@ -498,7 +498,7 @@ def test_workers_embed_once_and_give_the_same_output(tmp_path, tiny_model):
         out = tmp_path / f"o{workers}.tsv"
         filters = [EmptySide(), CosineScore(encoder=enc, src_lang="en", tgt_lang="fr"), Duplicates(),
                    MarginScore(encoder=enc, src_lang="en", tgt_lang="fr", k=3)]
-        run_pipeline(_blocks(src, tgt, 4), filters, str(out), workers=workers)
+        run_pipeline(_blocks(src, tgt, 4), filters, str(out), PipelineOptions(workers=workers))
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
 

@@ -35,6 +35,7 @@ from bimine.filtering.pipeline import (
     NOT_PARALLEL,
     UNRELATED_MIN_PAIRS,
     FilterReport,
+    PipelineOptions,
     auto_workers,
     read_pair_blocks,
     run_pipeline,
@@ -231,10 +232,12 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
     command = job.command or ("filter" if job.filtering else "score")
     progress = bar(total=total, unit=" pairs", desc=command, enabled=job.progress)
     try:
-        result = run_pipeline(blocks, filters, job.output, columns=job.columns if job.input is not None else None,
-                              filtering=job.filtering, selection=selection, kept_output=job.kept,
-                              workers=auto_workers() if job.workers == "auto" else job.workers, progress=progress, report_path=job.report, report_info=info,
-                              executor=job.executor, ray_address=job.ray_address, command=command)
+        opts = PipelineOptions(columns=job.columns if job.input is not None else None, filtering=job.filtering,
+                               selection=selection, kept_output=job.kept,
+                               workers=auto_workers() if job.workers == "auto" else job.workers,
+                               report_path=job.report, report_info=info, executor=job.executor,
+                               ray_address=job.ray_address, command=command)
+        result = run_pipeline(blocks, filters, job.output, opts, progress=progress)
     finally:
         progress.close()
     result.notes.extend(notes)

@@ -21,26 +21,25 @@ rows and scores are spooled to temporary files beside the output, then written.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import os
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import chain, repeat
 
 import numpy as np
 
-from bimine.cleanup import stop_workers, sweep_leftovers, temp_prefix, worker_init
+from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, InputError
 from bimine.executors import check_executor, plugin
 from bimine.filtering.combine import gated
 from bimine.filtering.decisions import FilterReport, Selection
+from bimine.filtering.pool import LocalBlockPool
 from bimine.filtering.report import Example, Examples, render_report
 from bimine.filtering.rules import _units
 from bimine.filtering.select import combine_scores, select_budget, select_fraction, select_threshold
@@ -297,16 +296,12 @@ def _assemble(rows, ends, cells, lens, keep, reason_of, reasons: list[bytes], fi
                     np.ascontiguousarray(reason_of, dtype=np.int64), joined, reason_ends, filtering, kept_only)
 
 
-_WORKER_FILTERS: list[PairFilter] = []
-
-
-def _score_stateless(args: tuple[list[int], list[int], list[str], list[str]],
-                     filters: list[PairFilter] | None = None) -> tuple[dict, dict]:
-    """In a worker: the stateless filters' scores and the stateful filters' prepared parts
-    (``filters``: the worker's copy; default the ones a forked worker inherited)."""
+def score_block(args: tuple[list[int], list[int], list[str], list[str]],
+                filters: list[PairFilter]) -> tuple[dict, dict]:
+    """In a worker (forked, or a Ray task): the stateless filters' scores and the stateful
+    filters' prepared parts of one block, with the worker's copy of the filters."""
     idx, prep, src, tgt = args
-    fs = _WORKER_FILTERS if filters is None else filters
-    return {i: fs[i].score(src, tgt) for i in idx}, {i: fs[i].prepare(src, tgt) for i in prep}
+    return {i: filters[i].score(src, tgt) for i in idx}, {i: filters[i].prepare(src, tgt) for i in prep}
 
 
 def _prepares(f: PairFilter) -> bool:
@@ -385,268 +380,356 @@ def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], com
     return gated(sigmoid(logit), passed)
 
 
-def run_pipeline(
-    blocks: Iterator[PairBlock],
-    filters: list[PairFilter],
-    output: str,
-    *,
-    header: list[str] | None = None,
-    columns: tuple[int, int] | None = None,
-    filtering: bool = True,
-    selection: Selection | None = None,
-    kept_output: str | None = None,
-    workers: int = 1,
-    progress=None,
-    report_path: str | None = None,
-    report_title: str | None = None,
-    report_info: dict[str, str] | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
-    command: str = "filter",
-) -> FilterReport:
+@dataclass
+class PipelineOptions:
+    """How :func:`run_pipeline` runs and what it writes besides its output.
+
+    ``header``: the input's column names (default ``src``/``tgt``, ``col<k>``); ``columns``: the
+    TSV input's two sides (1-based), for the report's examples; ``filtering``: decide (the
+    ``keep`` and ``reason`` columns) or only score; ``selection``: how the combined score
+    decides; ``kept_output``: also write the kept rows, input columns only; ``workers``: forked
+    processes for the stateless filters; ``report_path``: also write the HTML report
+    (:mod:`bimine.filtering.report`), titled ``report_title``, with the lines of
+    ``report_info`` under the title; ``executor``/``ray_address``: ``ray`` scores the blocks
+    as Ray tasks; ``command``: the name of the command that runs it, which its temporary
+    folder carries (``bimine-COMMAND-tmp-PID-...``)."""
+
+    header: list[str] | None = None
+    columns: tuple[int, int] | None = None
+    filtering: bool = True
+    selection: Selection | None = None
+    kept_output: str | None = None
+    workers: int = 1
+    report_path: str | None = None
+    report_title: str | None = None
+    report_info: dict[str, str] | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    command: str = "filter"
+
+    def __post_init__(self) -> None:
+        check_executor(self.executor)
+
+
+class _Plan:
+    """Where each filter (by index) is scored: ``stateless`` ones in the workers; ``stateful``
+    ones (and those that cannot be forked) here, block by block in input order; ``corpus``
+    ones once every block is seen; ``prepared``: those of the last two with a part the workers
+    can compute ahead."""
+
+    def __init__(self, filters: list[PairFilter], executor: str) -> None:
+        here = [f.stateful or (f.fork_unsafe and executor != "ray") for f in filters]
+        self.corpus = [i for i, f in enumerate(filters) if f.needs_corpus]
+        self.stateless = [i for i, f in enumerate(filters) if not here[i] and not f.needs_corpus]
+        self.stateful = [i for i, f in enumerate(filters) if here[i] and not f.needs_corpus]
+        self.prepared = [i for i in self.stateful + self.corpus if _prepares(filters[i])]
+
+    @property
+    def offloaded(self) -> bool:
+        """Whether the workers have anything to do."""
+        return bool(self.stateless or self.prepared)
+
+
+def run_pipeline(blocks: Iterator[PairBlock], filters: list[PairFilter], output: str,
+                 opts: PipelineOptions | None = None, *, progress=None) -> FilterReport:
     """Score every pair of ``blocks`` with ``filters`` and write the scored TSV to ``output``
-    (and the kept rows, input columns only, to ``kept_output``), atomically.
+    (and what :class:`PipelineOptions` asks besides), atomically; ``progress`` (a bar) is told
+    the pairs scored.
 
     Two passes over bounded memory: the first scores block by block (stateless filters in
     ``workers`` forked processes, stateful ones here, in order) and spools the input rows and
-    every score to temporary files; the combined score and the decisions need every score
-    (min-max normalisation, top fraction, token budget); the second writes the rows.
-
-    ``report_path``: also write the HTML report (:mod:`bimine.filtering.report`: summary,
-    histograms of every score, the first dropped pairs of each reason), titled
-    ``report_title``, with the lines of ``report_info`` (input, languages, ...) under the title;
-    it is written, like the outputs, only when the whole run succeeds.
+    every score to temporary files (:class:`_BlockScorer`); the combined score and the
+    decisions need every score (min-max normalisation, top fraction, token budget:
+    :func:`_combined_scores`, :func:`_decide`); the second writes the rows
+    (:func:`_write_rows`), then the report (:func:`_write_report`). The outputs, the report
+    among them, are put in place only when the whole run succeeds.
 
     ``executor="ray"``: the blocks' stateless scores and prepared parts are computed by Ray
     tasks (:class:`bimine.distributed.ray_executor.BlockPool`, cluster at ``ray_address``;
     ``workers`` is then the cluster's CPUs) instead of forked processes; the rest runs here, in
-    order, as locally, so the output is the same. ``command``: the name of the command that runs
-    it (``score``, ``divergence``, ...), which its temporary folder carries
-    (``bimine-COMMAND-tmp-PID-...``).
+    order, as locally, so the output is the same.
     """
-    global _WORKER_FILTERS
     t_start = time.perf_counter()
+    opts = opts or PipelineOptions()
     check_filters(filters)
-    sel = selection or Selection()
+    sel = opts.selection or Selection()
     report = FilterReport()
-    corpus = [i for i, f in enumerate(filters) if f.needs_corpus]
-    here = [f.stateful or (f.fork_unsafe and executor != "ray") for f in filters]  # scored in order, here
-    stateless = [i for i, f in enumerate(filters) if not here[i] and not f.needs_corpus]
-    stateful = [i for i, f in enumerate(filters) if here[i] and not f.needs_corpus]
+    plan = _Plan(filters, opts.executor)
     target = output_target(output)  # the spool lies beside a file output (same disk), in TMPDIR for a stream
     folder = tempfile.gettempdir() if target.is_stream else os.path.dirname(target.path)
-    prepared = [i for i in stateful + corpus if _prepares(filters[i])]
-    check_executor(executor)
-    pool = None  # a ProcessPoolExecutor of forked workers, or its Ray stand-in
-    if executor == "ray" and (stateless or prepared):
-        pool = plugin("ray").BlockPool(filters, ray_address)  # before any file: a pipeline Ray cannot take fails here
-        workers = pool.workers
-    on_ray = pool is not None
-    sweep_leftovers(output, kept_output, report_path)  # what runs killed by SIGKILL left
-    spool = tempfile.TemporaryDirectory(prefix=temp_prefix(command), dir=folder)
+    ray_pool = None
+    if opts.executor == "ray" and plan.offloaded:
+        # before any file: a pipeline Ray cannot take fails here
+        ray_pool = plugin("ray").BlockPool(filters, opts.ray_address)
+    sweep_leftovers(output, opts.kept_output, opts.report_path)  # what runs killed by SIGKILL left
+    spool = tempfile.TemporaryDirectory(prefix=temp_prefix(opts.command), dir=folder)
     outputs = ExitStack()  # each output under a temporary name, put in place at the end (outputs.atomic_path)
+    scorer = _BlockScorer(filters, plan, ray_pool, opts.workers, sel, report, progress, spool.name)
     try:
         # put in place in the reverse order: the output, then the kept rows, then the report (a
         # failure to put one in place removes those after it: no report of a failed run)
-        tmp_report = outputs.enter_context(atomic_path(report_path)) if report_path else None
-        tmp_kept = outputs.enter_context(atomic_path(kept_output)) if kept_output else None
+        tmp_report = outputs.enter_context(atomic_path(opts.report_path)) if opts.report_path else None
+        tmp_kept = outputs.enter_context(atomic_path(opts.kept_output)) if opts.kept_output else None
         tmp = outputs.enter_context(atomic_path(output))
-        rows_path = os.path.join(spool.name, "rows.tsv")
-        score_path = os.path.join(spool.name, "scores.f64")
-        width = None
-        tokens: list[np.ndarray] = []
-        starts: list[tuple[int, int]] = []  # (first row, its input line) of each block, for the report
-        spooled: list[tuple[int, int]] = []  # (rows, UTF-8 bytes) of each block in the rows spool
-        with open(rows_path, "wb") as rows_f, open(score_path, "wb") as score_f:
-            pending: list = []
-
-            def finish(block: PairBlock, computed: dict[int, np.ndarray], prep: dict[int, object]) -> None:
-                nonlocal width
-                for i in stateful:  # in input order, in this process
-                    computed[i] = filters[i].score_prepared(block.src, block.tgt, prep.get(i))
-                for i in corpus:  # scored once the whole corpus is seen
-                    filters[i].collect_prepared(block.src, block.tgt, prep.get(i))
-                    computed[i] = np.full(len(block.src), np.nan)
-                m = np.zeros((len(block.src), len(filters)))
-                for i, f in enumerate(filters):
-                    s = np.asarray(computed[i], dtype=np.float64)
-                    if s.shape != (len(block.src),):
-                        raise RuntimeError(f"filter {f.name} gave {s.shape} scores for {len(block.src)} pairs")
-                    m[:, i] = s
-                score_f.write(m.tobytes())
-                if width is None:
-                    width = block.width()
-                text = block.row_text().encode("utf-8")
-                rows_f.write(text)
-                spooled.append((len(block.src), len(text)))
-                if sel.token_budget is not None:
-                    tokens.append(_units(block.tgt).astype(np.int64))
-                starts.append((report.pairs, block.first_line))
-                report.pairs += len(block.src)
-                if progress is not None:
-                    progress.update(len(block.src))
-
-            clock = time.perf_counter()
-            blocks = iter(blocks)
-            first_block = next(blocks, None)
-            if on_ray:
-                ahead = [] if first_block is None else [first_block]
-            elif first_block is not None and workers > 1 and (stateless or prepared):
-                # workers only for more than one block: a small input is scored here
-                second = next(blocks, None)
-                ahead = [first_block] if second is None else [first_block, second]
-            else:
-                ahead = [] if first_block is None else [first_block]
-                workers = 1
-            if len(ahead) == 1 and not on_ray:
-                workers = 1
-            for block in chain(ahead, blocks):
-                report.seconds["read"] += time.perf_counter() - clock
-                if pool is None and workers > 1:
-                    # warm up here (compiled kernels, tables) before forking: the workers inherit it
-                    for i in stateless + prepared:
-                        filters[i].prepare(block.src[:2], block.tgt[:2]) if i in prepared else \
-                            filters[i].score(block.src[:2], block.tgt[:2])
-                    _WORKER_FILTERS = filters
-                    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),
-                                               initializer=worker_init, initargs=(os.getpid(),))
-                if pool is None:
-                    finish(block, {i: filters[i].score(block.src, block.tgt) for i in stateless}, {})
-                else:
-                    pending.append((block, pool.submit(_score_stateless, (stateless, prepared, block.src,
-                                                                           block.tgt))))
-                    while len(pending) > 2 * workers:
-                        b, fut = pending.pop(0)
-                        finish(b, *fut.result())
-                clock = time.perf_counter()
-            for b, fut in pending:
-                finish(b, *fut.result())
+        scorer.run(blocks, t_start)
         report.seconds["score+spool"] = time.perf_counter() - t_start - report.seconds["read"]
-        if on_ray:
-            report.notes.append(f"scored on Ray: {pool.tasks:,} block tasks on {pool.workers} CPUs")
+        if ray_pool is not None:
+            report.notes.append(f"scored on Ray: {ray_pool.tasks:,} block tasks on {ray_pool.workers} CPUs")
         clock = time.perf_counter()
-        n = report.pairs
-        # the score table stays on disk (mapped), a column at a time in memory
-        table = (np.memmap(score_path, dtype=np.float64, mode="r+", shape=(n, len(filters))) if n and filters
-                 else np.zeros((n, len(filters))))
-        t_corpus = time.perf_counter()
-        for i in corpus:
-            col = np.asarray(filters[i].finalize(), dtype=np.float64)
-            if col.shape != (n,):
-                raise RuntimeError(f"filter {filters[i].name} gave {col.shape} scores for {n} pairs")
-            table[:, i] = col
-        if corpus:
-            report.seconds["corpus scores"] = time.perf_counter() - t_corpus
-        scores = {f.name: table[:, i] for i, f in enumerate(filters)}
-        total = combine(filters, scores, sel.normalize, selection=sel, notes=report.notes) if filters else np.ones(n)
-        if sel.combine == "model" and sel.warn_unrelated:
-            cut = sel.combiners.full.cut
-            passing = int((total > 0).sum())
-            low = int(((total > 0) & (total < cut)).sum())
-            if passing >= UNRELATED_MIN_PAIRS and low > passing / 2:
-                report.warnings.append(
-                    f"{low:,} of the {passing:,} pairs that pass the rules score below {cut:g}: {NOT_PARALLEL}")
-        keep = np.ones(n, dtype=bool)
-        reason_of = np.full(n, -1, dtype=np.int64)  # index into reasons
-        reasons = [f.reason for f in filters]
-        if filtering:
-            for i, f in enumerate(filters):
-                ok = f.accept(scores[f.name])
-                report.failed[f.name] += int((~ok).sum())
-                first = ~ok & keep
-                reason_of[first] = i
-                report.dropped_by[f.name] += int(first.sum())
-                keep &= ok
-            chosen = np.ones(n, dtype=bool)
-            what = None
-            if sel.threshold is not None:
-                chosen &= select_threshold(total, sel.threshold)
-                what = f"combined score below {sel.threshold:g}"
-            if sel.top_fraction is not None:
-                chosen &= select_fraction(total, sel.top_fraction, eligible=keep & chosen)
-                what = f"not in the best {100 * sel.top_fraction:g}% by combined score"
-            if sel.token_budget is not None:
-                t = np.concatenate(tokens) if tokens else np.zeros(0, dtype=np.int64)
-                chosen &= select_budget(total, t, sel.token_budget, eligible=keep & chosen)
-                what = f"beyond the budget of {sel.token_budget:,} target tokens"
-            if what is not None:
-                reasons.append(what)
-                dropped = keep & ~chosen
-                reason_of[dropped] = len(reasons) - 1
-                report.failed["score"] += int((~chosen).sum())
-                report.dropped_by["score"] += int(dropped.sum())
-                keep &= chosen
+        table, total = _combined_scores(filters, plan, sel, report, scorer.score_path)
+        keep, reason_of, reasons = _decide(filters, table, total, sel, opts.filtering, scorer.tokens, report)
         report.kept = int(keep.sum())
         report.seconds["decide"] = time.perf_counter() - clock - report.seconds["corpus scores"]
         clock = time.perf_counter()
-        examples = None
-        if tmp_report and filtering:
-            examples = Examples()
-            c_src, c_tgt = columns or (1, 2)
-            block_rows = np.array([s for s, _ in starts], dtype=np.int64)
-            block_lines = np.array([line for _, line in starts], dtype=np.int64)
-        cols = (header or input_header(width or 2, columns)) + [f.name for f in filters] + ["score"]
-        if filtering:
+        want = bool(tmp_report) and opts.filtering
+        cols = (opts.header or input_header(scorer.width or 2, opts.columns)) + [f.name for f in filters] + ["score"]
+        if opts.filtering:
             cols += ["keep", "reason"]
-        reason_bytes = [r.encode("utf-8") for r in reasons]
-        with open(tmp, "wb") as out, (open(tmp_kept, "wb") if tmp_kept else _Null()) as kept_f, \
-                open(rows_path, "rb") as rows_in:
-            out.write(("\t".join(cols) + "\n").encode("utf-8"))
-            a = 0
-            for size, nbytes in spooled:  # a block at a time, put together in compiled loops
-                b = a + size
-                raw = rows_in.read(nbytes)
-                rows = np.frombuffer(raw, dtype=np.uint8)
-                ends = np.flatnonzero(rows == 10)
-                if len(ends) != size:
-                    raise RuntimeError(f"the rows spool holds {len(ends)} rows where {size} were written")
-                blk_keep, blk_reason = keep[a:b], reason_of[a:b]
-                out.write(_format_block(rows, ends, table[a:b], total[a:b], blk_keep, blk_reason, reason_bytes,
-                                        filtering))
-                if tmp_kept and blk_keep.any():
-                    kept_f.write(_assemble(rows, ends, None, None, blk_keep, blk_reason, reason_bytes, False, True))
-                if examples is not None:
-                    wanted = [r for r in range(len(reasons)) if examples.wants(r)]
-                    for j in (a + np.flatnonzero(~blk_keep & np.isin(blk_reason, wanted))).tolist():
-                        if examples.wants(int(reason_of[j])):
-                            k = int(np.searchsorted(block_rows, j, side="right")) - 1
-                            begin = int(ends[j - a - 1]) + 1 if j > a else 0
-                            parts = raw[begin:int(ends[j - a])].decode("utf-8").split("\t")
-                            examples.add(int(reason_of[j]), Example(
-                                line=int(block_lines[k] + j - block_rows[k]), src=parts[c_src - 1],
-                                tgt=parts[c_tgt - 1], scores=np.asarray(table[j], dtype=np.float64).tolist(),
-                                total=float(total[j])))
-                a = b
+        examples = _write_rows(scorer, tmp, tmp_kept, cols, table, total, keep, reason_of, reasons, opts, want)
         report.seconds["write"] = time.perf_counter() - clock
-        clock = time.perf_counter()
         if tmp_report:
-            info = dict(report_info or {})
-            info["output"] = output
-            if kept_output:
-                info["kept rows"] = kept_output
-            page = render_report(filters=filters, table=table, total=total, keep=keep, reasons=reasons,
-                                 report=report, selection=sel, examples=examples, title=report_title,
-                                 info=info, filtering=filtering)
-            with open(tmp_report, "w", encoding="utf-8", newline="\n") as report_f:
-                report_f.write(page)
+            clock = time.perf_counter()
+            _write_report(tmp_report, output, opts, filters, table, total, keep, reasons, report, sel, examples)
             report.seconds["report"] = time.perf_counter() - clock
         outputs.close()  # renamed into place (a device or FIFO: copied into it)
     except BaseException:
         outputs.__exit__(*sys.exc_info())  # the temporaries removed, the outputs left as they were
-        if pool is not None and not on_ray:
-            # Ctrl-C or an error: the blocks in the workers' queue are not worth waiting for. A
-            # worker stopped while it sends a result leaves half a message in the result pipe,
-            # which the pool's manager thread then waits on for ever: do not wait for it
-            stop_workers(pool)
-            pool.shutdown(wait=False, cancel_futures=True)
-            pool = None
+        scorer.stop()
         raise
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-        _WORKER_FILTERS = []
+        scorer.shutdown()
         spool.cleanup()
     return report
+
+
+class _BlockScorer:
+    """The first pass of :func:`run_pipeline`: every block scored (stateless filters in the
+    workers, the rest here, in input order) and spooled: the input rows as UTF-8 to
+    ``rows.tsv``, every score as float64 to ``scores.f64``; what the second pass needs is kept
+    (the rows' width, the target tokens for a budget, each block's first row and line, each
+    block's rows and bytes in the spool). Workers are forked only for an input of more than
+    one block."""
+
+    def __init__(self, filters: list[PairFilter], plan: _Plan, ray_pool, workers: int, sel: Selection,
+                 report: FilterReport, progress, folder: str) -> None:
+        self.filters, self.plan, self.sel, self.report, self.progress = filters, plan, sel, report, progress
+        self.pool = ray_pool  # the Ray pool, or the local one once forked
+        self.on_ray = ray_pool is not None
+        self.workers = ray_pool.workers if self.on_ray else workers
+        self.rows_path = os.path.join(folder, "rows.tsv")
+        self.score_path = os.path.join(folder, "scores.f64")
+        self.width: int | None = None
+        self.tokens: list[np.ndarray] = []
+        self.starts: list[tuple[int, int]] = []  # (first row, its input line) of each block, for the report
+        self.spooled: list[tuple[int, int]] = []  # (rows, UTF-8 bytes) of each block in the rows spool
+
+    def run(self, blocks: Iterator[PairBlock], clock: float) -> None:
+        plan, report = self.plan, self.report
+        with open(self.rows_path, "wb") as self._rows_f, open(self.score_path, "wb") as self._score_f:
+            pending: list = []
+            blocks = iter(blocks)
+            ahead = self._ahead(blocks)
+            for block in chain(ahead, blocks):
+                report.seconds["read"] += time.perf_counter() - clock
+                if self.pool is None and self.workers > 1:
+                    self._fork(block)
+                if self.pool is None:
+                    self._finish(block, {i: self.filters[i].score(block.src, block.tgt) for i in plan.stateless}, {})
+                else:
+                    pending.append((block, self.pool.submit(score_block, (plan.stateless, plan.prepared, block.src,
+                                                                           block.tgt))))
+                    while len(pending) > 2 * self.workers:
+                        b, fut = pending.pop(0)
+                        self._finish(b, *fut.result())
+                clock = time.perf_counter()
+            for b, fut in pending:
+                self._finish(b, *fut.result())
+
+    def _ahead(self, blocks: Iterator[PairBlock]) -> list[PairBlock]:
+        """The first blocks, read before scoring starts: two when workers would be forked
+        (a single block is scored here, and the workers not forked)."""
+        first = next(blocks, None)
+        if first is None:
+            ahead = []
+        elif self.on_ray:
+            ahead = [first]
+        elif self.workers > 1 and self.plan.offloaded:
+            second = next(blocks, None)
+            ahead = [first] if second is None else [first, second]
+        else:
+            ahead = [first]
+            self.workers = 1
+        if len(ahead) == 1 and not self.on_ray:
+            self.workers = 1
+        return ahead
+
+    def _fork(self, block: PairBlock) -> None:
+        """Warm up here (compiled kernels, tables) before forking: the workers inherit it."""
+        for i in self.plan.stateless + self.plan.prepared:
+            f = self.filters[i]
+            if i in self.plan.prepared:
+                f.prepare(block.src[:2], block.tgt[:2])
+            else:
+                f.score(block.src[:2], block.tgt[:2])
+        self.pool = LocalBlockPool(self.filters, self.workers)
+
+    def _finish(self, block: PairBlock, computed: dict[int, np.ndarray], prep: dict[int, object]) -> None:
+        filters, report = self.filters, self.report
+        for i in self.plan.stateful:  # in input order, in this process
+            computed[i] = filters[i].score_prepared(block.src, block.tgt, prep.get(i))
+        for i in self.plan.corpus:  # scored once the whole corpus is seen
+            filters[i].collect_prepared(block.src, block.tgt, prep.get(i))
+            computed[i] = np.full(len(block.src), np.nan)
+        m = np.zeros((len(block.src), len(filters)))
+        for i, f in enumerate(filters):
+            s = np.asarray(computed[i], dtype=np.float64)
+            if s.shape != (len(block.src),):
+                raise RuntimeError(f"filter {f.name} gave {s.shape} scores for {len(block.src)} pairs")
+            m[:, i] = s
+        self._score_f.write(m.tobytes())
+        if self.width is None:
+            self.width = block.width()
+        text = block.row_text().encode("utf-8")
+        self._rows_f.write(text)
+        self.spooled.append((len(block.src), len(text)))
+        if self.sel.token_budget is not None:
+            self.tokens.append(_units(block.tgt).astype(np.int64))
+        self.starts.append((report.pairs, block.first_line))
+        report.pairs += len(block.src)
+        if self.progress is not None:
+            self.progress.update(len(block.src))
+
+    def stop(self) -> None:
+        """Ctrl-C or an error: the local workers stopped now, without waiting for their queue."""
+        if self.pool is not None and not self.on_ray:
+            self.pool.stop()
+            self.pool = None
+
+    def shutdown(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+def _combined_scores(filters: list[PairFilter], plan: _Plan, sel: Selection, report: FilterReport,
+                     score_path: str) -> tuple[np.ndarray, np.ndarray]:
+    """The score table (on disk, mapped: a column at a time in memory) with the corpus scores
+    filled in, and the combined score; the warning that most pairs look unrelated."""
+    n = report.pairs
+    table = (np.memmap(score_path, dtype=np.float64, mode="r+", shape=(n, len(filters))) if n and filters
+             else np.zeros((n, len(filters))))
+    t_corpus = time.perf_counter()
+    for i in plan.corpus:
+        col = np.asarray(filters[i].finalize(), dtype=np.float64)
+        if col.shape != (n,):
+            raise RuntimeError(f"filter {filters[i].name} gave {col.shape} scores for {n} pairs")
+        table[:, i] = col
+    if plan.corpus:
+        report.seconds["corpus scores"] = time.perf_counter() - t_corpus
+    scores = {f.name: table[:, i] for i, f in enumerate(filters)}
+    total = combine(filters, scores, sel.normalize, selection=sel, notes=report.notes) if filters else np.ones(n)
+    if sel.combine == "model" and sel.warn_unrelated:
+        cut = sel.combiners.full.cut
+        passing = int((total > 0).sum())
+        low = int(((total > 0) & (total < cut)).sum())
+        if passing >= UNRELATED_MIN_PAIRS and low > passing / 2:
+            report.warnings.append(
+                f"{low:,} of the {passing:,} pairs that pass the rules score below {cut:g}: {NOT_PARALLEL}")
+    return table, total
+
+
+def _decide(filters: list[PairFilter], table: np.ndarray, total: np.ndarray, sel: Selection, filtering: bool,
+            tokens: list[np.ndarray], report: FilterReport) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Which pairs are kept and, for each dropped one, the index of its reason: the first
+    filter it fails, else the selection that left it out (counted in ``report``)."""
+    n = len(total)
+    keep = np.ones(n, dtype=bool)
+    reason_of = np.full(n, -1, dtype=np.int64)  # index into reasons
+    reasons = [f.reason for f in filters]
+    if not filtering:
+        return keep, reason_of, reasons
+    for i, f in enumerate(filters):
+        ok = f.accept(table[:, i])
+        report.failed[f.name] += int((~ok).sum())
+        first = ~ok & keep
+        reason_of[first] = i
+        report.dropped_by[f.name] += int(first.sum())
+        keep &= ok
+    chosen = np.ones(n, dtype=bool)
+    what = None
+    if sel.threshold is not None:
+        chosen &= select_threshold(total, sel.threshold)
+        what = f"combined score below {sel.threshold:g}"
+    if sel.top_fraction is not None:
+        chosen &= select_fraction(total, sel.top_fraction, eligible=keep & chosen)
+        what = f"not in the best {100 * sel.top_fraction:g}% by combined score"
+    if sel.token_budget is not None:
+        t = np.concatenate(tokens) if tokens else np.zeros(0, dtype=np.int64)
+        chosen &= select_budget(total, t, sel.token_budget, eligible=keep & chosen)
+        what = f"beyond the budget of {sel.token_budget:,} target tokens"
+    if what is not None:
+        reasons.append(what)
+        dropped = keep & ~chosen
+        reason_of[dropped] = len(reasons) - 1
+        report.failed["score"] += int((~chosen).sum())
+        report.dropped_by["score"] += int(dropped.sum())
+        keep &= chosen
+    return keep, reason_of, reasons
+
+
+def _write_rows(scorer: _BlockScorer, tmp: str, tmp_kept: str | None, cols: list[str], table: np.ndarray,
+                total: np.ndarray, keep: np.ndarray, reason_of: np.ndarray, reasons: list[str],
+                opts: PipelineOptions, want_examples: bool) -> Examples | None:
+    """The second pass: the output rows (and the kept rows), a block at a time, put together in
+    compiled loops from the rows spool and the decisions; with ``want_examples``, the first
+    dropped pairs of each reason, for the report."""
+    examples = Examples() if want_examples else None
+    c_src, c_tgt = opts.columns or (1, 2)
+    block_rows = np.array([s for s, _ in scorer.starts], dtype=np.int64)
+    block_lines = np.array([line for _, line in scorer.starts], dtype=np.int64)
+    reason_bytes = [r.encode("utf-8") for r in reasons]
+    with open(tmp, "wb") as out, (open(tmp_kept, "wb") if tmp_kept else _Null()) as kept_f, \
+            open(scorer.rows_path, "rb") as rows_in:
+        out.write(("\t".join(cols) + "\n").encode("utf-8"))
+        a = 0
+        for size, nbytes in scorer.spooled:
+            b = a + size
+            raw = rows_in.read(nbytes)
+            rows = np.frombuffer(raw, dtype=np.uint8)
+            ends = np.flatnonzero(rows == 10)
+            if len(ends) != size:
+                raise RuntimeError(f"the rows spool holds {len(ends)} rows where {size} were written")
+            blk_keep, blk_reason = keep[a:b], reason_of[a:b]
+            out.write(_format_block(rows, ends, table[a:b], total[a:b], blk_keep, blk_reason, reason_bytes,
+                                    opts.filtering))
+            if tmp_kept and blk_keep.any():
+                kept_f.write(_assemble(rows, ends, None, None, blk_keep, blk_reason, reason_bytes, False, True))
+            if examples is not None:
+                wanted = [r for r in range(len(reasons)) if examples.wants(r)]
+                for j in (a + np.flatnonzero(~blk_keep & np.isin(blk_reason, wanted))).tolist():
+                    if examples.wants(int(reason_of[j])):
+                        k = int(np.searchsorted(block_rows, j, side="right")) - 1
+                        begin = int(ends[j - a - 1]) + 1 if j > a else 0
+                        parts = raw[begin:int(ends[j - a])].decode("utf-8").split("\t")
+                        examples.add(int(reason_of[j]), Example(
+                            line=int(block_lines[k] + j - block_rows[k]), src=parts[c_src - 1],
+                            tgt=parts[c_tgt - 1], scores=np.asarray(table[j], dtype=np.float64).tolist(),
+                            total=float(total[j])))
+            a = b
+    return examples
+
+
+def _write_report(tmp_report: str, output: str, opts: PipelineOptions, filters: list[PairFilter], table: np.ndarray,
+                  total: np.ndarray, keep: np.ndarray, reasons: list[str], report: FilterReport, sel: Selection,
+                  examples: Examples | None) -> None:
+    info = dict(opts.report_info or {})
+    info["output"] = output
+    if opts.kept_output:
+        info["kept rows"] = opts.kept_output
+    page = render_report(filters=filters, table=table, total=total, keep=keep, reasons=reasons, report=report,
+                         selection=sel, examples=examples, title=opts.report_title, info=info,
+                         filtering=opts.filtering)
+    with open(tmp_report, "w", encoding="utf-8", newline="\n") as report_f:
+        report_f.write(page)
 
 
 class _Null:

@@ -374,7 +374,8 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
         st, _ = build_store(path, folder, encoder, lang, errors=job.encoding_errors,
                             progress=job.progress and at_once == 1, workers=job.workers, shard_size=job.shard_size,
                             input_sha256=sums[path], total_lines=scans[path].lines, executor=job.executor,
-                            ray_address=job.ray_address, in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
+                            ray_address=job.ray_address,
+                            in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
         return st
 
     if at_once == 1:
