@@ -47,6 +47,24 @@ def test_filter_job_refuses_what_the_command_refuses(tmp_path):
                              tgt_lang="fr", progress=False))
 
 
+
+def test_run_filter_leaves_the_callers_pipeline_as_it_was(tmp_path):
+    """run_filter added the job's threshold and classifiers to the caller's PipelineSpec in
+    place: a second run with the same spec then carried the first run's options."""
+    import copy
+
+    from bimine.filtering.config import PipelineSpec
+
+    spec = PipelineSpec(filters=[{"rule": "empty"}, {"rule": "length_ratio"}])
+    before = copy.deepcopy(spec)
+    job = FilterJob(output=str(tmp_path / "a.tsv"), input=DEV, src_lang="en", tgt_lang="fr", spec=spec,
+                    pipeline_name="mine", no_model=True, top_fraction=0.5, normalize=True, progress=False)
+    first = run_filter(job)
+    assert spec == before and job.spec is spec
+    second = run_filter(FilterJob(output=str(tmp_path / "b.tsv"), input=DEV, src_lang="en", tgt_lang="fr", spec=spec,
+                                  pipeline_name="mine", no_model=True, progress=False))
+    assert first.result.kept < second.result.kept  # the second run kept no top fraction of the first
+
 def test_mine_job_writes_what_the_command_writes(tmp_path):
     from bimine.cli import mine as _mine_cmd  # noqa: F401  (registers the command)
     from bimine.mining.job import MineJob, run_mine

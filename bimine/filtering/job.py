@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bimine.config import load_yaml
@@ -31,6 +31,7 @@ from bimine.errors import ConfigError
 from bimine.executors import check_executor, plugin
 from bimine.filtering.combine import combiners_for
 from bimine.filtering.config import PipelineSpec, build_filters, default_spec, parse_pipeline
+from bimine.filtering.decisions import Selection
 from bimine.filtering.pipeline import (
     NOT_PARALLEL,
     UNRELATED_MIN_PAIRS,
@@ -48,7 +49,6 @@ from bimine.text.io import scan_text
 
 log = logging.getLogger(__name__)
 
-# the scores that embed the pairs (a classifier or a divergence model embeds them unless no_model)
 
 
 @dataclass
@@ -105,6 +105,7 @@ class FilterJob:
             raise ConfigError(f"columns: two column numbers, got {self.columns!r}")
         if self.workers != "auto" and (not isinstance(self.workers, int) or self.workers < 1):
             raise ConfigError(f"workers: 'auto' or a whole number >= 1, got {self.workers!r}")
+        check_executor(self.executor)
 
     @property
     def inputs(self) -> list[str]:
@@ -143,26 +144,54 @@ def check_outputs(job: FilterJob) -> None:
 
 def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> FilterOutcome:
     """Score (and with ``job.filtering``, decide on) every pair of ``job``'s input; see the
-    module docstring."""
+    module docstring. The steps: the outputs checked; the pipeline (:func:`pipeline_spec`);
+    the model loaded when a score needs it, and the default pipeline extended with the
+    model's trained combination when it ships one (:func:`with_combiner`); the selection and
+    its default cut (:func:`_selection`); the filters built; the pipeline run
+    (:func:`_run_pipeline`). ``job`` is not changed."""
     warn = warn or _log_warning
-    check_executor(job.executor)
     if job.executor == "ray":
         plugin("ray").require_ray()
     check_outputs(job)
+    spec, classifier_items = pipeline_spec(job)
+    default_pipeline = not job.config and job.pipeline_name is None and not job.no_model
+    # a classifier needs the model when it scores embeddings (it says so if no_model)
+    encoder = combiners = None
+    if any(needs_model(item.get("score"), job.no_model) for item in spec.filters):
+        encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "filter" if job.filtering else "score",
+                                     warn=warn)
+        combiners = combiners_for(encoder)
+        if default_pipeline and combiners is not None and spec.combine is None:  # the model's trained combination
+            spec = with_combiner(job, spec, classifier_items)
+    selection, cut_note = _selection(job, spec, encoder, combiners, default_pipeline)
+    filters = build_filters(spec, src_lang=job.src_lang, tgt_lang=job.tgt_lang, encoder=encoder,
+                            where=job.config or "the command-line pipeline")
+    result, notes = _run_pipeline(job, filters, selection, encoder)
+    result.notes.extend(notes)
+    if cut_note:
+        result.notes.append(cut_note)
+    unrelated = classifiers_unrelated_warning(result, filters, job.classifiers) if job.filtering else None
+    if unrelated:
+        result.warnings.append(unrelated)
+    return FilterOutcome(result, filters, job.output, job.kept, job.report)
+
+
+def pipeline_spec(job: FilterJob) -> tuple[PipelineSpec, list[dict]]:
+    """The pipeline of ``job`` (its ``spec``, its YAML ``config`` or the default one of its
+    flags) with the job's selection options and its classifiers (a classifier given here takes
+    part in the decision, with its own threshold, the best dev F1, and in the score), as a new
+    :class:`PipelineSpec`; also the classifiers' items. An empty pipeline is refused."""
     spec = job.spec
     if spec is None and job.config:
         spec = parse_pipeline(load_yaml(job.config), where=job.config)  # YAML errors: one line, naming the file
     elif spec is None:
         spec = default_spec(job.rules, model=not job.no_model)
-    default_pipeline = not job.config and job.pipeline_name is None and not job.no_model
-    for key in ("threshold", "top_fraction", "token_budget"):
-        if getattr(job, key) is not None:
-            setattr(spec, key, getattr(job, key))
+    classifier_items = [{"score": "classifier", "path": p, "threshold": "trained"} for p in job.classifiers]
+    changes: dict = {key: getattr(job, key) for key in ("threshold", "top_fraction", "token_budget")
+                     if getattr(job, key) is not None}
     if job.normalize:
-        spec.normalize, spec.combine = True, "minmax"
-    # a classifier given here takes part in the decision (its own threshold, best dev F1) and in the score
-    spec.filters = list(spec.filters) + [{"score": "classifier", "path": p, "threshold": "trained"}
-                                         for p in job.classifiers]
+        changes.update(normalize=True, combine="minmax")
+    spec = replace(spec, filters=list(spec.filters) + classifier_items, **changes)
     if not spec.filters:  # nothing would score or drop a pair: every pair kept, every score equal
         if job.config or job.pipeline_name:
             raise ConfigError(f"{job.config or job.pipeline_name}: the pipeline has no filters, so every pair would be "
@@ -171,20 +200,24 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
                               "--classifier (docs/filtering.md)")
         raise ConfigError("--rules none with --no-model leaves no filter, so every pair would be kept with the same "
                           "score; name some --rules, drop --no-model, or add a --classifier")
-    # a classifier needs the model when it scores embeddings (it says so if no_model)
-    model_needed = any(needs_model(item.get("score"), job.no_model) for item in spec.filters)
-    encoder = combiners = None
-    if model_needed:
-        encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "filter" if job.filtering else "score",
-                                     warn=warn)
-        combiners = combiners_for(encoder)
-        if default_pipeline and combiners is not None and spec.combine is None:  # the model's trained combination
-            extended = default_spec(job.rules, model=True, combiner=True)
-            extended.filters += spec.filters[len(default_spec(job.rules, model=True).filters):]  # the classifiers
-            for key in ("threshold", "top_fraction", "token_budget"):
-                setattr(extended, key, getattr(spec, key))
-            spec = extended
-    # the trained combination: the default pipeline with a model that ships one, or a pipeline saying combine: model
+    return spec, classifier_items
+
+
+def with_combiner(job: FilterJob, spec: PipelineSpec, classifier_items: list[dict]) -> PipelineSpec:
+    """The default pipeline of a model that ships a trained combination: the rules, the copy
+    rule and every score the combined ``score`` reads, then the job's classifiers; the
+    selection options of ``spec`` kept."""
+    extended = default_spec(job.rules, model=True, combiner=True)
+    return replace(extended, filters=extended.filters + classifier_items, threshold=spec.threshold,
+                   top_fraction=spec.top_fraction, token_budget=spec.token_budget)
+
+
+def _selection(job: FilterJob, spec: PipelineSpec, encoder, combiners,
+               default_pipeline: bool) -> tuple[Selection, str | None]:
+    """How the combined score decides, and the note that goes with it: the trained combination
+    (the default pipeline with a model that ships one, or a pipeline saying combine: model)
+    gets its default cut, chosen on dev, unless a side's language is one the model serves
+    poorly (its genuine pairs score low there: no cut, no "not parallel" warning)."""
     selection = spec.selection(combiners if spec.combine == "model" else None)
     if selection.combine == "model" and selection.threshold is not None and not 0 <= selection.threshold <= 1:
         where = "--threshold" if job.threshold is not None else f"{job.config or job.pipeline_name}: threshold"
@@ -199,7 +232,6 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
                     "Eq. 3), which does not see the rules; sort by it only among the pairs the rules keep")
     weak = []
     if selection.combine == "model":
-        # genuine pairs of a language the model serves poorly score low: no default cut, no "not parallel" warning
         weak = poorly_served(encoder, [normalize_lang(job.src_lang), normalize_lang(job.tgt_lang)])
         selection.warn_unrelated = not weak
     if (job.filtering and selection.combine == "model" and selection.threshold is None
@@ -210,9 +242,12 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
                         "use -m e5-small")
         else:
             selection.threshold = combiners.full.cut  # the default cut, chosen on dev (docs/filtering.md)
-    filters = build_filters(spec, src_lang=job.src_lang, tgt_lang=job.tgt_lang, encoder=encoder,
-                            where=job.config or "the command-line pipeline")
-    # the whole input is checked (binary, UTF-8) and counted before any work
+    return selection, cut_note
+
+
+def _run_pipeline(job: FilterJob, filters: list, selection: Selection, encoder) -> tuple[FilterReport, list[str]]:
+    """Check and count the whole input (binary, UTF-8) before any work, then run the pipeline
+    with a progress bar; also the notes of the run (a side the language identifier does not know)."""
     total = None
     if "-" not in job.inputs:
         total = [scan_text(p, errors=job.encoding_errors).lines for p in job.inputs][0]
@@ -230,23 +265,16 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
     for i, note in enumerate(notes):
         info[f"note {i + 1}" if len(notes) > 1 else "note"] = note
     command = job.command or ("filter" if job.filtering else "score")
+    opts = PipelineOptions(columns=job.columns if job.input is not None else None, filtering=job.filtering,
+                           selection=selection, kept_output=job.kept,
+                           workers=auto_workers() if job.workers == "auto" else job.workers,
+                           report_path=job.report, report_info=info, executor=job.executor,
+                           ray_address=job.ray_address, command=command)
     progress = bar(total=total, unit=" pairs", desc=command, enabled=job.progress)
     try:
-        opts = PipelineOptions(columns=job.columns if job.input is not None else None, filtering=job.filtering,
-                               selection=selection, kept_output=job.kept,
-                               workers=auto_workers() if job.workers == "auto" else job.workers,
-                               report_path=job.report, report_info=info, executor=job.executor,
-                               ray_address=job.ray_address, command=command)
-        result = run_pipeline(blocks, filters, job.output, opts, progress=progress)
+        return run_pipeline(blocks, filters, job.output, opts, progress=progress), notes
     finally:
         progress.close()
-    result.notes.extend(notes)
-    if cut_note:
-        result.notes.append(cut_note)
-    unrelated = classifiers_unrelated_warning(result, filters, job.classifiers) if job.filtering else None
-    if unrelated:
-        result.warnings.append(unrelated)
-    return FilterOutcome(result, filters, job.output, job.kept, job.report)
 
 
 def classifiers_unrelated_warning(result: FilterReport, filters: list, classifiers: list[str]) -> str | None:
