@@ -40,25 +40,25 @@ def _io(f):
     return ray_options(f)
 
 
-def _go(filtering: bool, div_model, input, src, tgt, columns, src_lang, tgt_lang, output, model, block_size,
-        encoding_errors, report, no_progress, executor, ray_address, keep=None, kept=None) -> None:
+def _go(filtering: bool, div_model: str, options: dict, keep: float | None = None) -> None:
     """The divergence model as the pipeline's one score
-    (:func:`bimine.filtering.job.divergence_job`), run like ``score`` / ``filter``."""
+    (:func:`bimine.filtering.job.divergence_job`), run like ``score`` / ``filter``; ``options``:
+    the command's other parameters."""
     from bimine.cli.filter import execute
     from bimine.filtering.job import divergence_job
 
-    cols = prepare_pair_input(input, src, tgt, columns, executor, ray_address)
+    o = dict(options)
+    cols = prepare_pair_input(o["input"], o["src"], o["tgt"], o.pop("columns"), o["executor"], o["ray_address"])
+    o["progress"] = not o.pop("no_progress")
     # the text against --src-lang / --tgt-lang, as embed and mine do (filter's lang rule does it per pair): a
     # divergence model reads the words of the languages it was trained on, and scores other text as noise
-    if input is not None:
-        checks = [(input, src_lang, "--src-lang", cols[0]), (input, tgt_lang, "--tgt-lang", cols[1])]
+    if o["input"] is not None:
+        checks = [(o["input"], o["src_lang"], "--src-lang", cols[0]), (o["input"], o["tgt_lang"], "--tgt-lang", cols[1])]
     else:
-        checks = [(src, src_lang, "--src-lang", None), (tgt, tgt_lang, "--tgt-lang", None)]
+        checks = [(o["src"], o["src_lang"], "--src-lang", None), (o["tgt"], o["tgt_lang"], "--tgt-lang", None)]
     with language_checks(checks):
-        execute(divergence_job(output, divergence_model=div_model, keep=keep if filtering else None, input=input,
-                               src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang, model=model,
-                               block_size=block_size, encoding_errors=encoding_errors, report=report,
-                               progress=not no_progress, kept=kept, executor=executor, ray_address=ray_address))
+        execute(divergence_job(o.pop("output"), divergence_model=div_model, keep=keep if filtering else None,
+                               columns=cols, **o))
     _calibration_warning(div_model)
 
 
@@ -81,7 +81,7 @@ def divergence(div_model, **kw) -> None:
     calibrated on held-out clean pairs and as many divergent ones (docs/divergence.md); a
     model file without calibration gives its raw score, which ranks but is no probability,
     and says so."""
-    _go(False, div_model, **kw)
+    _go(False, div_model, kw)
 
 
 @cli.command()
@@ -92,7 +92,7 @@ def divergence(div_model, **kw) -> None:
 def select(div_model, keep, kept, **kw) -> None:
     """Keep the least divergent fraction of a parallel corpus (paper 004 §6): every pair is
     scored like 'bimine divergence'; the output adds 'keep' (1/0) and 'reason'."""
-    _go(True, div_model, keep=keep, kept=kept, **kw)
+    _go(True, div_model, dict(kw, kept=kept), keep=keep)
 
 
 @cli.command(name="train-divergence")

@@ -66,19 +66,16 @@ def _common(f):
     return ray_options(f)
 
 
-def _run(filtering: bool, input, src, tgt, columns, src_lang, tgt_lang, output, config, rules, model, no_model,
-         classifiers, workers, block_size, encoding_errors, report, no_progress, threshold=None, kept=None, top_fraction=None,
-         token_budget=None, normalize=False, executor="local", ray_address=None) -> None:
-    """The options as a :class:`~bimine.filtering.job.FilterJob`, run by the library; then the summary."""
+def _run(filtering: bool, options: dict) -> None:
+    """The command's ``options`` (click's parameters) as a :class:`~bimine.filtering.job.FilterJob`,
+    run by the library; then the summary."""
     from bimine.filtering.job import FilterJob
 
-    cols = prepare_pair_input(input, src, tgt, columns, executor, ray_address)
-    execute(FilterJob(output=output, input=input, src=src, tgt=tgt, columns=cols, src_lang=src_lang, tgt_lang=tgt_lang,
-                      filtering=filtering, config=config, rules=rules, model=model, no_model=no_model,
-                      classifiers=list(classifiers), workers=workers, block_size=block_size,
-                      encoding_errors=encoding_errors, report=report, progress=not no_progress, threshold=threshold,
-                      kept=kept, top_fraction=top_fraction, token_budget=token_budget, normalize=normalize,
-                      executor=executor, ray_address=ray_address))
+    o = dict(options)
+    cols = prepare_pair_input(o["input"], o["src"], o["tgt"], o.pop("columns"), o["executor"], o["ray_address"])
+    o["classifiers"] = list(o["classifiers"])
+    o["progress"] = not o.pop("no_progress")
+    execute(FilterJob(columns=cols, filtering=filtering, **o))
 
 
 def execute(job) -> None:
@@ -110,7 +107,7 @@ def score(**kw) -> None:
     """Score every pair of a parallel corpus: a TSV INPUT (--columns picks the sides) or --src
     and --tgt. Writes one output row per input row, in order, with every score and the
     combined 'score' (higher = cleaner)."""
-    _run(False, **kw)
+    _run(False, kw)
 
 
 @cli.command(name="filter")
@@ -127,5 +124,5 @@ def filter_(threshold, top_fraction, token_budget, normalize, kept, **kw) -> Non
     """Score every pair like 'bimine score' and decide: the output adds 'keep' (1/0) and
     'reason' (the first filter the pair fails, in pipeline order, or the selection by
     combined score)."""
-    _run(True, threshold=threshold, top_fraction=top_fraction, token_budget=token_budget, normalize=normalize,
-         kept=kept, **kw)
+    _run(True, dict(kw, threshold=threshold, top_fraction=top_fraction, token_budget=token_budget,
+                    normalize=normalize, kept=kept))
