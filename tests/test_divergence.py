@@ -282,7 +282,7 @@ def test_vdpwi_trains_saves_and_reloads(tmp_path):
     pytest.importorskip("torch")
     from bimine.scoring.divergence import DivergenceModel
     from bimine.scoring.vdpwi import VDPWIConfig
-    from bimine.training.divergence import train_vdpwi
+    from bimine.training.divergence import VDPWITraining, train_vdpwi
     from bimine.training.divergence_data import Example
 
     rng = np.random.default_rng(0)
@@ -293,7 +293,7 @@ def test_vdpwi_trains_saves_and_reloads(tmp_path):
             ex.append(Example(e, DE[(k + 1 + int(rng.integers(9))) % 10], 0.0, "product"))
     enc = _WordEncoder()
     m = train_vdpwi(ex, enc, src_lang="en", tgt_lang="de", config=VDPWIConfig(hidden=8, channels=(8, 8), fc=8),
-                    epochs=12, batch=8, lr=3e-3, dev_fraction=0.2)
+                    training=VDPWITraining(epochs=12, batch=8, lr=3e-3, dev_fraction=0.2))
     hist = m.meta["training"]["history"]
     assert hist[-1]["loss"] < hist[0]["loss"]
     s = m.score(EN, DE, src_lang="en", tgt_lang="de", encoder=enc)
@@ -377,14 +377,14 @@ def cli_models(tmp_path_factory, aligner):
     pytest.importorskip("torch")
     from bimine.encoders import load_encoder
     from bimine.scoring.vdpwi import VDPWIConfig
-    from bimine.training.divergence import train_mm, train_vdpwi
+    from bimine.training.divergence import VDPWITraining, train_mm, train_vdpwi
     from bimine.training.divergence_data import Example
 
     d = tmp_path_factory.mktemp("div")
     ex = [Example(e, t, 1.0, "positive") for e, t in zip(EN, DE)]
     ex += [Example(e, DE[(k + 3) % 10], 0.0, "product") for k, e in enumerate(EN)]
     v = train_vdpwi(ex * 2, load_encoder("default"), src_lang="en", tgt_lang="de",
-                    config=VDPWIConfig(hidden=4, channels=(4,), fc=4), epochs=1, batch=8)
+                    config=VDPWIConfig(hidden=4, channels=(4,), fc=4), training=VDPWITraining(epochs=1, batch=8))
     v.save(d / "v.safetensors")
     mm, _ = build_examples(EN, DE, aligner, ratio=2, seed=0)
     train_mm(mm, aligner, src_lang="en", tgt_lang="de").save(d / "mm.safetensors")

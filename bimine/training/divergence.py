@@ -119,8 +119,8 @@ def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | Non
         except ImportError:
             raise ConfigError("the vdpwi model needs PyTorch: pip install torch==2.13.0 'bimine[train]'") from None
         enc = load_encoder(job.model)
-        m = train_vdpwi(ex, enc, src_lang=job.src_lang, tgt_lang=job.tgt_lang, epochs=job.epochs, seed=job.seed,
-                        device=job.device,
+        m = train_vdpwi(ex, enc, src_lang=job.src_lang, tgt_lang=job.tgt_lang,
+                        training=VDPWITraining(epochs=job.epochs, seed=job.seed, device=job.device),
                         log=lambda h: say(f"  epoch {h['epoch']}: loss {h['loss']:.4f}, dev Pearson "
                                           f"{h['dev_pearson']:.4f} ({h['minutes']:.1f} min)"))
     if job.calibration_pairs:
@@ -228,15 +228,32 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(x @ y / d) if d else 0.0
 
 
-def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config=None, epochs: int = 10,
-                batch: int = 32, lr: float = 1e-3, seed: int = 0, dev_fraction: float = 0.1,
-                threads: int | None = None, device: str | None = None, log=None) -> DivergenceModel:
-    """Train the semantic similarity model on synthetic ``examples``
-    (:class:`bimine.training.divergence_data.Example`), ``dev_fraction`` of them held out to choose
-    the epoch with the best Pearson correlation (004 §5.1). Adam, KL divergence to ``[1-y, y]``.
-    ``device``: a torch device; None = a CUDA GPU when there is one, else the CPU."""
+@dataclass(frozen=True)
+class VDPWITraining:
+    """The VDPWI model's training: ``epochs`` in batches of ``batch`` at learning rate ``lr``,
+    ``dev_fraction`` of the examples held out to choose the epoch, ``seed``, PyTorch ``threads``
+    (None: its default) and ``device`` (None: a CUDA GPU when there is one, else the CPU)."""
+
+    epochs: int = 10
+    batch: int = 32
+    lr: float = 1e-3
+    seed: int = 0
+    dev_fraction: float = 0.1
+    threads: int | None = None
+    device: str | None = None
+
+
+def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPWIConfig | None = None,
+                training: VDPWITraining | None = None, log=None) -> DivergenceModel:
+    """Train the semantic similarity model (``config``: its sizes) on synthetic ``examples``
+    (:class:`bimine.training.divergence_data.Example`), ``training.dev_fraction`` of them held
+    out to choose the epoch with the best Pearson correlation (004 §5.1). Adam, KL divergence to
+    ``[1-y, y]``."""
     import torch  # loaded on use: PyTorch is heavy or optional
 
+    t = training or VDPWITraining()
+    epochs, batch, lr, seed, dev_fraction, threads, device = (t.epochs, t.batch, t.lr, t.seed, t.dev_fraction,
+                                                               t.threads, t.device)
     cfg = config or VDPWIConfig()
     torch.manual_seed(seed)
     if threads:
