@@ -19,6 +19,7 @@ from conftest import shipped_pairs, unaligned_sides  # noqa: E402
 from bimine.encoders import load_encoder  # noqa: E402
 from bimine.errors import ConfigError  # noqa: E402
 from bimine.store import build_store  # noqa: E402
+from bimine.store.store import EmbedRun  # noqa: E402
 
 LINES = [f"Sentence number {i} says something about item {i % 37}." for i in range(2500)]
 LINES[10] = ""
@@ -59,7 +60,7 @@ def local_store(tmp_path_factory, corpus):
 def test_ray_store_is_byte_identical_to_local(cluster, corpus, local_store, tmp_path):
     out = tmp_path / "st"
     st, rep = build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600, progress=False,
-                          executor="ray")
+                          run=EmbedRun(executor="ray"))
     assert st.rows == len(LINES) and rep.lines == len(LINES) and rep.empty == 1
     _same_store(local_store, out)
 
@@ -98,7 +99,7 @@ def test_a_task_killed_mid_way_is_retried_with_the_same_output(cluster, corpus, 
     marker = tmp_path / "died"
     enc.spec = DiesOnce(s.kind, s.path, s.options, marker=str(marker))
     out = tmp_path / "st"
-    build_store(str(corpus), out, enc, "en", shard_size=600, progress=False, executor="ray")
+    build_store(str(corpus), out, enc, "en", shard_size=600, progress=False, run=EmbedRun(executor="ray"))
     assert marker.exists()  # a worker did die, and its task ran again
     _same_store(local_store, out)
 
@@ -115,7 +116,7 @@ def test_a_rerun_resumes_from_the_shards_already_written(cluster, corpus, local_
     (out / "progress.json").write_text(json.dumps(ident, indent=1, sort_keys=True) + "\n")
     before = {n: os.stat(out / n).st_mtime_ns for n in ("shard-00000.npy", "shard-00001.npy")}
     st, rep = build_store(str(corpus), out, load_encoder("default"), "en", shard_size=600, progress=False,
-                          executor="ray")
+                          run=EmbedRun(executor="ray"))
     assert rep.reused == 1200
     assert {n: os.stat(out / n).st_mtime_ns for n in before} == before  # not rewritten
     _same_store(local_store, out)

@@ -14,6 +14,7 @@ import pytest
 from bimine import load_encoder
 from bimine.errors import InputError
 from bimine.store import EmbeddingStore, build_store
+from bimine.store.store import EmbedRun
 
 
 def write_corpus(path, n, seed=0):
@@ -141,10 +142,10 @@ def test_bad_executor_or_an_encoder_without_spec_fails_before_any_work(tmp_path,
     p.write_text("a\nb\n")
     enc = load_encoder(str(tiny_model))
     with pytest.raises(ConfigError, match="unknown executor 'nope': local or ray"):
-        build_store(str(p), tmp_path / "st1", enc, "en", executor="nope", progress=False)
+        build_store(str(p), tmp_path / "st1", enc, "en", run=EmbedRun(executor="nope"), progress=False)
     del enc.spec  # as if built in Python
     with pytest.raises(ConfigError, match="needs an encoder loaded by name or folder"):
-        build_store(str(p), tmp_path / "st2", enc, "en", executor="ray", progress=False)
+        build_store(str(p), tmp_path / "st2", enc, "en", run=EmbedRun(executor="ray"), progress=False)
     assert not (tmp_path / "st1").exists() and not (tmp_path / "st2").exists()
 
 

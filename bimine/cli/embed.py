@@ -80,11 +80,11 @@ def embed(
         lang = resolve_lang(encoder, lang, "--lang")
         workers = resolve_workers(workers)
         if store:
-            from bimine.store import build_store
+            from bimine.store.store import EmbedRun, build_store
 
+            run = EmbedRun(batch_size=batch_size, workers=workers, executor=executor, ray_address=ray_address)
             st, report = build_store(input, output, encoder, lang, shard_size=shard_size, column=column,
-                                     errors=encoding_errors, batch_size=batch_size, progress=not no_progress,
-                                     workers=workers, executor=executor, ray_address=ray_address)
+                                     errors=encoding_errors, progress=not no_progress, run=run)
             summary = report.summary() + f"; store {output}: {st.rows} rows in {len(st.manifest['shards'])} shard(s)"
         else:
             summary = embed_file(input, output, lang=lang, model=encoder, workers=workers, column=column,

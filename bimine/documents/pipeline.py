@@ -48,7 +48,7 @@ from bimine.index.faiss_index import IndexConfig
 from bimine.index.sides import SearchConfig, knn_both_ways, side_from_store
 from bimine.outputs import check_output_dir, check_output_file
 from bimine.progress import bar
-from bimine.store.store import build_store, file_checksum, store_name
+from bimine.store.store import EmbedRun, build_store, file_checksum, store_name
 
 log = logging.getLogger(__name__)
 METHODS = ("eq3", "counts", "embedding", "two-stage")
@@ -166,8 +166,8 @@ def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, 
             t = time.time()
             digest = file_checksum(col.sentences_path)
             folder = work / f"{name}-{store_name(digest, encoder.model_id, lang, 1_000_000)}.store"
-            store, _ = build_store(col.sentences_path, folder, encoder, lang, progress=progress, workers=workers,
-                                   input_sha256=digest)
+            store, _ = build_store(col.sentences_path, folder, encoder, lang, progress=progress,
+                                   run=EmbedRun(workers=workers), input_sha256=digest)
             report.seconds[f"embed {name}"] = time.time() - t
             stores[name] = store
         sc, tc = cols["src"], cols["tgt"]

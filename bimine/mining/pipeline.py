@@ -51,7 +51,7 @@ from bimine.progress import bar
 from bimine.scoring.margin import score_candidates
 from bimine.scoring.rescore import KNN_FEATURES, rescore_pairs
 from bimine.scoring.rescore import knn_features as features
-from bimine.store.store import EmbeddingStore, build_store, json_digest, store_name
+from bimine.store.store import EmbeddingStore, EmbedRun, build_store, json_digest, store_name
 from bimine.text.io import ScanResult, read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -371,11 +371,11 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
 
     def one(item: tuple[Path, str]) -> EmbeddingStore:
         folder, path = item
+        run = EmbedRun(workers=job.workers, executor=job.executor, ray_address=job.ray_address,
+                       in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
         st, _ = build_store(path, folder, encoder, lang, errors=job.encoding_errors,
-                            progress=job.progress and at_once == 1, workers=job.workers, shard_size=job.shard_size,
-                            input_sha256=sums[path], total_lines=scans[path].lines, executor=job.executor,
-                            ray_address=job.ray_address,
-                            in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
+                            progress=job.progress and at_once == 1, shard_size=job.shard_size, run=run,
+                            input_sha256=sums[path], total_lines=scans[path].lines)
         return st
 
     if at_once == 1:

@@ -1,5 +1,5 @@
 """Sharded float16 embedding stores with a manifest, resumable shard by shard."""
 
-from bimine.store.store import EmbeddingStore, build_store
+from bimine.store.store import EmbeddingStore, EmbedRun, build_store
 
-__all__ = ["EmbeddingStore", "build_store"]
+__all__ = ["EmbedRun", "EmbeddingStore", "build_store"]

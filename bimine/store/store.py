@@ -315,43 +315,95 @@ class EmbeddingStore:
         return out
 
 
-def build_store(
-    input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *, shard_size: int = 1_000_000,
-    column: int | None = None, errors: str = "strict", batch_size: int = 8192, progress: bool = True,
-    workers: int = 1, input_sha256: str | None = None, total_lines: int | None = None,
-    executor: str = "local", ray_address: str | None = None, in_flight: int | None = None,
-) -> tuple[EmbeddingStore, EmbedReport]:
+@dataclass(frozen=True)
+class EmbedRun:
+    """How a store's missing shards are embedded: ``batch_size`` sentences at a time, ``workers``
+    processes on this machine, or with ``executor="ray"`` as Ray tasks on the cluster at
+    ``ray_address``, at most ``in_flight`` shards of text sent at once (default: by the
+    cluster's size)."""
+
+    batch_size: int = 8192
+    workers: int = 1
+    executor: str = "local"
+    ray_address: str | None = None
+    in_flight: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"unknown executor {self.executor!r}: local or ray")
+
+
+def build_store(input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *,
+                shard_size: int = 1_000_000, column: int | None = None, errors: str = "strict", progress: bool = True,
+                run: EmbedRun = EmbedRun(), input_sha256: str | None = None,
+                total_lines: int | None = None) -> tuple[EmbeddingStore, EmbedReport]:
     """Embed ``input_path`` into a store at ``out_dir``, reusing finished shards of an earlier run.
 
     ``input_sha256`` and ``total_lines`` may be passed when the caller already computed them
     (the checksum of the file's bytes; its line count, for the progress bar).
     Raises :class:`InputError` if ``out_dir`` holds a store of another input, model or shard size.
-    ``executor="ray"`` embeds the missing shards as Ray tasks (:mod:`bimine.distributed.ray_executor`;
-    ``ray_address`` picks the cluster; ``in_flight`` bounds the shards of text sent at once):
-    the same store, byte for byte.
+    ``run``: how the missing shards are embedded (:class:`EmbedRun`; on Ray, the same store,
+    byte for byte). The steps: the inputs checked (:func:`_check_build`); a finished store of the
+    same input, model and shard size returned as it is, a damaged or unfinished one resumed
+    (:func:`_resume`); the missing shards embedded (:func:`_embed_missing`); the manifest written.
     """
-    if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}: local or ray")
-    spec = getattr(encoder, "spec", None)
-    if executor == "ray" and spec is None:
-        raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
-    if input_path == "-":
-        raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
-
-    check_output_dir(out_dir, inputs=(input_path,))
+    spec = _check_build(input_path, out_dir, encoder, run)
     if total_lines is None:  # one fast pass: bad input fails before any file is made; the count gives the ETA
         total_lines = scan_text(input_path, errors=errors, column=column).lines
     out = Path(out_dir)
-    if executor == "ray" and not (out / "manifest.json").exists():
-        plugin("ray").init(ray_address)  # join the cluster first: a bad --ray-address leaves no folder behind
+    if run.executor == "ray" and not (out / "manifest.json").exists():
+        plugin("ray").init(run.ray_address)  # join the cluster first: a bad --ray-address leaves no folder behind
     out.mkdir(parents=True, exist_ok=True)
     lang = normalize_lang(lang)
     ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,
              "input": os.path.basename(input_path), "input_sha256": input_sha256 or file_checksum(input_path),
              "column": column, "shard_size": shard_size}
-    prog = out / "progress.json"
-    mf = out / "manifest.json"
-    warned = False  # one line says that a damaged store is being repaired
+    done, warned = _resume(out, ident, total_lines, input_path)
+    if done is not None:
+        return done
+    t0 = time.time()
+    report = StoreReport(input_path)
+    stats = ReadStats()
+    bar = progress_bar(total=total_lines, unit=" lines", enabled=progress, desc=f"embed {os.path.basename(input_path)}")
+    lines = read_lines(input_path, column=column, errors=errors, stats=stats)
+    shards, blank, reused, warned = _embed_missing(lines, out, encoder, lang, shard_size, run, spec, report, bar,
+                                                   warned)
+    bar.close()
+    # drop shards beyond the input's end (cannot happen for an unchanged input)
+    for extra in sorted(out.glob("shard-*.npy"))[len(shards):]:
+        extra.unlink()
+    np.save(out / "blank-lines.npy", np.asarray(blank, dtype=np.int64))
+    manifest = dict(ident, rows=sum(s["rows"] for s in shards), shards=shards,
+                    input_lines=stats.lines, replaced_lines=stats.replaced, blank_lines=len(blank))
+    _atomic_json(out / "manifest.json", manifest)
+    (out / "progress.json").unlink()
+    if reused:
+        log.info(f"{out}: reused {reused} finished shard(s)")
+    report.replaced = stats.replaced
+    report.seconds = time.time() - t0
+    report.repaired = warned
+    return EmbeddingStore(out, manifest), report
+
+
+def _check_build(input_path: str, out_dir: str | os.PathLike, encoder: Encoder, run: EmbedRun):
+    """What can be refused before any file is made; returns the encoder's spec (for Ray)."""
+    spec = getattr(encoder, "spec", None)
+    if run.executor == "ray" and spec is None:
+        raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
+    if input_path == "-":
+        raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
+    check_output_dir(out_dir, inputs=(input_path,))
+    return spec
+
+
+def _resume(out: Path, ident: dict, total_lines: int,
+            input_path: str) -> tuple[tuple[EmbeddingStore, EmbedReport] | None, bool]:
+    """A finished store of the same ``ident`` (input, model, shard size): it and its report;
+    else None, the folder made ready for the missing shards (``progress.json`` written, a
+    damaged store's manifest removed, temporaries of a killed run removed), and whether a line
+    already said that a damaged store is being repaired. Another store's folder is refused."""
+    prog, mf = out / "progress.json", out / "manifest.json"
+    warned = False
     if mf.exists() and not prog.exists():
         done = _read_json(mf, out)
         if {k: done.get(k) for k in ident} != ident:
@@ -362,8 +414,7 @@ def build_store(
             found = [f"manifest.json says {done['rows']} rows for an input of {total_lines} lines"]
         if not found:
             log.info(f"{out}: already complete, nothing to do")
-            rep = EmbedReport(input_path, lines=done["rows"], reused=done["rows"])
-            return st, rep
+            return (st, EmbedReport(input_path, lines=done["rows"], reused=done["rows"])), False
         # same input, model and shard size: resume, embedding again what is missing or damaged
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         log.warning(f"{out}: {found[0]}{more}; repairing the store: whole shards are kept, the others embedded again")
@@ -381,19 +432,20 @@ def build_store(
     _atomic_json(prog, ident)
     for tmp in out.glob("*.tmp"):
         tmp.unlink()  # left by a killed run
+    return None, warned
 
-    t0 = time.time()
-    report = StoreReport(input_path)
-    stats = ReadStats()
-    shards = []
-    bar = progress_bar(total=total_lines, unit=" lines", enabled=progress, desc=f"embed {os.path.basename(input_path)}")
-    lines = read_lines(input_path, column=column, errors=errors, stats=stats)
-    reused = 0
+
+def _embed_missing(lines, out: Path, encoder: Encoder, lang: str, shard_size: int, run: EmbedRun, spec,
+                   report: StoreReport, bar, warned: bool) -> tuple[list[dict], list[int], int, bool]:
+    """Walk the input shard by shard: note blank lines, keep finished shards, embed the others
+    (here or on Ray). Returns every shard's entry, the blank lines, the shards reused, and
+    whether a line said the store is being repaired."""
+    shards: list[dict] = []
     blank: list[int] = []
+    reused = 0
 
     def missing() -> Iterator[tuple[list[str], Path]]:
-        """Walk the input shard by shard: note blank lines, keep finished shards, and yield
-        the ``(lines, path)`` of each shard still to embed, in order."""
+        """The ``(lines, path)`` of each shard still to embed, in order."""
         nonlocal reused, warned
         for i, chunk in enumerate(batched(lines, shard_size)):
             base = i * shard_size
@@ -415,28 +467,14 @@ def build_store(
                 f.unlink()
             yield chunk, f
 
-    if executor == "ray":
-        for res in plugin("ray").embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, batch_size, address=ray_address,
-                                in_flight=in_flight):
+    if run.executor == "ray":
+        for res in plugin("ray").embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, run.batch_size,
+                                              address=run.ray_address, in_flight=run.in_flight):
             for k in ("lines", "empty", "truncated"):
                 setattr(report, k, getattr(report, k) + res[k])
             bar.update(res["lines"])
     else:
         for chunk, f in missing():
-            embed_to_shard(encoder, chunk, lang, f, batch_size=batch_size, report=report, progress=bar,
-                           workers=workers)
-    bar.close()
-    # drop shards beyond the input's end (cannot happen for an unchanged input)
-    for extra in sorted(out.glob("shard-*.npy"))[len(shards):]:
-        extra.unlink()
-    np.save(out / "blank-lines.npy", np.asarray(blank, dtype=np.int64))
-    manifest = dict(ident, rows=sum(s["rows"] for s in shards), shards=shards,
-                    input_lines=stats.lines, replaced_lines=stats.replaced, blank_lines=len(blank))
-    _atomic_json(out / "manifest.json", manifest)
-    prog.unlink()
-    if reused:
-        log.info(f"{out}: reused {reused} finished shard(s)")
-    report.replaced = stats.replaced
-    report.seconds = time.time() - t0
-    report.repaired = warned
-    return EmbeddingStore(out, manifest), report
+            embed_to_shard(encoder, chunk, lang, f, batch_size=run.batch_size, report=report, progress=bar,
+                           workers=run.workers)
+    return shards, blank, reused, warned
