@@ -110,7 +110,8 @@ def main() -> int:
         print(f"no dev data at {DEV}: nothing to measure")
         return 0
     from bimine.documents.match import Eq3Config
-    from bimine.documents.pipeline import DocMatchConfig, match_documents
+    from bimine.documents.pipeline import match_documents
+    from bimine.documents.spec import DocMatchConfig, DocsMatchJob
     from bimine.encoders import load_encoder
     from bimine.scoring.calibration import Calibration
 
@@ -146,8 +147,8 @@ def main() -> int:
             for one in (False, True):
                 out = WORK / f"en-{x}.out.tsv"
                 cfg1 = DocMatchConfig(method=cfg.method, eq3=cfg.eq3, one_to_one=one, candidates=cfg.candidates)
-                _, t = bench.timed(partial(match_documents, str(sp), str(tp), str(out), encoder=enc, src_lang="en",
-                                           tgt_lang=x, config=cfg1, calibration=cal, progress=False))
+                job = DocsMatchJob(str(sp), str(tp), str(out), src_lang="en", tgt_lang=x, match=cfg1, progress=False)
+                _, t = bench.timed(partial(match_documents, job, encoder=enc, calibration=cal))
                 right, n = _accuracy(out)
                 row["one_to_one" if one else "best"] = {"right": right, "of": len(src), "seconds": round(t["wall_s"], 2)}
             b, o = row["best"], row["one_to_one"]

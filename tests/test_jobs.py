@@ -117,7 +117,8 @@ def test_align_job_writes_what_the_command_writes(tmp_path):
 
 def test_docs_match_job_writes_what_the_command_writes(tmp_path):
     from bimine.cli import docs as _docs_cmd  # noqa: F401  (registers the command)
-    from bimine.documents.job import DocsMatchJob, run_docs_match
+    from bimine.documents.job import run_docs_match
+    from bimine.documents.spec import DocsMatchJob
 
     src, tgt = str(ROOT / "examples" / "docs.en.jsonl"), str(ROOT / "examples" / "docs.fr.jsonl")
     r = CliRunner().invoke(cli, ["docs", "match", src, tgt, "--src-lang", "en", "--tgt-lang", "fr",

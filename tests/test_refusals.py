@@ -95,7 +95,8 @@ class _Spy:
 
 @pytest.mark.parametrize("bad", ["empty", "binary"])
 def test_mine_and_docs_match_check_the_target_before_embedding_the_source(tmp_path, bad):
-    from bimine.documents.pipeline import DocMatchConfig, match_documents
+    from bimine.documents.pipeline import match_documents
+    from bimine.documents.spec import DocMatchConfig, DocsMatchJob
     from bimine.errors import InputError
     from bimine.mining.pipeline import mine_files
     from bimine.mining.spec import MineJob
@@ -107,8 +108,8 @@ def test_mine_and_docs_match_check_the_target_before_embedding_the_source(tmp_pa
         mine_files(MineJob(str(EX / "sample.en"), str(tgt), str(tmp_path / "p.tsv"), src_lang="en", tgt_lang="fr",
                            progress=False, workers=1), encoder=spy)
     with pytest.raises(InputError, match="t.fr"):
-        match_documents(str(EX / "docs.en.jsonl"), str(tgt), str(tmp_path / "d.tsv"), encoder=spy, src_lang="en",
-                        tgt_lang="fr", progress=False, src_format="jsonl", tgt_format="tsv",
-                        config=DocMatchConfig(method="counts"))
+        match_documents(DocsMatchJob(str(EX / "docs.en.jsonl"), str(tgt), str(tmp_path / "d.tsv"), src_lang="en",
+                                     tgt_lang="fr", progress=False, src_format="jsonl", tgt_format="tsv",
+                                     match=DocMatchConfig(method="counts")), encoder=spy)
     assert spy.calls == 0
     assert not list(tmp_path.glob("*.tsv*"))

@@ -10,7 +10,7 @@ from bimine.cli.group import cli
 from bimine.cli.options import MODEL_CHOICES_HELP, Finite, check_lang_option, echo_warning
 from bimine.documents.collections import FORMATS
 from bimine.documents.match import POSITIONS, RANKS
-from bimine.documents.pipeline import METHODS
+from bimine.documents.spec import METHODS
 from bimine.text.sentences import DEFAULT_SPLITTER, SPLITTERS
 
 
@@ -67,9 +67,9 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
     per line), a TSV file (doc_id<TAB>sentence per line, a document's lines together), or a
     folder of text files (one document each). Raw text is split into sentences.
     """
-    from bimine.documents.job import DocsMatchJob, run_docs_match
+    from bimine.documents.job import run_docs_match
     from bimine.documents.match import Eq3Config
-    from bimine.documents.pipeline import DocMatchConfig
+    from bimine.documents.spec import DocMatchConfig, DocsMatchJob
 
     src, tgt = src or src_opt, tgt or tgt_opt
     if src is None or tgt is None or (src_opt and src != src_opt) or (tgt_opt and tgt != tgt_opt):

@@ -88,6 +88,7 @@ def run(job_file: str, overrides: tuple[str, ...]) -> None:
         run_train_divergence(job, say=_say, warn=_say)
         _say(f"wrote {job.output}")
     else:
-        from bimine.documents.job import DocsMatchJob, run_docs_match
+        from bimine.documents.job import run_docs_match
+        from bimine.documents.spec import DocsMatchJob
 
         _say(run_docs_match(build(DocsMatchJob, data), warn=echo_warning).summary())

@@ -25,13 +25,14 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.documents.align import Aligner, atomic_lines, write_aligned_tsv, write_alignment
 from bimine.documents.beads import AlignConfig
 from bimine.documents.collections import read_collection
-from bimine.documents.pipeline import DocMatchConfig, DocMatchReport, match_documents
+from bimine.documents.pipeline import DocMatchReport, match_documents
+from bimine.documents.spec import DocsMatchJob
 from bimine.encoders.languages import load_for_languages, resolve_lang
 from bimine.errors import InputError, OptionError
 from bimine.outputs import check_output_dir, check_output_file, shown
@@ -326,32 +327,6 @@ def _check_pair_ids(job: AlignJob, pairs: list[tuple[str, str]], sidx: dict, tid
                      f"{job.src_docs if side == 'source' else job.tgt_docs}{more}")
 
 
-@dataclass
-class DocsMatchJob:
-    """Which document of ``tgt`` translates each document of ``src`` (collections: JSONL, TSV
-    ``doc_id<TAB>sentence`` or a folder of text files; ``src_format`` / ``tgt_format`` or
-    ``auto``). ``match``: the method and its settings
-    (:class:`~bimine.documents.pipeline.DocMatchConfig`); ``splitter``: the sentence splitter
-    of raw text (``None``: the default); ``calibration``: a confidence head instead of the
-    model's own (``eq3`` and ``two-stage``); ``work_dir``: keep and reuse the sentence files
-    and embeddings."""
-
-    src: str
-    tgt: str
-    output: str
-    src_lang: str | None = None
-    tgt_lang: str | None = None
-    model: str = "default"
-    match: DocMatchConfig = field(default_factory=DocMatchConfig)
-    src_format: str = "auto"
-    tgt_format: str = "auto"
-    splitter: str | None = None
-    calibration: str | None = None
-    work_dir: str | None = None
-    encoding_errors: str = "strict"
-    progress: bool = True
-
-
 def run_docs_match(job: DocsMatchJob, *, warn: Callable[[str], None] | None = None) -> DocMatchReport:
     """Match ``job``'s collections and write the document pairs; returns the run's report."""
     warn = warn or log.warning
@@ -364,8 +339,6 @@ def run_docs_match(job: DocsMatchJob, *, warn: Callable[[str], None] | None = No
     if job.match.method in ("eq3", "two-stage"):
         cal = Calibration.for_encoder(encoder, job.calibration)
     splitter = get_splitter() if job.splitter is None else get_splitter(job.splitter)
-    return match_documents(job.src, job.tgt, job.output, encoder=encoder,
-                           src_lang=resolve_lang(encoder, job.src_lang, "--src-lang"),
-                           tgt_lang=resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), config=job.match,
-                           src_format=job.src_format, tgt_format=job.tgt_format, splitter=splitter,
-                           work_dir=job.work_dir, calibration=cal, errors=job.encoding_errors, progress=job.progress)
+    resolved = replace(job, src_lang=resolve_lang(encoder, job.src_lang, "--src-lang"),
+                       tgt_lang=resolve_lang(encoder, job.tgt_lang, "--tgt-lang"))
+    return match_documents(resolved, encoder=encoder, calibration=cal, splitter=splitter)

@@ -24,6 +24,8 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +35,6 @@ from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.documents.align import atomic_lines
 from bimine.documents.collections import Collection, read_collection
 from bimine.documents.match import (
-    Eq3Config,
     PairScores,
     document_embeddings,
     embedding_scores,
@@ -43,33 +44,15 @@ from bimine.documents.match import (
     one_to_one,
     sorted_pairs,
 )
+from bimine.documents.spec import DocMatchConfig, DocsMatchJob
 from bimine.errors import ConfigError
 from bimine.index.faiss_index import IndexConfig
 from bimine.index.sides import SearchConfig, knn_both_ways, side_from_store
 from bimine.outputs import check_output_dir, check_output_file
 from bimine.progress import bar
-from bimine.store.store import EmbedRun, build_store, file_checksum, store_name
+from bimine.store.store import build_store, file_checksum, store_name
 
 log = logging.getLogger(__name__)
-METHODS = ("eq3", "counts", "embedding", "two-stage")
-
-
-@dataclass(frozen=True)
-class DocMatchConfig:
-    method: str = "eq3"
-    eq3: Eq3Config = field(default_factory=Eq3Config)
-    top: int = 1  #: target documents written per source document
-    one_to_one: bool = False
-    candidates: int = 20  #: two-stage: target documents proposed per source document
-    index: str = "auto"  #: FAISS factory of the sentence kNN
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"unknown method {self.method!r}; methods: {', '.join(METHODS)}")
-        if self.top < 1 or self.candidates < 1:
-            raise ConfigError("top and candidates must be >= 1")
-
-
 @dataclass
 class DocMatchReport:
     src_docs: int = 0
@@ -124,90 +107,99 @@ def _two_stage(src_col: Collection, tgt_col: Collection, src_store, tgt_store, c
     return sorted_pairs(*(np.concatenate([o[i] for o in out]) for i in range(4)))
 
 
-def match_documents(src: str, tgt: str, output: str, *, encoder, src_lang: str, tgt_lang: str,
-                    config: DocMatchConfig = DocMatchConfig(), src_format: str = "auto", tgt_format: str = "auto",
-                    splitter=None, work_dir: str | None = None, calibration=None, errors: str = "strict",
-                    progress: bool = True, workers: int = 1) -> DocMatchReport:
-    """Match the documents of ``src`` with those of ``tgt`` and write the pairs to ``output``.
+def match_documents(job: DocsMatchJob, *, encoder, calibration=None, splitter=None) -> DocMatchReport:
+    """Match the documents of ``job.src`` with those of ``job.tgt`` and write the pairs to
+    ``job.output``; ``job.src_lang``/``tgt_lang`` are the languages ``encoder`` is told
+    (:func:`bimine.documents.job.run_docs_match` resolves them).
 
     ``splitter(text, lang) -> list[str]`` splits raw text (JSONL ``text`` entries, folders);
-    ``calibration`` (of ``encoder``) is needed by ``eq3`` and ``two-stage``. With ``work_dir``
-    the sentence files and embedding stores are kept there (named by the inputs' checksums and
-    the model) and reused by a rerun.
+    ``calibration`` (of ``encoder``) is needed by ``eq3`` and ``two-stage``. With
+    ``job.work_dir`` the sentence files and embedding stores are kept there (named by the
+    inputs' checksums and the model) and reused by a rerun. The steps: read both collections
+    (each checked before either is embedded), embed their sentences, score the document pairs
+    (:func:`_scores`), choose and write.
     """
-    check_output_file(output, inputs=(src, tgt, work_dir))
-    sweep_leftovers(output)  # what runs killed by SIGKILL left
+    config = job.match
+    check_output_file(job.output, inputs=(job.src, job.tgt, job.work_dir))
+    sweep_leftovers(job.output)  # what runs killed by SIGKILL left
     if config.method in ("eq3", "two-stage") and calibration is None:
         raise ConfigError(f"method {config.method} needs the model's calibrated confidence (f1 of Eq. 3): train a "
                           "head with 'bimine calibrate', or use --method counts / embedding")
     report = DocMatchReport()
-    tmpdir = None
-    if work_dir:
-        check_output_dir(work_dir, inputs=(src, tgt), option="--work-dir")
-        work = Path(work_dir)
-        work.mkdir(parents=True, exist_ok=True)
-    else:
-        tmpdir = tempfile.TemporaryDirectory(prefix=temp_prefix("docs"))
-        work = Path(tmpdir.name)
-    try:
-        cols, stores = {}, {}
-        sides = (("src", src, src_lang, src_format), ("tgt", tgt, tgt_lang, tgt_format))
-        for name, path, lang, fmt in sides:  # both read (and so checked) before either is embedded
-            t = time.time()
-            split = (lambda text, _lang=lang: splitter(text, _lang)) if splitter is not None else None
-            col = read_collection(path, str(work / f"{name}.sentences.txt"), fmt=fmt, split=split, errors=errors)
-            report.seconds[f"read {name}"] = time.time() - t
-            if col.stats["blank_sentences"] or col.stats["empty_documents"]:
-                report.notes.append(f"{path}: {col.stats['blank_sentences']} blank sentence(s) dropped, "
-                                    f"{col.stats['empty_documents']} document(s) without any sentence")
-            cols[name] = col
+    if job.work_dir:
+        check_output_dir(job.work_dir, inputs=(job.src, job.tgt), option="--work-dir")
+    with _work_folder(job.work_dir) as work:
+        sides = (("src", job.src, job.src_lang, job.src_format), ("tgt", job.tgt, job.tgt_lang, job.tgt_format))
+        cols = {name: _read_side(name, path, lang, fmt, splitter, work, job.encoding_errors, report)
+                for name, path, lang, fmt in sides}  # both read (and so checked) before either is embedded
+        stores = {}
         for name, _, lang, _ in sides:
-            col = cols[name]
             t = time.time()
-            digest = file_checksum(col.sentences_path)
+            digest = file_checksum(cols[name].sentences_path)
             folder = work / f"{name}-{store_name(digest, encoder.model_id, lang, 1_000_000)}.store"
-            store, _ = build_store(col.sentences_path, folder, encoder, lang, progress=progress,
-                                   run=EmbedRun(workers=workers), input_sha256=digest)
+            stores[name], _ = build_store(cols[name].sentences_path, folder, encoder, lang, progress=job.progress,
+                                          input_sha256=digest)
             report.seconds[f"embed {name}"] = time.time() - t
-            stores[name] = store
         sc, tc = cols["src"], cols["tgt"]
         report.src_docs, report.tgt_docs = sc.n_docs, tc.n_docs
         report.src_sentences, report.tgt_sentences = sc.n_sentences, tc.n_sentences
         t = time.time()
-        if config.method == "embedding":
-            scores = embedding_scores(_doc_embeddings(stores["src"], sc), _doc_embeddings(stores["tgt"], tc),
-                                      max(config.top, config.candidates if config.one_to_one else config.top))
-        elif config.method == "two-stage":
-            scores = _two_stage(sc, tc, stores["src"], stores["tgt"], calibration, config, progress)
-        else:
-            x, y = side_from_store(stores["src"]), side_from_store(stores["tgt"])
-            if not len(x.valid) or not len(y.valid):
-                scores = PairScores(*(np.zeros(0, np.int64) for _ in range(4)))
-            else:
-                k = config.eq3.n if config.method == "eq3" else 1
-                k = min(k, len(y.valid), len(x.valid))
-                mcfg = SearchConfig(k=k, index=IndexConfig(factory=config.index))
-                sxy, ixy, _, iyx = knn_both_ways(x, y, mcfg, progress=progress, need_backward=config.method == "counts")
-                s_doc, t_doc = sc.doc_of_sentence(), tc.doc_of_sentence()
-                if config.method == "counts":
-                    scores = mutual_best_counts(ixy[:, 0], iyx[:, 0], s_doc, t_doc, n_tgt_docs=tc.n_docs)
-                else:
-                    conf = np.empty(sxy.shape)
-                    for a in range(0, len(sxy), 65536):  # row r of the kNN lists is source row x.valid[r]
-                        u = stores["src"].take(x.valid[a: a + 65536])
-                        conf[a: a + len(u)] = calibration.from_cosine(u, sxy[a: a + len(u)])
-                    scores = eq3_scores(ixy, conf, s_doc, sc.position_of_sentence(), np.diff(sc.offsets), t_doc,
-                                        tc.position_of_sentence(), np.diff(tc.offsets), config.eq3,
-                                        n_tgt_docs=tc.n_docs)
+        scores = _scores(config, sc, tc, stores, calibration, job.progress)
         report.seconds["score"] = time.time() - t
         chosen = one_to_one(scores) if config.one_to_one else scores.top(config.top)
         report.unmatched = sc.n_docs - len(np.unique(scores.src))
-        write_doc_pairs(output, chosen, sc.ids, tc.ids)
+        write_doc_pairs(job.output, chosen, sc.ids, tc.ids)
         report.written = len(chosen.src)
-    finally:
-        if tmpdir is not None:
-            tmpdir.cleanup()
     return report
+
+
+@contextmanager
+def _work_folder(work_dir: str | None) -> Iterator[Path]:
+    if work_dir:
+        work = Path(work_dir)
+        work.mkdir(parents=True, exist_ok=True)
+        yield work
+        return
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("docs")) as tmp:
+        yield Path(tmp)
+
+
+def _read_side(name: str, path: str, lang: str, fmt: str, splitter, work: Path, errors: str,
+               report: DocMatchReport) -> Collection:
+    t = time.time()
+    split = (lambda text, _lang=lang: splitter(text, _lang)) if splitter is not None else None
+    col = read_collection(path, str(work / f"{name}.sentences.txt"), fmt=fmt, split=split, errors=errors)
+    report.seconds[f"read {name}"] = time.time() - t
+    if col.stats["blank_sentences"] or col.stats["empty_documents"]:
+        report.notes.append(f"{path}: {col.stats['blank_sentences']} blank sentence(s) dropped, "
+                            f"{col.stats['empty_documents']} document(s) without any sentence")
+    return col
+
+
+def _scores(config: DocMatchConfig, sc: Collection, tc: Collection, stores: dict, calibration,
+            progress: bool) -> PairScores:
+    """The document pairs' scores by ``config.method`` (the module docstring)."""
+    if config.method == "embedding":
+        return embedding_scores(_doc_embeddings(stores["src"], sc), _doc_embeddings(stores["tgt"], tc),
+                                max(config.top, config.candidates if config.one_to_one else config.top))
+    if config.method == "two-stage":
+        return _two_stage(sc, tc, stores["src"], stores["tgt"], calibration, config, progress)
+    x, y = side_from_store(stores["src"]), side_from_store(stores["tgt"])
+    if not len(x.valid) or not len(y.valid):
+        return PairScores(*(np.zeros(0, np.int64) for _ in range(4)))
+    k = config.eq3.n if config.method == "eq3" else 1
+    k = min(k, len(y.valid), len(x.valid))
+    mcfg = SearchConfig(k=k, index=IndexConfig(factory=config.index))
+    sxy, ixy, _, iyx = knn_both_ways(x, y, mcfg, progress=progress, need_backward=config.method == "counts")
+    s_doc, t_doc = sc.doc_of_sentence(), tc.doc_of_sentence()
+    if config.method == "counts":
+        return mutual_best_counts(ixy[:, 0], iyx[:, 0], s_doc, t_doc, n_tgt_docs=tc.n_docs)
+    conf = np.empty(sxy.shape)
+    for a in range(0, len(sxy), 65536):  # row r of the kNN lists is source row x.valid[r]
+        u = stores["src"].take(x.valid[a: a + 65536])
+        conf[a: a + len(u)] = calibration.from_cosine(u, sxy[a: a + len(u)])
+    return eq3_scores(ixy, conf, s_doc, sc.position_of_sentence(), np.diff(sc.offsets), t_doc,
+                      tc.position_of_sentence(), np.diff(tc.offsets), config.eq3, n_tgt_docs=tc.n_docs)
 
 
 def write_doc_pairs(path: str, p: PairScores, src_ids: list[str], tgt_ids: list[str]) -> None:
