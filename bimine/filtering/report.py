@@ -595,7 +595,8 @@ def render_report(
     """The report page: ``table`` holds one column per filter (pipeline order), ``total`` the
     combined score, ``keep`` the decisions (``None``: a run that only scores), ``reasons`` the
     drop reasons (the filters' then the selection's), ``report`` the counts, ``examples`` the
-    dropped pairs per reason, ``info`` lines shown under the title (input, outputs, ...)."""
+    dropped pairs per reason, ``info`` lines shown under the title (input, outputs, ...). Its
+    sections: the header, the summary, the filters' table, the histograms, the dropped pairs."""
     from bimine import __version__  # the package root: complete only once imported
 
     n = report.pairs
@@ -606,9 +607,8 @@ def render_report(
     failing_cols = []
     for i, f in enumerate(filters):
         failing_cols.append(~np.asarray(f.accept(table[:, i]), dtype=bool) if n else np.zeros(0, dtype=bool))
-    fail_counts = [int(c.sum()) for c in failing_cols]
-    sel_desc = _selection_desc(selection) if filtering else None
-
+    c = _Page(filters, table, total, keep_arr, reasons, report, selection, examples, filtering, n,
+              [int(x.sum()) for x in failing_cols], _selection_desc(selection) if filtering else None)
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"]
@@ -617,8 +617,36 @@ def render_report(
                f"{_e(__version__)}</p>")
     out.append('<nav><a href="#summary">Summary</a><a href="#scores">Score histograms</a>'
                + ('<a href="#dropped">Dropped pairs</a>' if filtering else "") + "</nav></header>")
+    out += _summary(c, info) + _filters_table(c) + _histograms(c)
+    if filtering:
+        out += _dropped(c)
+    out.append("<footer>Written by bimine " + _e(__version__) + ". Self-contained: no script, nothing loaded "
+               "from elsewhere.</footer></main></body></html>")
+    return "\n".join(out) + "\n"
 
-    # summary
+
+@dataclass
+class _Page:
+    """What the sections of :func:`render_report` read."""
+
+    filters: Sequence[PairFilter]
+    table: np.ndarray
+    total: np.ndarray
+    keep_arr: np.ndarray | None
+    reasons: Sequence[str]
+    report: FilterReport
+    selection: Selection
+    examples: Examples | None
+    filtering: bool
+    n: int
+    fail_counts: list[int]
+    sel_desc: str | None
+
+
+def _summary(c: _Page, info: dict[str, str] | None) -> list[str]:
+    """The tiles (pairs, kept, dropped, filters), the run's lines and its notes."""
+    n, report, filtering, filters = c.n, c.report, c.filtering, c.filters
+    out: list[str] = []
     out.append('<h2 id="summary">Summary</h2><div class="tiles">')
     out.append(f'<div class="tile"><div class="k">pairs</div><div class="v">{n:,}</div></div>')
     if filtering:
@@ -638,6 +666,14 @@ def render_report(
         out.append('<ul class="ul note">' + "".join(f"<li><b>warning:</b> {_e(x)}</li>" for x in report.warnings)
                    + "".join(f"<li>{_e(x)}</li>" for x in report.notes) + "</ul>")
 
+    return out
+
+
+def _filters_table(c: _Page) -> list[str]:
+    """One row per filter (and the selection): what fails it, what it dropped first, its reason."""
+    n, report, filtering, filters, reasons = c.n, c.report, c.filtering, c.filters, c.reasons
+    fail_counts, sel_desc = c.fail_counts, c.sel_desc
+    out: list[str] = []
     head = ["#", "filter", "kind", "clean when", "fail it"]
     if filtering:
         head += ["dropped first", "share of pairs dropped"]
@@ -676,7 +712,14 @@ def render_report(
                   "<b>fail it</b>: pairs on the failing side of the filter's threshold (<code>score</code> "
                   "drops nothing; <code>bimine filter</code> would drop them).") + "</p>")
 
-    # histograms
+    return out
+
+
+def _histograms(c: _Page) -> list[str]:
+    """A histogram card per filter score, then one of the combined score."""
+    filters, table, filtering, report, selection = c.filters, c.table, c.filtering, c.report, c.selection
+    keep_arr, fail_counts, sel_desc, total = c.keep_arr, c.fail_counts, c.sel_desc, c.total
+    out: list[str] = []
     out.append('<h2 id="scores">Score histograms</h2><div class="legend">')
     if filtering:
         out.append('<span><span class="sw kept"></span>kept pairs</span>'
@@ -711,43 +754,46 @@ def render_report(
                            threshold=thr, clean_high=True, line_label=label, fail=fail_total, prefix=prefix))
     out.append("</div>")
 
-    # dropped pairs
-    if filtering:
-        out.append('<h2 id="dropped">Dropped pairs, by reason</h2>')
-        per = examples.per_reason if examples is not None else EXAMPLES
-        names = [f.name for f in filters] + ["score"]
-        any_drop = False
-        for r, reason in enumerate(reasons):
-            name = names[min(r, len(names) - 1)]
-            d = int(report.dropped_by.get(name, 0))
-            if d == 0:
-                continue
-            any_drop = True
-            exs = examples.by_reason.get(r, []) if examples is not None else []
-            shown = (f"all {len(exs):,} shown" if len(exs) == d else
-                     f"the first {len(exs):,} in input order shown")
-            out.append(f'<section class="reason" id="drop-{_e(name)}"><h3><code>{_e(name)}</code> {_e(reason)}</h3>'
-                       f"<p>{d:,} pair{'s' if d != 1 else ''} dropped ({_pct(d, n)} of all); {shown}. "
-                       "Hover a cut sentence for the whole text.</p>")
-            if exs:
-                out.append('<table class="ex"><colgroup><col style="width:74px"><col style="width:34%">'
-                           '<col style="width:34%"><col></colgroup><thead><tr><th class="num">line</th>'
-                           "<th>source</th><th>target</th><th>scores (failed in red)</th></tr></thead><tbody>")
-                for ex in exs:
-                    failing = []
-                    for i, f in enumerate(filters):
-                        try:
-                            failing.append(not bool(np.asarray(f.accept(np.array([ex.scores[i]])))[0]))
-                        except Exception:
-                            failing.append(i == r)
-                    out.append(f'<tr><td class="num muted">{ex.line:,}</td>{_text_cell(ex.src)}'
-                               f"{_text_cell(ex.tgt)}{_scores_cell(ex, filters, r, failing)}</tr>")
-                out.append("</tbody></table>")
-            out.append("</section>")
-        if not any_drop:
-            out.append('<p class="muted">No pair was dropped.</p>')
-        elif per:
-            out.append(f'<p class="muted" style="font-size:12.5px">Up to {per:,} examples per reason.</p>')
-    out.append("<footer>Written by bimine " + _e(__version__) + ". Self-contained: no script, nothing loaded "
-               "from elsewhere.</footer></main></body></html>")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _dropped(c: _Page) -> list[str]:
+    """The dropped pairs of each reason: how many, and the first examples with their scores."""
+    filters, n, report, reasons, examples = c.filters, c.n, c.report, c.reasons, c.examples
+    out: list[str] = []
+    out.append('<h2 id="dropped">Dropped pairs, by reason</h2>')
+    per = examples.per_reason if examples is not None else EXAMPLES
+    names = [f.name for f in filters] + ["score"]
+    any_drop = False
+    for r, reason in enumerate(reasons):
+        name = names[min(r, len(names) - 1)]
+        d = int(report.dropped_by.get(name, 0))
+        if d == 0:
+            continue
+        any_drop = True
+        exs = examples.by_reason.get(r, []) if examples is not None else []
+        shown = (f"all {len(exs):,} shown" if len(exs) == d else
+                 f"the first {len(exs):,} in input order shown")
+        out.append(f'<section class="reason" id="drop-{_e(name)}"><h3><code>{_e(name)}</code> {_e(reason)}</h3>'
+                   f"<p>{d:,} pair{'s' if d != 1 else ''} dropped ({_pct(d, n)} of all); {shown}. "
+                   "Hover a cut sentence for the whole text.</p>")
+        if exs:
+            out.append('<table class="ex"><colgroup><col style="width:74px"><col style="width:34%">'
+                       '<col style="width:34%"><col></colgroup><thead><tr><th class="num">line</th>'
+                       "<th>source</th><th>target</th><th>scores (failed in red)</th></tr></thead><tbody>")
+            for ex in exs:
+                failing = []
+                for i, f in enumerate(filters):
+                    try:
+                        failing.append(not bool(np.asarray(f.accept(np.array([ex.scores[i]])))[0]))
+                    except Exception:
+                        failing.append(i == r)
+                out.append(f'<tr><td class="num muted">{ex.line:,}</td>{_text_cell(ex.src)}'
+                           f"{_text_cell(ex.tgt)}{_scores_cell(ex, filters, r, failing)}</tr>")
+            out.append("</tbody></table>")
+        out.append("</section>")
+    if not any_drop:
+        out.append('<p class="muted">No pair was dropped.</p>')
+    elif per:
+        out.append(f'<p class="muted" style="font-size:12.5px">Up to {per:,} examples per reason.</p>')
+    return out
