@@ -343,7 +343,27 @@ def _svg(h: _Hist, *, name: str, clean_high: bool, line_label: str | None) -> st
         yt += ystep
     out.append(f'<text class="axis-title" transform="translate(13 {MT + ph / 2:.1f}) rotate(-90)" '
                'text-anchor="middle">pairs</text>')
-    # bars
+    out += _bars(h, name, X, ymax, ph)
+    # x axis
+    out.append(f'<line class="axis" x1="{ML}" x2="{ML + pw}" y1="{MT + ph}" y2="{MT + ph}"/>')
+    if h.integer and len(h.edges) - 1 <= 60 and np.all(np.diff(h.edges) == 1):
+        xt = _ticks(x0 + 0.5, x1 - 0.5, 8, integer=True)
+    else:
+        xt = _ticks(x0, x1, 7, integer=h.integer)
+    for v in xt:
+        x = X(v)
+        out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{MT + ph}" y2="{MT + ph + 4}"/>')
+        out.append(f'<text class="tick" x="{x:.1f}" y="{MT + ph + 17}" text-anchor="middle">{fmt_num(v)}</text>')
+    out.append(f'<text class="axis-title" x="{ML + pw / 2:.1f}" y="{H - 5}" text-anchor="middle">{_e(name)}</text>')
+    out += _threshold_marks(h, X(h.line) if h.line is not None else None, pw, ph, line_label)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _bars(h: _Hist, name: str, X, ymax: float, ph: float) -> list[str]:
+    """The histogram's bars (kept below, dropped above), each with its tooltip and, for a few
+    bins, its count."""
+    out: list[str] = []
     nbins = len(h.counts)
     label_counts = nbins <= 14
     few = h.integer and nbins <= 6 and bool(np.all(np.diff(h.edges) == 1))
@@ -384,20 +404,13 @@ def _svg(h: _Hist, *, name: str, clean_high: bool, line_label: str | None) -> st
         if label_counts:
             out.append(f'<text class="count" x="{bx + bw / 2:.1f}" y="{base - hk - hd - 3:.1f}" '
                        f'text-anchor="middle">{fmt_num(c)}</text>')
-    # x axis
-    out.append(f'<line class="axis" x1="{ML}" x2="{ML + pw}" y1="{MT + ph}" y2="{MT + ph}"/>')
-    if h.integer and len(h.edges) - 1 <= 60 and np.all(np.diff(h.edges) == 1):
-        xt = _ticks(x0 + 0.5, x1 - 0.5, 8, integer=True)
-    else:
-        xt = _ticks(x0, x1, 7, integer=h.integer)
-    for v in xt:
-        x = X(v)
-        out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{MT + ph}" y2="{MT + ph + 4}"/>')
-        out.append(f'<text class="tick" x="{x:.1f}" y="{MT + ph + 17}" text-anchor="middle">{fmt_num(v)}</text>')
-    out.append(f'<text class="axis-title" x="{ML + pw / 2:.1f}" y="{H - 5}" text-anchor="middle">{_e(name)}</text>')
-    # threshold
+    return out
+
+
+def _threshold_marks(h: _Hist, lx: float | None, pw: float, ph: float, line_label: str | None) -> list[str]:
+    """The threshold's line and label at ``lx``, or an arrow to it when it is off the chart."""
+    out: list[str] = []
     if h.line is not None and line_label:
-        lx = X(h.line)
         out.append(f'<line class="threshold" x1="{lx:.1f}" x2="{lx:.1f}" y1="{MT - 6}" y2="{MT + ph}"/>')
         right = lx < ML + pw * 0.6
         tx = lx + 5 if right else lx - 5
@@ -410,8 +423,7 @@ def _svg(h: _Hist, *, name: str, clean_high: bool, line_label: str | None) -> st
         else:
             out.append(f'<text class="threshold-label" x="{ML}" y="{MT - 10}" text-anchor="start">← '
                        f"{_e(line_label)}</text>")
-    out.append("</svg>")
-    return "".join(out)
+    return out
 
 
 def _empty_svg(message: str) -> str:
