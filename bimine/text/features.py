@@ -407,54 +407,8 @@ class Featurizer:
                 all_ids.append((z % np.uint64(cfg.buckets)).astype(np.int64))
                 all_sid.append(s)
 
-        # character n-grams over the normalised sentence with its boundary spaces
-        if cfg.by_script:
-            # lengths by the script of an n-gram's first non-space character
-            first = np.concatenate([c[1:], [_SEP]])
-            first = np.where(c == 32, first, c).astype(np.int64)
-            ns = no_space_table()[np.minimum(first, 0x10FFFF)].astype(bool) & (first != _SEP)
-            ranges = [(r, m) for r, m in ((cfg.char_ngrams, ~ns), (cfg.nospace_char_ngrams, ns)) if r is not None]
-        else:
-            rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
-            ranges = [(rng, None)] if rng is not None else []
-        if ranges:
-            lengths = sorted({k for r, _ in ranges for k in range(r[0], r[1] + 1)})
-            # cumulative count of spaces, to find n-grams with a space strictly inside
-            spaces = np.concatenate([[0], np.cumsum(c == 32)])
-            # positions that may start/end an n-gram: inside a sentence, not the separator
-            for k in lengths:
-                if L < k:
-                    continue
-                a = np.arange(L - k + 1)
-                ok = (sid[a] == sid[a + k - 1]) & ~is_sep[a] & ~is_sep[a + k - 1]
-                if ranges[0][1] is not None:  # by script: the start's script allows length k
-                    allowed = np.zeros(L - k + 1, dtype=bool)
-                    for r, m in ranges:
-                        if r[0] <= k <= r[1]:
-                            allowed |= m[a]
-                    ok &= allowed
-                if not cfg.cross_word_chars and k > 2:
-                    ok &= spaces[a + k - 1] - spaces[a + 1] == 0
-                a = a[ok]
-                # an n-gram of only spaces carries nothing (an empty sentence is "  ")
-                a = a[spaces[a + k] - spaces[a] < k]
-                add(span_hash(a, a + k), sid[a], 100 + k)
-
-        if cfg.word_ngrams:
-            blank = (c == 32) | is_sep
-            prev_blank = np.concatenate([[True], blank[:-1]])
-            next_blank = np.concatenate([blank[1:], [True]])
-            starts = np.flatnonzero(~blank & prev_blank)
-            ends = np.flatnonzero(~blank & next_blank) + 1
-            wh = span_hash(starts, ends)
-            wsid = sid[starts]
-            if 1 in cfg.word_ngrams:
-                add(wh, wsid, 1)
-            if 2 in cfg.word_ngrams and len(wh) > 1:
-                same = wsid[1:] == wsid[:-1]
-                with np.errstate(over="ignore"):
-                    bh = _splitmix64(wh[:-1]) * np.uint64(_B) + wh[1:]
-                add(bh[same], wsid[1:][same], 2)
+        _numpy_char_ngrams(cfg, lang, c, sid, is_sep, span_hash, add)
+        _numpy_word_ngrams(cfg, c, sid, is_sep, span_hash, add)
 
         ids = np.concatenate(all_ids) if all_ids else np.zeros(0, dtype=np.int64)
         sids = np.concatenate(all_sid) if all_sid else np.zeros(0, dtype=np.int64)
@@ -464,3 +418,62 @@ class Featurizer:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         return ids, offsets
+
+
+def _numpy_char_ngrams(cfg: FeatureConfig, lang: str, c: np.ndarray, sid: np.ndarray, is_sep: np.ndarray,
+                       span_hash, add) -> None:
+    """The NumPy reference's character n-grams over the normalised sentences (code points ``c``,
+    sentence ids ``sid``) with their boundary spaces, each hashed and passed to ``add``."""
+    L = len(c)
+    if cfg.by_script:
+        # lengths by the script of an n-gram's first non-space character
+        first = np.concatenate([c[1:], [_SEP]])
+        first = np.where(c == 32, first, c).astype(np.int64)
+        ns = no_space_table()[np.minimum(first, 0x10FFFF)].astype(bool) & (first != _SEP)
+        ranges = [(r, m) for r, m in ((cfg.char_ngrams, ~ns), (cfg.nospace_char_ngrams, ns)) if r is not None]
+    else:
+        rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
+        ranges = [(rng, None)] if rng is not None else []
+    if ranges:
+        lengths = sorted({k for r, _ in ranges for k in range(r[0], r[1] + 1)})
+        # cumulative count of spaces, to find n-grams with a space strictly inside
+        spaces = np.concatenate([[0], np.cumsum(c == 32)])
+        # positions that may start/end an n-gram: inside a sentence, not the separator
+        for k in lengths:
+            if L < k:
+                continue
+            a = np.arange(L - k + 1)
+            ok = (sid[a] == sid[a + k - 1]) & ~is_sep[a] & ~is_sep[a + k - 1]
+            if ranges[0][1] is not None:  # by script: the start's script allows length k
+                allowed = np.zeros(L - k + 1, dtype=bool)
+                for r, m in ranges:
+                    if r[0] <= k <= r[1]:
+                        allowed |= m[a]
+                ok &= allowed
+            if not cfg.cross_word_chars and k > 2:
+                ok &= spaces[a + k - 1] - spaces[a + 1] == 0
+            a = a[ok]
+            # an n-gram of only spaces carries nothing (an empty sentence is "  ")
+            a = a[spaces[a + k] - spaces[a] < k]
+            add(span_hash(a, a + k), sid[a], 100 + k)
+
+
+def _numpy_word_ngrams(cfg: FeatureConfig, c: np.ndarray, sid: np.ndarray, is_sep: np.ndarray, span_hash,
+                       add) -> None:
+    """The NumPy reference's word unigrams and bigrams, each hashed and passed to ``add``."""
+    if not cfg.word_ngrams:
+        return
+    blank = (c == 32) | is_sep
+    prev_blank = np.concatenate([[True], blank[:-1]])
+    next_blank = np.concatenate([blank[1:], [True]])
+    starts = np.flatnonzero(~blank & prev_blank)
+    ends = np.flatnonzero(~blank & next_blank) + 1
+    wh = span_hash(starts, ends)
+    wsid = sid[starts]
+    if 1 in cfg.word_ngrams:
+        add(wh, wsid, 1)
+    if 2 in cfg.word_ngrams and len(wh) > 1:
+        same = wsid[1:] == wsid[:-1]
+        with np.errstate(over="ignore"):
+            bh = _splitmix64(wh[:-1]) * np.uint64(_B) + wh[1:]
+        add(bh[same], wsid[1:][same], 2)
