@@ -577,14 +577,59 @@ def combine(out: str, units: list[Unit], keys_path: str | None, local: str | Non
             progress: bool = True, keys=None) -> dict:
     """Pool, normalise, de-duplicate and decontaminate; write ``pairs/``, ``manifest.json``
     and ``README.md``. Returns the manifest. ``keys``: the key list of ``keys_path`` already
-    loaded (:class:`~bimine.data.decontam.HeldOutKeys`), else it is loaded here."""
+    loaded (:class:`~bimine.data.decontam.HeldOutKeys`), else it is loaded here. The steps:
+    every extracted unit and local corpus pooled into one file per language
+    (:func:`_pool_by_language`), then each language's pairs de-duplicated, decontaminated,
+    shuffled and written (:func:`_write_language`)."""
     if keys is None and keys_path:
         keys = HeldOutKeys.load(keys_path)
     split = os.path.join(out, "tmp", "bylang")
     shutil.rmtree(split, ignore_errors=True)
     os.makedirs(split)
-    handles: dict[str, object] = {}
     skipped: Counter = Counter()
+    sources_info = _pool_by_language(out, units, local, split, skipped)
+    pairs_dir = os.path.join(out, "pairs")
+    os.makedirs(pairs_dir, exist_ok=True)
+    langs: dict[str, dict] = {}
+    files = sorted(os.listdir(split))
+    with bar(total=len(files), unit=" languages", desc="combine", enabled=progress) as pb:
+        for name in files:
+            lang = name[: -len(".tsv")]
+            langs[lang] = _write_language(os.path.join(split, name), os.path.join(pairs_dir, f"en-{lang}.tsv.gz"),
+                                          keys)
+            pb.update(1)
+    shutil.rmtree(split, ignore_errors=True)
+    for src_name, s in sources_info.items():
+        s["dropped"] = dict(s["dropped"])
+        s["pairs"] = sum(v["sources"].get(src_name, 0) for v in langs.values())
+        s["description"] = SOURCES[src_name].description if src_name in SOURCES else f"local corpus '{src_name}'"
+        s["license_note"] = SOURCES[src_name].license_note if src_name in SOURCES else "see the local folder's PROVENANCE.md"
+    manifest = {
+        "format": FORMAT,
+        "languages": dict(sorted(langs.items(), key=lambda kv: -kv[1]["pairs"])),
+        "sources": sources_info,
+        "skipped": dict(skipped),
+        "decontamination": {"keys": os.path.basename(keys_path) if keys_path else None,
+                            "keys_count": len(keys) if keys is not None else 0,
+                            "dropped": sum(sum(v["decontaminated"].values()) for v in langs.values())},
+        "total_pairs": sum(v["pairs"] for v in langs.values()),
+    }
+    _atomic_write_json(os.path.join(out, "manifest.json"), manifest)
+    with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
+        f.write(render_readme(manifest))
+    return manifest
+
+
+def _source_entry(sources_info: dict, source: str) -> dict:
+    return sources_info.setdefault(source, {"units": 0, "entries": 0, "kept": 0, "dropped": Counter(),
+                                            "licenses": {}, "files": {}})
+
+
+def _pool_by_language(out: str, units: list[Unit], local: str | None, split: str, skipped: Counter) -> dict:
+    """Every extracted unit's pairs and every local corpus's, appended to ``split/LANG.tsv`` as
+    ``source<TAB>en<TAB>xx``; what was skipped counted in ``skipped``; returns per source its
+    units, entries, kept pairs, drops, licenses and files."""
+    handles: dict[str, object] = {}
     sources_info: dict[str, dict] = {}
 
     def put(lang: str, source: str, en: str, xx: str) -> None:
@@ -601,8 +646,7 @@ def combine(out: str, units: list[Unit], keys_path: str | None, local: str | Non
                 continue
             with open(meta, encoding="utf-8") as f:
                 info = json.load(f)
-            s = sources_info.setdefault(u.source, {"units": 0, "entries": 0, "kept": 0, "dropped": Counter(),
-                                                   "licenses": {}, "files": {}})
+            s = _source_entry(sources_info, u.source)
             s["units"] += 1
             s["entries"] += info["entries"]
             s["kept"] += info["rows"]
@@ -619,85 +663,59 @@ def combine(out: str, units: list[Unit], keys_path: str | None, local: str | Non
                     skipped["English variant"] += 1
                 else:
                     put(lang, u.source, en, xx)
-        if local:
-            for source, code, pairs in local_corpora(local):
-                lang = language_of(code)
-                if lang is None or lang == "en":
-                    skipped[f"unknown language tag {code}"] += 1
-                    continue
-                s = sources_info.setdefault(source, {"units": 0, "entries": 0, "kept": 0, "dropped": Counter(),
-                                                    "licenses": {}, "files": {}})
-                s["units"] += 1
-                n = 0
-                for en, xx in pairs():
-                    en, xx = _one_line(en), _one_line(xx)
-                    if en and xx:
-                        put(lang, source, en, xx)
-                        n += 1
-                s["entries"] += n
-                s["kept"] += n
+        for source, code, pairs in (local_corpora(local) if local else ()):
+            lang = language_of(code)
+            if lang is None or lang == "en":
+                skipped[f"unknown language tag {code}"] += 1
+                continue
+            s = _source_entry(sources_info, source)
+            s["units"] += 1
+            n = 0
+            for en, xx in pairs():
+                en, xx = _one_line(en), _one_line(xx)
+                if en and xx:
+                    put(lang, source, en, xx)
+                    n += 1
+            s["entries"] += n
+            s["kept"] += n
     finally:
         for f in handles.values():
             f.close()
+    return sources_info
 
-    pairs_dir = os.path.join(out, "pairs")
-    os.makedirs(pairs_dir, exist_ok=True)
-    langs: dict[str, dict] = {}
-    total_decontam = 0
-    files = sorted(os.listdir(split))
-    with bar(total=len(files), unit=" languages", desc="combine", enabled=progress) as pb:
-        for name in files:
-            lang = name[: -len(".tsv")]
-            seen: set[tuple[str, str]] = set()
-            rows: list[tuple[str, str, str]] = []
-            dup = 0
-            with open(os.path.join(split, name), encoding="utf-8") as f:
-                for line in f:
-                    src, en, xx = line.rstrip("\n").split("\t")
-                    if (en, xx) in seen:
-                        dup += 1
-                        continue
-                    seen.add((en, xx))
-                    rows.append((src, en, xx))
-            del seen
-            dropped_by_source: Counter = Counter()
-            if keys is not None and rows:
-                bad = keys.contains([r[1] for r in rows]) | keys.contains([r[2] for r in rows])
-                for r, b in zip(rows, bad):
-                    if b:
-                        dropped_by_source[r[0]] += 1
-                rows = [r for r, b in zip(rows, bad) if not b]
-            total_decontam += sum(dropped_by_source.values())
-            # random order (fixed seed): the first n pairs of a file are a sample of all its sources
-            rows = [rows[i] for i in np.random.default_rng(0).permutation(len(rows))]
-            per_source = Counter(r[0] for r in rows)
-            part = os.path.join(pairs_dir, f"en-{lang}.tsv.gz.part")
-            with gzip.open(part, "wt", encoding="utf-8", compresslevel=6) as f:
-                for _, en, xx in rows:
-                    f.write(f"{en}\t{xx}\n")
-            os.replace(part, os.path.join(pairs_dir, f"en-{lang}.tsv.gz"))
-            langs[lang] = {"pairs": len(rows), "sources": dict(per_source), "duplicates": dup,
-                           "decontaminated": dict(dropped_by_source)}
-            pb.update(1)
-    shutil.rmtree(split, ignore_errors=True)
-    for src_name, s in sources_info.items():
-        s["dropped"] = dict(s["dropped"])
-        s["pairs"] = sum(v["sources"].get(src_name, 0) for v in langs.values())
-        s["description"] = SOURCES[src_name].description if src_name in SOURCES else f"local corpus '{src_name}'"
-        s["license_note"] = SOURCES[src_name].license_note if src_name in SOURCES else "see the local folder's PROVENANCE.md"
-    manifest = {
-        "format": FORMAT,
-        "languages": dict(sorted(langs.items(), key=lambda kv: -kv[1]["pairs"])),
-        "sources": sources_info,
-        "skipped": dict(skipped),
-        "decontamination": {"keys": os.path.basename(keys_path) if keys_path else None,
-                            "keys_count": len(keys) if keys is not None else 0, "dropped": total_decontam},
-        "total_pairs": sum(v["pairs"] for v in langs.values()),
-    }
-    _atomic_write_json(os.path.join(out, "manifest.json"), manifest)
-    with open(os.path.join(out, "README.md"), "w", encoding="utf-8") as f:
-        f.write(render_readme(manifest))
-    return manifest
+
+def _write_language(pooled: str, path: str, keys) -> dict:
+    """One language's pooled pairs de-duplicated, decontaminated against ``keys``, shuffled
+    (a fixed seed: the first n pairs of the file are a sample of all its sources) and written to
+    ``path``; returns its manifest entry."""
+    seen: set[tuple[str, str]] = set()
+    rows: list[tuple[str, str, str]] = []
+    dup = 0
+    with open(pooled, encoding="utf-8") as f:
+        for line in f:
+            src, en, xx = line.rstrip("\n").split("\t")
+            if (en, xx) in seen:
+                dup += 1
+                continue
+            seen.add((en, xx))
+            rows.append((src, en, xx))
+    del seen
+    dropped_by_source: Counter = Counter()
+    if keys is not None and rows:
+        bad = keys.contains([r[1] for r in rows]) | keys.contains([r[2] for r in rows])
+        for r, b in zip(rows, bad):
+            if b:
+                dropped_by_source[r[0]] += 1
+        rows = [r for r, b in zip(rows, bad) if not b]
+    rows = [rows[i] for i in np.random.default_rng(0).permutation(len(rows))]
+    per_source = Counter(r[0] for r in rows)
+    part = path + ".part"
+    with gzip.open(part, "wt", encoding="utf-8", compresslevel=6) as f:
+        for _, en, xx in rows:
+            f.write(f"{en}\t{xx}\n")
+    os.replace(part, path)
+    return {"pairs": len(rows), "sources": dict(per_source), "duplicates": dup,
+            "decontaminated": dict(dropped_by_source)}
 
 
 def render_readme(m: dict) -> str:
