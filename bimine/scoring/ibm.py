@@ -211,6 +211,41 @@ class IBMModel:
                    model, length_cap, list(history or []))
 
 
+def _link_tables(s_ids: list[np.ndarray], t_ids: list[np.ndarray], n_f: int, model: int,
+                 length_cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, int]:
+    """Every possible link (e, f) of the corpus as arrays for EM: the sorted distinct link keys
+    (``e * n_f + f``), each link's key index, its target word's group (the posterior's
+    denominator), its Model 2 alignment key and Model 1's uniform ``1 / (l + 1)``, and the
+    number of groups. Two passes over chunks of sentences keep the peak memory near the final
+    per-link arrays."""
+    step = 20_000
+    chunks = [(k, min(k + step, len(s_ids))) for k in range(0, len(s_ids), step)]
+    keys = np.zeros(0, np.int64)
+    for a_, b_ in chunks:
+        L = _links(s_ids[a_:b_], t_ids[a_:b_])
+        keys = np.union1d(keys, L.e * n_f + L.f)
+    pair, group, akey, inv_len = [], [], [], []
+    g0 = 0
+    for a_, b_ in chunks:
+        L = _links(s_ids[a_:b_], t_ids[a_:b_])
+        pair.append(np.searchsorted(keys, L.e * n_f + L.f).astype(np.int32))
+        group.append((L.group + g0).astype(np.int32))
+        g0 += int(L.lens[:, 1].sum())
+        l_row, m_row = L.lens[L.sent, 0], L.lens[L.sent, 1]
+        inv_len.append(1.0 / (l_row + 1))  # Model 1's uniform a(i | j, l, m)
+        if model == 2:
+            akey.append(_akey(L.i, L.j, l_row, m_row, length_cap).astype(np.int32))
+        del L, l_row, m_row
+    n_groups = g0
+
+    def cat(xs, dt):
+        return np.concatenate(xs) if xs else np.zeros(0, dt)
+
+    pair, group, inv_len = cat(pair, np.int32), cat(group, np.int32), cat(inv_len, np.float64)
+    akey = cat(akey, np.int32) if model == 2 else None
+    return keys, pair, group, akey, inv_len, n_groups
+
+
 def train_ibm(
     src: list[list[str]],
     tgt: list[list[str]],
@@ -237,32 +272,7 @@ def train_ibm(
     s_ids = [sv.ids(x, grow=True) for x in src]
     t_ids = [tv.ids(x, grow=True) for x in tgt]
     n_f = len(tv)
-    # two passes over chunks of sentences keep the peak memory near the final per-link arrays
-    step = 20_000
-    chunks = [(k, min(k + step, len(s_ids))) for k in range(0, len(s_ids), step)]
-    keys = np.zeros(0, np.int64)
-    for a_, b_ in chunks:
-        L = _links(s_ids[a_:b_], t_ids[a_:b_])
-        keys = np.union1d(keys, L.e * n_f + L.f)
-    pair, group, akey, inv_len = [], [], [], []
-    g0 = 0
-    for a_, b_ in chunks:
-        L = _links(s_ids[a_:b_], t_ids[a_:b_])
-        pair.append(np.searchsorted(keys, L.e * n_f + L.f).astype(np.int32))
-        group.append((L.group + g0).astype(np.int32))
-        g0 += int(L.lens[:, 1].sum())
-        l_row, m_row = L.lens[L.sent, 0], L.lens[L.sent, 1]
-        inv_len.append(1.0 / (l_row + 1))  # Model 1's uniform a(i | j, l, m)
-        if model == 2:
-            akey.append(_akey(L.i, L.j, l_row, m_row, length_cap).astype(np.int32))
-        del L, l_row, m_row
-    n_groups = g0
-
-    def cat(xs, dt):
-        return np.concatenate(xs) if xs else np.zeros(0, dt)
-
-    pair, group, inv_len = cat(pair, np.int32), cat(group, np.int32), cat(inv_len, np.float64)
-    akey = cat(akey, np.int32) if model == 2 else None
+    keys, pair, group, akey, inv_len, n_groups = _link_tables(s_ids, t_ids, n_f, model, length_cap)
     pair_e = keys // n_f
     # uniform start: t(f | e) = 1 / |V_f seen with e|
     per_e = np.bincount(pair_e, minlength=len(sv)).astype(np.float64)
