@@ -576,6 +576,19 @@ def _pairs_per_language(groups: list[PairGroup]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+@dataclass
+class _LoopState:
+    """Where the training loop stands: the step, the start time (less the seconds of earlier
+    sessions), the running loss, the last dev figures and their step, why it stopped."""
+
+    step: int
+    t0: float
+    loss_avg: float | None = None
+    last_dev: dict = field(default_factory=dict)
+    last_dev_step: int | None = None
+    stop_reason: str = "steps"
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: str | os.PathLike) -> None:
         self.cfg = cfg
@@ -750,6 +763,30 @@ class Trainer:
         return out
 
     def fit(self, *, resume: bool = False, progress: bool = True) -> Path:
+        """Train (or with ``resume`` go on from the run's checkpoint) and export the model; returns
+        its folder. The steps: the run and the config checked (:meth:`_check_start`), the data
+        loaded (:meth:`_load_data`), the teacher's vectors and the word and prose batches ready
+        (:meth:`_teach_all`), the model and optimisers started or resumed (:meth:`_start`), the
+        batch schedule (:meth:`_schedule`), the training loop (:meth:`_loop`), the export."""
+        teacher = self._check_start(resume)
+        torch.set_num_threads(self.cfg.train.threads)
+        torch.manual_seed(self.cfg.train.seed)
+        self.run.mkdir(parents=True, exist_ok=True)
+        (self.run / "config.yaml").write_text(yaml.safe_dump(to_dict(self.cfg), sort_keys=False))
+        groups, dev, precompute = self._load_data(resume, teacher)
+        fingerprint = self._teach_all(groups, progress)
+        model, opts, step, elapsed = self._start(groups, resume, teacher, fingerprint)
+        hn = self.cfg.hard_negatives
+        if hn.per_example > 0 and hn.baseline and groups[0].hard is None:
+            self._mine(None, groups)
+        sched = self._schedule(groups)
+        state = _LoopState(step=step, t0=time.time() - elapsed)
+        self._loop(model, opts, groups, dev, sched, state, fingerprint, precompute, progress)
+        return self._export(model, groups, state)
+
+    def _check_start(self, resume: bool):
+        """Refuse a resume without a checkpoint or a fresh run over one, missing training files
+        and a teacher setting that cannot apply; returns the teacher's pieces check."""
         cfg = self.cfg
         has_checkpoint = (self.run / "checkpoint").exists() or (self.run / "checkpoint.old").exists()
         if resume and not has_checkpoint:
@@ -767,12 +804,12 @@ class Trainer:
         fc = cfg.model.features
         if fc.subword_init == "teacher" and cfg.encoder != "dan":
             raise ConfigError(f"features.subword_init: teacher starts the DAN's table; encoder is {cfg.encoder}")
-        teacher = teacher_pieces.check_config(fc)  # before the data: a wrong count is refused at once
-        torch.set_num_threads(cfg.train.threads)
-        torch.manual_seed(cfg.train.seed)
-        self.run.mkdir(parents=True, exist_ok=True)
-        (self.run / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        return teacher_pieces.check_config(fc)  # before the data: a wrong count is refused at once
 
+    def _load_data(self, resume: bool, teacher) -> tuple[list[PairGroup], list, bool]:
+        """The training pairs (featurised ahead when the config says so; the subword vocabulary
+        learnt from them first), the dev sets, and whether features were made ahead."""
+        cfg = self.cfg
         t_load = time.time()
         precompute = cfg.data.precompute_features and cfg.encoder == "dan"
         with_pieces = bool(cfg.model.features.subwords)
@@ -792,7 +829,12 @@ class Trainer:
         log.info(
             f"loaded {n_pairs} training pairs in {len(groups)} language pairs in {time.time() - t_load:.0f}s"
         )
+        return groups, dev, precompute
 
+    def _teach_all(self, groups: list[PairGroup], progress: bool) -> str:
+        """The teacher's vectors of the pairs, the word and prose batches; returns the run's
+        fingerprint (what a resume must find unchanged)."""
+        cfg = self.cfg
         self._teach(groups, progress)
         self.word_batches = load_word_batches(cfg.words, cfg.data.root, str(self.run), cfg.model.output_dim,
                                               cfg.train.seed, progress=progress)
@@ -800,8 +842,13 @@ class Trainer:
         self.prose_batches = load_word_batches(cfg.prose, cfg.data.root, str(self.run), cfg.model.output_dim,
                                                cfg.train.seed, progress=progress, section="prose", stream=4344)
         rom, sub = self.featurizer.romanizer, self.featurizer.pieces
-        fingerprint = run_fingerprint(cfg, groups, rom.table if rom is not None else None,
-                                      sub.model if sub is not None else None)
+        return run_fingerprint(cfg, groups, rom.table if rom is not None else None,
+                               sub.model if sub is not None else None)
+
+    def _start(self, groups: list[PairGroup], resume: bool, teacher, fingerprint: str):
+        """The model and its two optimisers, fresh (piece rows from the teacher when asked) or
+        as the checkpoint left them; also the step and the seconds already trained."""
+        cfg, fc = self.cfg, self.cfg.model.features
         model = self._new_model()
         if fc.subword_init == "teacher" and not resume:  # (a resumed run loads its rows)
             t_init = time.time()
@@ -810,8 +857,7 @@ class Trainer:
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
         opts = [dense, sparse]
-        step = 0
-        elapsed = 0.0
+        step, elapsed = 0, 0.0
         if resume:
             ck = self.run / "checkpoint"
             ck = ck if ck.exists() else self.run / "checkpoint.old"
@@ -819,28 +865,29 @@ class Trainer:
             meta = _load_checkpoint(self.run, model, opts, groups)
             step, elapsed = meta["step"], meta.get("elapsed", 0.0)
             log.info(f"resumed from step {step}")
-        hn = cfg.hard_negatives
-        if hn.per_example > 0 and hn.baseline and groups[0].hard is None:
-            self._mine(None, groups)
+        return model, opts, step, elapsed
 
+    def _schedule(self, groups: list[PairGroup]):
+        """Which language pair and rows each step trains on."""
+        cfg = self.cfg
         sizes = [len(g) for g in groups]
         if cfg.data.sampling_temperature is None:
-            sched = BatchSchedule(sizes, cfg.train.batch_size, cfg.train.seed)
-        else:
-            sched = TemperatureSchedule(sizes, cfg.train.batch_size, cfg.train.seed, cfg.train.steps,
-                                        cfg.data.sampling_temperature, group_weights(groups, cfg.data.language_weights))
-            for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
-                log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
-        logf = open(self.run / "log.jsonl", "a")
+            return BatchSchedule(sizes, cfg.train.batch_size, cfg.train.seed)
+        sched = TemperatureSchedule(sizes, cfg.train.batch_size, cfg.train.seed, cfg.train.steps,
+                                    cfg.data.sampling_temperature, group_weights(groups, cfg.data.language_weights))
+        for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
+            log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
+        return sched
 
-        bar = progress_bar(total=cfg.train.steps, initial=step, enabled=progress, unit="step", desc="train")
-        last_dev: dict[str, float] = {}
-        last_dev_step = None
-        t0 = time.time() - elapsed
+    def _loop(self, model: TorchDAN, opts: list, groups: list[PairGroup], dev: list, sched, state: _LoopState,
+              fingerprint: str, precompute: bool, progress: bool) -> None:
+        """Train from ``state.step`` to the configured steps (or the time limit): each step's loss
+        and update (:meth:`_train_step`), the log, the dev figures and the checkpoints."""
+        cfg, hn = self.cfg, self.cfg.hard_negatives
+        logf = open(self.run / "log.jsonl", "a")
+        bar = progress_bar(total=cfg.train.steps, initial=state.step, enabled=progress, unit="step", desc="train")
         pairs_seen = 0
         t_rate = time.time()
-        loss_avg = None
-        stop_reason = "steps"
         # features computed per batch: the next batch's are made in a thread while this one trains
         # (the numba featuriser releases the GIL); only that thread calls the schedule
         pool = None if precompute else ThreadPoolExecutor(1, thread_name_prefix="bimine-batch")
@@ -849,82 +896,95 @@ class Trainer:
             g, rows = sched(s)
             return g, rows, (groups[g].src.gather(rows), groups[g].tgt.gather(rows))
 
-        ahead = pool.submit(features, step) if pool is not None and step < cfg.train.steps else None
-        while step < cfg.train.steps:
-            if hn.per_example > 0 and not hn.baseline and step == hn.start_step and groups[0].hard is None:
+        ahead = pool.submit(features, state.step) if pool is not None and state.step < cfg.train.steps else None
+        while state.step < cfg.train.steps:
+            if hn.per_example > 0 and not hn.baseline and state.step == hn.start_step and groups[0].hard is None:
                 self._mine(model, groups)
             if pool is not None:
                 g, rows, feats = ahead.result()
-                ahead = pool.submit(features, step + 1) if step + 1 < cfg.train.steps else None
+                ahead = pool.submit(features, state.step + 1) if state.step + 1 < cfg.train.steps else None
             else:
-                (g, rows), feats = sched(step), None
-            grp = groups[g]
-            f = self._lr_factor(step)
-            dense.param_groups[0]["lr"] = cfg.optim.lr * f
-            sparse.param_groups[0]["lr"] = cfg.optim.embedding_lr * f
-            u, v, excl, hard, excl_h = self._batch(grp, rows, model, feats)
-            loss = ranking_loss(u, v, cfg.loss, hard_negatives=hard, exclude=excl, exclude_hard=excl_h)
-            extra = self._distill(grp, rows, u, v)
-            if extra is not None:
-                loss = loss + extra
-            for prose in (False, True):
-                extra = self._words_loss(model, step, prose)
-                if extra is not None:
-                    loss = loss + extra
-            dense.zero_grad(set_to_none=True)
-            sparse.zero_grad(set_to_none=True)
-            loss.backward()
-            model.attach_sparse_grads()
-            dense.step()
-            sparse.step()
-            step += 1
+                (g, rows), feats = sched(state.step), None
+            lv = self._train_step(model, opts, groups[g], rows, feats, state.step)
+            state.step += 1
             pairs_seen += len(rows)
-            lv = float(loss.detach())
-            if not math.isfinite(lv):
-                raise RuntimeError(f"loss became {lv} at step {step}; lower optim.lr")
-            loss_avg = lv if loss_avg is None else 0.98 * loss_avg + 0.02 * lv
+            state.loss_avg = lv if state.loss_avg is None else 0.98 * state.loss_avg + 0.02 * lv
             bar.update(1)
-            if step % cfg.train.log_every == 0:
+            if state.step % cfg.train.log_every == 0:
                 rate = pairs_seen / max(1e-9, time.time() - t_rate)
                 pairs_seen, t_rate = 0, time.time()
-                post = {"loss": f"{loss_avg:.3f}", "pairs/s": f"{rate:.0f}"}
-                if last_dev:
-                    post["dev P@1"] = f"{np.mean(list(last_dev.values())):.3f}"
+                post = {"loss": f"{state.loss_avg:.3f}", "pairs/s": f"{rate:.0f}"}
+                if state.last_dev:
+                    post["dev P@1"] = f"{np.mean(list(state.last_dev.values())):.3f}"
                 bar.set_postfix(post)
-                logf.write(
-                    json.dumps(
-                        {"step": step, "loss": loss_avg, "pairs_per_s": rate, "elapsed": time.time() - t0}
-                    )
-                    + "\n"
-                )
+                logf.write(json.dumps({"step": state.step, "loss": state.loss_avg, "pairs_per_s": rate,
+                                       "elapsed": time.time() - state.t0}) + "\n")
                 logf.flush()
-            over_time = cfg.train.max_minutes is not None and time.time() - t0 > 60 * cfg.train.max_minutes
-            # the last step is evaluated too when time stops the run: dev_p1 describes the exported model
-            if dev and (step % cfg.train.eval_every == 0 or step == cfg.train.steps or over_time):
-                last_dev, last_dev_step = self.dev_scores(model, dev), step
-                logf.write(json.dumps({"step": step, "dev": last_dev}) + "\n")
-                logf.flush()
-                bar.set_postfix(
-                    {"loss": f"{loss_avg:.3f}", "dev P@1": f"{np.mean(list(last_dev.values())):.3f}"}
-                )
-            if step % cfg.train.checkpoint_every == 0 or over_time or step == cfg.train.steps:
-                _save_checkpoint(self.run, step, model, opts, groups,
-                                 {"elapsed": time.time() - t0, "fingerprint": fingerprint})
-            if over_time:
-                stop_reason = "max_minutes"
+            if self._after_step(model, opts, groups, dev, state, fingerprint, logf, bar):
                 break
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         bar.close()
         logf.close()
+
+    def _train_step(self, model: TorchDAN, opts: list, grp: PairGroup, rows, feats, step: int) -> float:
+        """One update on the batch ``rows`` of ``grp``: the ranking loss, the distillation terms,
+        both optimisers stepped; returns the loss (a non-finite one is an error)."""
+        cfg = self.cfg
+        dense, sparse = opts
+        f = self._lr_factor(step)
+        dense.param_groups[0]["lr"] = cfg.optim.lr * f
+        sparse.param_groups[0]["lr"] = cfg.optim.embedding_lr * f
+        u, v, excl, hard, excl_h = self._batch(grp, rows, model, feats)
+        loss = ranking_loss(u, v, cfg.loss, hard_negatives=hard, exclude=excl, exclude_hard=excl_h)
+        extra = self._distill(grp, rows, u, v)
+        if extra is not None:
+            loss = loss + extra
+        for prose in (False, True):
+            extra = self._words_loss(model, step, prose)
+            if extra is not None:
+                loss = loss + extra
+        dense.zero_grad(set_to_none=True)
+        sparse.zero_grad(set_to_none=True)
+        loss.backward()
+        model.attach_sparse_grads()
+        dense.step()
+        sparse.step()
+        lv = float(loss.detach())
+        if not math.isfinite(lv):
+            raise RuntimeError(f"loss became {lv} at step {step + 1}; lower optim.lr")
+        return lv
+
+    def _after_step(self, model: TorchDAN, opts: list, groups: list[PairGroup], dev: list, state: _LoopState,
+                    fingerprint: str, logf, bar) -> bool:
+        """The dev figures and the checkpoint when due; True when the time limit stops the run."""
+        cfg, step = self.cfg, state.step
+        over_time = cfg.train.max_minutes is not None and time.time() - state.t0 > 60 * cfg.train.max_minutes
+        # the last step is evaluated too when time stops the run: dev_p1 describes the exported model
+        if dev and (step % cfg.train.eval_every == 0 or step == cfg.train.steps or over_time):
+            state.last_dev, state.last_dev_step = self.dev_scores(model, dev), step
+            logf.write(json.dumps({"step": step, "dev": state.last_dev}) + "\n")
+            logf.flush()
+            bar.set_postfix({"loss": f"{state.loss_avg:.3f}",
+                             "dev P@1": f"{np.mean(list(state.last_dev.values())):.3f}"})
+        if step % cfg.train.checkpoint_every == 0 or over_time or step == cfg.train.steps:
+            _save_checkpoint(self.run, step, model, opts, groups,
+                             {"elapsed": time.time() - state.t0, "fingerprint": fingerprint})
+        if over_time:
+            state.stop_reason = "max_minutes"
+        return over_time
+
+    def _export(self, model: TorchDAN, groups: list[PairGroup], state: _LoopState) -> Path:
+        """The model folder, with what the run did (``training`` in its config)."""
+        cfg = self.cfg
         info = {
-            "steps": step,
-            "stopped_by": stop_reason,
-            "minutes": round((time.time() - t0) / 60, 2),
-            "pairs": n_pairs,
+            "steps": state.step,
+            "stopped_by": state.stop_reason,
+            "minutes": round((time.time() - state.t0) / 60, 2),
+            "pairs": sum(len(g) for g in groups),
             "seed": cfg.train.seed,
-            "dev_p1": last_dev,
-            "dev_step": last_dev_step,  # the step dev_p1 was measured at (the last one)
+            "dev_p1": state.last_dev,
+            "dev_step": state.last_dev_step,  # the step dev_p1 was measured at (the last one)
             "corpora": [s for g in groups for s in g.sources],
             "languages": _pairs_per_language(groups),
         }
