@@ -117,8 +117,9 @@ def main() -> None:
         print(f"divergence_aligners: skipped, {path} not found (../shared/data, or BIMINE_SHARED_DATA)")
         return
     from bimine.scoring.divergence_features import SYMS, feature_tokens, features_from_links, pair_features
-    from bimine.scoring.ibm import WordAligner, symmetrize, train_aligner
+    from bimine.scoring.ibm import WordAligner, symmetrize
     from bimine.text.io import read_parallel
+    from bimine.training.aligner import train_aligner
     from bimine.training.divergence_data import corpus_examples
 
     os.makedirs(OUT, exist_ok=True)

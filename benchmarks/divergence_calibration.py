@@ -128,7 +128,7 @@ def main() -> None:
         return
     from bimine.encoders import load_encoder
     from bimine.scoring.divergence import DivergenceModel, PlattCalibration, default_path
-    from bimine.scoring.ibm import train_aligner
+    from bimine.training.aligner import train_aligner
     from bimine.training.divergence import fit_platt
     from bimine.training.divergence_data import CALIBRATION_KINDS, calibration_examples
 
@@ -282,8 +282,8 @@ def corpus_map(args, model, enc, ev: dict, med, ge) -> dict:
     measured on the same evaluation sets."""
     import copy
 
-    from bimine.scoring.ibm import train_aligner
     from bimine.text.io import read_parallel
+    from bimine.training.aligner import train_aligner
     from bimine.training.divergence import calibrate_on_heldout
 
     src, tgt = [], []

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bimine.errors import ConfigError
-from bimine.scoring.ibm import WordAligner, symmetrize, train_aligner, train_ibm
+from bimine.scoring.ibm import WordAligner, symmetrize
+from bimine.training.aligner import train_aligner, train_ibm
 from bimine.training.divergence_data import (
     build_examples,
     candidate_mask,

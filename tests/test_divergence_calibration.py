@@ -78,7 +78,7 @@ def test_a_map_that_would_reverse_the_order_is_refused():
 @pytest.fixture(scope="module")
 def mm_file(tmp_path_factory) -> Path:
     """A tiny M&M model (NumPy only) as train_mm writes it: no calibration."""
-    from bimine.scoring.ibm import train_aligner
+    from bimine.training.aligner import train_aligner
     from bimine.training.divergence import train_mm
     from bimine.training.divergence_data import build_examples
 
@@ -162,7 +162,7 @@ def test_heldout_pairs_share_no_side_with_the_training_pairs():
 
 
 def test_calibration_examples_half_clean_half_divergent():
-    from bimine.scoring.ibm import train_aligner
+    from bimine.training.aligner import train_aligner
     from bimine.training.divergence_data import CALIBRATION_KINDS, calibration_examples
 
     al = train_aligner(EN * 3, DE * 3, model=2, iterations=5, src_lang="en", tgt_lang="de")

@@ -1,5 +1,6 @@
-"""IBM Models 1 and 2 trained by EM, vectorised with NumPy, their symmetrised word alignments
-and the bilingual dictionary they give (paper 004 §3 and §5.2, paper 003 §4.3).
+"""IBM Models 1 and 2, their symmetrised word alignments and the bilingual dictionary they give
+(paper 004 §3 and §5.2, paper 003 §4.3); their training by EM, vectorised with NumPy, is
+:mod:`bimine.training.aligner`, which reads the link tables built here.
 
 Model 1 (Brown et al. 1993) explains each target word ``f_j`` by one source word ``e_i`` or by
 NULL (``i = 0``) with a translation table ``t(f | e)`` and uniform alignment probabilities;
@@ -78,7 +79,7 @@ class Vocab:
 
 
 @dataclass
-class _Links:
+class Links:
     """Every possible link of a corpus, one row each (see the module docstring)."""
 
     sent: np.ndarray  # (R,) sentence index k
@@ -90,7 +91,7 @@ class _Links:
     lens: np.ndarray  # (K, 2) l, m
 
 
-def _links(src_ids: list[np.ndarray], tgt_ids: list[np.ndarray]) -> _Links:
+def corpus_links(src_ids: list[np.ndarray], tgt_ids: list[np.ndarray]) -> Links:
     ls = np.array([len(s) for s in src_ids], dtype=np.int64)
     ms = np.array([len(t) for t in tgt_ids], dtype=np.int64)
     per = (ls + 1) * ms  # rows per sentence
@@ -110,10 +111,10 @@ def _links(src_ids: list[np.ndarray], tgt_ids: list[np.ndarray]) -> _Links:
     f = f_all[f_off[sent] + jj - 1] if R else np.zeros(0, np.int64)
     group_start = np.concatenate([[0], np.cumsum(ms)[:-1]])
     group = group_start[sent] + jj - 1
-    return _Links(sent, ii, jj, e, f, group, np.stack([ls, ms], axis=1))
+    return Links(sent, ii, jj, e, f, group, np.stack([ls, ms], axis=1))
 
 
-def _akey(i, j, l, m, cap: int) -> np.ndarray:
+def alignment_key(i, j, l, m, cap: int) -> np.ndarray:
     """One int64 key for (i, j, l, m); lengths above ``cap`` share the key of ``cap`` with
     positions scaled into it (long sentences are rare; their shape is what matters)."""
     big = np.maximum(l, m) > cap
@@ -156,16 +157,16 @@ class IBMModel:
         uniform = 1.0 / (np.asarray(l, np.float64) + 1)
         if self.model == 1 or self.a_keys is None or len(self.a_keys) == 0:
             return np.broadcast_to(uniform, np.shape(i)).astype(np.float64)
-        key = _akey(np.asarray(i), np.asarray(j), np.asarray(l), np.asarray(m), self.length_cap)
+        key = alignment_key(np.asarray(i), np.asarray(j), np.asarray(l), np.asarray(m), self.length_cap)
         pos = np.minimum(np.searchsorted(self.a_keys, key), len(self.a_keys) - 1)
         hit = self.a_keys[pos] == key
         return np.where(hit, self.a_vals[pos], uniform)
 
     # ------------------------------------------------------------------ alignment
-    def link_scores(self, src: list[list[str]], tgt: list[list[str]]) -> tuple[_Links, np.ndarray]:
+    def link_scores(self, src: list[list[str]], tgt: list[list[str]]) -> tuple[Links, np.ndarray]:
         s_ids = [self.src_vocab.ids(x, grow=False) for x in src]
         t_ids = [self.tgt_vocab.ids(x, grow=False) for x in tgt]
-        L = _links(s_ids, t_ids)
+        L = corpus_links(s_ids, t_ids)
         p = self.t_prob(L.e, L.f)
         # an unknown source word aligns nowhere; an unknown target word goes to NULL
         l, m = L.lens[L.sent, 0], L.lens[L.sent, 1]
@@ -209,103 +210,6 @@ class IBMModel:
         return cls(src_vocab, tgt_vocab, arrays[f"{prefix}.t_keys"], arrays[f"{prefix}.t_vals"].astype(np.float64),
                    arrays.get(f"{prefix}.a_keys"), None if a_vals is None else a_vals.astype(np.float64),
                    model, length_cap, list(history or []))
-
-
-def _link_tables(s_ids: list[np.ndarray], t_ids: list[np.ndarray], n_f: int, model: int,
-                 length_cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, int]:
-    """Every possible link (e, f) of the corpus as arrays for EM: the sorted distinct link keys
-    (``e * n_f + f``), each link's key index, its target word's group (the posterior's
-    denominator), its Model 2 alignment key and Model 1's uniform ``1 / (l + 1)``, and the
-    number of groups. Two passes over chunks of sentences keep the peak memory near the final
-    per-link arrays."""
-    step = 20_000
-    chunks = [(k, min(k + step, len(s_ids))) for k in range(0, len(s_ids), step)]
-    keys = np.zeros(0, np.int64)
-    for a_, b_ in chunks:
-        L = _links(s_ids[a_:b_], t_ids[a_:b_])
-        keys = np.union1d(keys, L.e * n_f + L.f)
-    pair, group, akey, inv_len = [], [], [], []
-    g0 = 0
-    for a_, b_ in chunks:
-        L = _links(s_ids[a_:b_], t_ids[a_:b_])
-        pair.append(np.searchsorted(keys, L.e * n_f + L.f).astype(np.int32))
-        group.append((L.group + g0).astype(np.int32))
-        g0 += int(L.lens[:, 1].sum())
-        l_row, m_row = L.lens[L.sent, 0], L.lens[L.sent, 1]
-        inv_len.append(1.0 / (l_row + 1))  # Model 1's uniform a(i | j, l, m)
-        if model == 2:
-            akey.append(_akey(L.i, L.j, l_row, m_row, length_cap).astype(np.int32))
-        del L, l_row, m_row
-    n_groups = g0
-
-    def cat(xs, dt):
-        return np.concatenate(xs) if xs else np.zeros(0, dt)
-
-    pair, group, inv_len = cat(pair, np.int32), cat(group, np.int32), cat(inv_len, np.float64)
-    akey = cat(akey, np.int32) if model == 2 else None
-    return keys, pair, group, akey, inv_len, n_groups
-
-
-def train_ibm(
-    src: list[list[str]],
-    tgt: list[list[str]],
-    *,
-    model: int = 2,
-    iterations1: int = 5,
-    iterations2: int = 5,
-    length_cap: int = 50,
-    src_vocab: Vocab | None = None,
-    tgt_vocab: Vocab | None = None,
-    progress=None,
-) -> IBMModel:
-    """Train ``t(f | e)`` (and ``a(i | j, l, m)`` when ``model == 2``) on tokenised pairs:
-    ``iterations1`` EM iterations of Model 1 from a uniform table, then ``iterations2`` of
-    Model 2 from Model 1's table, its ``a`` counted from the posteriors of Model 1's last
-    iteration. Sentences are given as token lists; sentence lengths above ``length_cap``
-    share the alignment parameters of that length (positions scaled)."""
-    if model not in (1, 2):
-        raise ConfigError(f"model must be 1 or 2, got {model}")
-    if len(src) != len(tgt):
-        raise ValueError("src and tgt must have the same number of sentences")
-    sv = src_vocab or Vocab()
-    tv = tgt_vocab or Vocab()
-    s_ids = [sv.ids(x, grow=True) for x in src]
-    t_ids = [tv.ids(x, grow=True) for x in tgt]
-    n_f = len(tv)
-    keys, pair, group, akey, inv_len, n_groups = _link_tables(s_ids, t_ids, n_f, model, length_cap)
-    pair_e = keys // n_f
-    # uniform start: t(f | e) = 1 / |V_f seen with e|
-    per_e = np.bincount(pair_e, minlength=len(sv)).astype(np.float64)
-    t = 1.0 / per_e[pair_e]
-    c4 = (length_cap + 1) ** 4
-    a = None  # dense a(i | j, l, m) over the whole key space, indexed by the key
-    history: list[float] = []
-    total = iterations1 + (iterations2 if model == 2 else 0)
-    for it in range(total):
-        w = t[pair]
-        w *= a[akey] if a is not None else inv_len
-        z = np.bincount(group, weights=w, minlength=n_groups)
-        history.append(float(np.mean(np.log(np.maximum(z, 1e-300)))))
-        w /= z[group]  # the posterior of each link
-        c = np.bincount(pair, weights=w, minlength=len(keys))
-        tot = np.bincount(pair_e, weights=c, minlength=len(sv))
-        t = c / np.maximum(tot[pair_e], 1e-300)
-        if it + 1 >= iterations1 and akey is not None:
-            # the M-step of a (Model 2); after Model 1's last iteration it counts Model 1's
-            # posteriors, which starts Model 2
-            ca = np.bincount(akey, weights=w, minlength=c4).reshape(length_cap + 1, -1)  # (i, jlm)
-            a = (ca / np.maximum(ca.sum(axis=0, keepdims=True), 1e-300)).ravel()
-        del w
-        if progress is not None:
-            progress(it + 1, total, history[-1])
-    a_keys = a_vals = None
-    if model == 2:
-        if a is None:  # Model 2 asked for with no Model 2 iteration: uniform
-            a_keys, a_vals = np.zeros(0, np.int64), np.zeros(0)
-        else:
-            a_keys = np.flatnonzero(a).astype(np.int64)
-            a_vals = a[a_keys]
-    return IBMModel(sv, tv, keys, t, a_keys, a_vals, model, length_cap, history)
 
 
 # ---------------------------------------------------------------------- symmetrisation
@@ -448,18 +352,3 @@ class WordAligner:
                                           meta["models"][k].get("history"))
                   for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv)))}
         return cls(models["e2f"], models["f2e"], meta["src_lang"], meta["tgt_lang"], meta["dict_threshold"])
-
-
-def train_aligner(src: list[str], tgt: list[str], *, model: int = 2, iterations: int = 5, src_lang: str = "",
-                  tgt_lang: str = "", dict_threshold: float = 0.1, max_tokens: int = 80, progress=None,
-                  ) -> WordAligner:
-    """Tokenise the pairs (sentences longer than ``max_tokens`` tokens are cut there) and train
-    both directions: Model 1 for ``iterations``, then (model 2) Model 2 for ``iterations``."""
-    s = [tokenize(x)[:max_tokens] for x in src]
-    t = [tokenize(x)[:max_tokens] for x in tgt]
-    sv, tv = Vocab(), Vocab()
-    e2f = train_ibm(s, t, model=model, iterations1=iterations, iterations2=iterations, src_vocab=sv, tgt_vocab=tv,
-                    progress=(lambda i, n, ll: progress("e2f", i, n, ll)) if progress else None)
-    f2e = train_ibm(t, s, model=model, iterations1=iterations, iterations2=iterations, src_vocab=tv, tgt_vocab=sv,
-                    progress=(lambda i, n, ll: progress("f2e", i, n, ll)) if progress else None)
-    return WordAligner(e2f, f2e, src_lang, tgt_lang, dict_threshold)

@@ -1,7 +1,7 @@
 """Training of the divergence models (paper 004; ``bimine train-divergence``): one config object,
 :class:`DivergenceJob`, and :func:`run_train_divergence`, which runs the steps of docs/divergence.md:
 
-1. the word aligner (IBM Models 1-2 both ways, :func:`bimine.scoring.ibm.train_aligner`), loaded
+1. the word aligner (IBM Models 1-2 both ways, :func:`bimine.training.aligner.train_aligner`), loaded
    when ``aligner`` names an existing file;
 2. synthetic supervision without labels (:mod:`bimine.training.divergence_data`): positives drawn
    from the corpus, negatives from its Cartesian product that pass the length and
@@ -33,7 +33,7 @@ from bimine.errors import ConfigError
 from bimine.outputs import check_output_file
 from bimine.scoring.divergence import DivergenceModel, PlattCalibration, logit_clipped, predict_pairs
 from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
-from bimine.scoring.ibm import WordAligner, train_aligner
+from bimine.scoring.ibm import WordAligner
 from bimine.scoring.logistic import fit_logistic_1d
 from bimine.scoring.vdpwi import (
     VDPWIConfig,
@@ -44,6 +44,7 @@ from bimine.scoring.vdpwi import (
     vdpwi_network,
 )
 from bimine.text.io import read_parallel
+from bimine.training.aligner import train_aligner
 from bimine.training.divergence_data import (
     calibration_examples,
     corpus_examples,
