@@ -56,12 +56,17 @@ def test_best_f1_threshold_without_positives_and_with_nan():
     assert (t, p, r, f) == (0.9, 1.0, 1.0, 1.0)  # the NaN row is left out
 
 
-def test_sigmoid_matches_the_formula_and_never_overflows():
-    z = np.linspace(-30, 30, 61)
-    np.testing.assert_allclose(sigmoid(z), 1 / (1 + np.exp(-z)), rtol=1e-12, atol=1e-15)
-    with np.errstate(over="raise"):
+def test_sigmoid_keeps_small_probabilities_and_never_overflows():
+    """Reference: math.exp per value, in the form that is exact on each side. The tanh form
+    used before gave 0 at z = -40 and 8e-8 relative error at z = -22 (a divergence or
+    confidence score of a very unlikely pair lost its digits)."""
+    z = np.r_[np.linspace(-700, 700, 1401), -40.0, -22.26]
+    ref = np.array([math.exp(v) / (1 + math.exp(v)) if v < 0 else 1 / (1 + math.exp(-v)) for v in z])
+    np.testing.assert_allclose(sigmoid(z), ref, rtol=1e-15, atol=0)
+    assert sigmoid(-40.0) > 0 and sigmoid(-40.0) == pytest.approx(4.248354255291589e-18, rel=1e-15)
+    with np.errstate(over="raise", under="ignore"):
         assert sigmoid(np.array([-1e4, 1e4])).tolist() == [0.0, 1.0]
-    assert sigmoid(0.0) == 0.5
+    assert sigmoid(0.0) == 0.5 and isinstance(sigmoid(0.0), float)
 
 
 def test_fit_logistic_1d_matches_a_general_optimiser_on_the_same_loss():
