@@ -12,7 +12,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from bimine.encoders import load_encoder  # noqa: E402
-from bimine.store import build_store  # noqa: E402
+from bimine.store import EmbedRun, build_store  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,8 @@ def test_three_nodes(cluster, tmp_path):
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
     local, ray_out = tmp_path / "local", tmp_path / "ray"
     build_store(str(p), local, load_encoder("default"), "en", shard_size=300, progress=False)
-    build_store(str(p), ray_out, load_encoder("default"), "en", shard_size=300, progress=False, executor="ray")
+    build_store(str(p), ray_out, load_encoder("default"), "en", shard_size=300, progress=False,
+                run=EmbedRun(executor="ray"))
     names = sorted(x.name for x in local.iterdir())
     assert names == sorted(x.name for x in ray_out.iterdir())
     assert all(filecmp.cmp(local / n, ray_out / n, shallow=False) for n in names)
