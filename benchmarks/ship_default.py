@@ -20,8 +20,9 @@ of them with the commands that made them (docs/model-card.md, "How it was traine
 4. ``calibration``: ``benchmarks.calibration --train`` (``bimine calibrate`` on newstest2009-2010),
    the head copied into the model folder;
 5. ``combiner``: ``benchmarks.fit_combiner`` (``combiner.json``; needs the head);
-6. ``divergence``: ``bimine train-divergence`` as docs/divergence.md gives it, then
-   ``benchmarks.divergence_threshold --write``;
+6. ``divergence``: ``bimine train-divergence`` as docs/divergence.md gives it (no calibration
+   on its corpus), then ``benchmarks.divergence_threshold --write`` (the thresholds, raw scale)
+   and ``benchmarks.divergence_calibration --write`` (the map fitted on held-out dev pairs);
 7. ``rescorer``: ``bimine train-rescorer --recipe R --langs 20 --cross``, copied to ``rescorer/``.
 
 Then the model card's other figures, each a step of its own with its log and JSON under the same
@@ -172,8 +173,10 @@ def main() -> int:
             aligner = REPO / ".bench" / "ship" / "aligner.en-fr.safetensors"  # encoder-independent: shared
             run(bimine("train-divergence", *files, "--src-lang", "en", "--tgt-lang", "fr", "--min-words", "5",
                        "--positives", "5000", "--aligner", str(aligner), "--kind", "vdpwi", "--hard", "0.5",
-                       "--threshold", "0.1", "-o", str(SHIPPED / "divergence.safetensors")), log)
-            run(module("benchmarks.divergence_threshold", "--write"), log)
+                       "--threshold", "0.1", "--calibration-pairs", "0", "-o", str(SHIPPED / "divergence.safetensors")),
+                log)
+            run(module("benchmarks.divergence_threshold", "--write"), log)  # the thresholds, on the raw scale
+            run(module("benchmarks.divergence_calibration", "--write"), log)  # the map from held-out dev pairs
         elif step == "rescorer":
             out = work / "rescorer"
             shutil.rmtree(out, ignore_errors=True)
