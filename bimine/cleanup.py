@@ -19,6 +19,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,22 @@ def temp_prefix(what: str) -> str:
     """The prefix of a temporary folder of command ``what`` (``bimine-filter-tmp-PID-``): every
     command names its temporaries this way, so :func:`sweep_leftovers` finds them all."""
     return TEMP_PREFIX.format(what=what, pid=os.getpid())
+
+
+@contextmanager
+def work_folder(work_dir: str | os.PathLike | None, what: str, sweep: str | None = None) -> Iterator[Path]:
+    """The folder a command keeps its intermediate files in: ``work_dir`` when given (made if
+    missing; with ``sweep``, the temporaries of killed runs matching it removed first), else a
+    temporary folder of command ``what`` (:func:`temp_prefix`), removed at the end."""
+    if work_dir:
+        work = Path(work_dir)
+        work.mkdir(parents=True, exist_ok=True)
+        if sweep:
+            sweep_stale_temporaries(work, sweep)
+        yield work
+        return
+    with tempfile.TemporaryDirectory(prefix=temp_prefix(what)) as tmp:
+        yield Path(tmp)
 
 
 def sweep_leftovers(*outputs: str | os.PathLike | None) -> int:

@@ -22,16 +22,13 @@ sentence pairs behind an ``eq3``/``counts`` score, 0 for ``embedding``), or with
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bimine.cleanup import sweep_leftovers, temp_prefix
+from bimine.cleanup import sweep_leftovers, work_folder
 from bimine.documents.align import atomic_lines
 from bimine.documents.collections import Collection, read_collection
 from bimine.documents.match import (
@@ -128,7 +125,7 @@ def match_documents(job: DocsMatchJob, *, encoder, calibration=None, splitter=No
     report = DocMatchReport()
     if job.work_dir:
         check_output_dir(job.work_dir, inputs=(job.src, job.tgt), option="--work-dir")
-    with _work_folder(job.work_dir) as work:
+    with work_folder(job.work_dir, "docs") as work:
         sides = (("src", job.src, job.src_lang, job.src_format), ("tgt", job.tgt, job.tgt_lang, job.tgt_format))
         cols = {name: _read_side(name, path, lang, fmt, splitter, work, job.encoding_errors, report)
                 for name, path, lang, fmt in sides}  # both read (and so checked) before either is embedded
@@ -151,17 +148,6 @@ def match_documents(job: DocsMatchJob, *, encoder, calibration=None, splitter=No
         write_doc_pairs(job.output, chosen, sc.ids, tc.ids)
         report.written = len(chosen.src)
     return report
-
-
-@contextmanager
-def _work_folder(work_dir: str | None) -> Iterator[Path]:
-    if work_dir:
-        work = Path(work_dir)
-        work.mkdir(parents=True, exist_ok=True)
-        yield work
-        return
-    with tempfile.TemporaryDirectory(prefix=temp_prefix("docs")) as tmp:
-        yield Path(tmp)
 
 
 def _read_side(name: str, path: str, lang: str, fmt: str, splitter, work: Path, errors: str,

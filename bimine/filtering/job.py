@@ -38,6 +38,7 @@ from bimine.filtering.pipeline import (
     FilterReport,
     PipelineOptions,
     auto_workers,
+    checked_pair_input,
     read_pair_blocks,
     run_pipeline,
 )
@@ -97,12 +98,7 @@ class FilterJob:
     command: str | None = None  # names the progress bar and the temporaries; default: filter or score
 
     def __post_init__(self) -> None:
-        if (self.input is None) == (self.src is None and self.tgt is None) or (
-                self.input is None and (self.src is None or self.tgt is None)):
-            raise ConfigError("give a TSV input, or both src and tgt")
-        self.columns = tuple(self.columns)
-        if len(self.columns) != 2:
-            raise ConfigError(f"columns: two column numbers, got {self.columns!r}")
+        self.columns = checked_pair_input(self.input, self.src, self.tgt, self.columns)
         if self.workers != "auto" and (not isinstance(self.workers, int) or self.workers < 1):
             raise ConfigError(f"workers: 'auto' or a whole number >= 1, got {self.workers!r}")
         check_executor(self.executor)

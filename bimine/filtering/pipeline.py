@@ -80,6 +80,22 @@ class PairBlock:
         return len(self.rows[0]) if self.rows is not None else 2
 
 
+def checked_pair_input(input, src, tgt, columns) -> tuple[int, int]:
+    """Refuse a job's parallel input unless it is a TSV ``input`` or both ``src`` and ``tgt``
+    (not both kinds); returns ``columns`` as two ints, refused unless there are two."""
+    if (input is None) == (src is None and tgt is None) or (input is None and (src is None or tgt is None)):
+        raise ConfigError("give a TSV input, or both src and tgt")
+    return two_columns(columns)
+
+
+def two_columns(columns) -> tuple[int, int]:
+    """``columns`` (a TSV's two sides, 1-based) as a tuple, refused unless there are two."""
+    cols = tuple(columns)
+    if len(cols) != 2:
+        raise ConfigError(f"columns: two column numbers, got {cols!r}")
+    return cols
+
+
 def read_pair_blocks(
     inp: str | None = None,
     *,

@@ -16,18 +16,15 @@ import logging
 import os
 import re
 import resource
-import tempfile
 import time
 import unicodedata
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from bimine.cleanup import sweep_leftovers, sweep_stale_temporaries, temp_prefix
+from bimine.cleanup import sweep_leftovers, work_folder
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
 from bimine.executors import plugin
@@ -463,7 +460,7 @@ def mine_files(job: MineJob, *, encoder: Encoder, calibration=None, rescorer=Non
     inputs = check_inputs(job, encoder)
     report = MineReport()
     sweep_leftovers(job.output)  # what runs killed by SIGKILL left (beside the output and in TMPDIR)
-    with _work_folder(job) as work:
+    with work_folder(job.work_dir, "mine", sweep="*.tmp-*") as work:
         sides = embed_sides(job, inputs, encoder, work, report)
         mined = search(job, sides, work, report, knn_features=rescorer is not None)
         t = time.time()
@@ -518,19 +515,6 @@ def check_inputs(job: MineJob, encoder: Encoder) -> MineInputs:
             inputs.given[name] = _open_given_store(store, first, scans[first].sha256, encoder, lang,
                                                    f"--{name}-store", scans[first].lines)
     return inputs
-
-
-@contextmanager
-def _work_folder(job: MineJob) -> Iterator[Path]:
-    """``job.work_dir`` (made, its stale temporaries swept), else a temporary folder removed at the end."""
-    if job.work_dir:
-        work = Path(job.work_dir)
-        work.mkdir(parents=True, exist_ok=True)
-        sweep_stale_temporaries(work, "*.tmp-*")
-        yield work
-        return
-    with tempfile.TemporaryDirectory(prefix=temp_prefix("mine")) as tmp:
-        yield Path(tmp)
 
 
 def embed_sides(job: MineJob, inputs: MineInputs, encoder: Encoder, work: Path,

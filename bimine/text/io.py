@@ -43,13 +43,10 @@ def _sniff(path: str) -> str | None:
     return None
 
 
-def open_binary(path: str | os.PathLike, hasher=None) -> BinaryIO:
+def open_binary(path: str | os.PathLike) -> BinaryIO:
     """Open ``path`` for binary reading, decompressing .gz/.xz/.bz2/.zst; ``-`` is stdin.
 
     The compression is taken from the file's magic bytes, so a mis-named file still reads.
-    ``hasher`` (a :mod:`hashlib` object) is fed the file's own bytes (the compressed ones of a
-    compressed file) as they are read: read to the end, it holds the file's checksum (see
-    :func:`scan_text`), with no second pass over the file.
     """
     p = str(path)
     if p == "-":
@@ -58,7 +55,7 @@ def open_binary(path: str | os.PathLike, hasher=None) -> BinaryIO:
         raise InputError(f"{p}: no such file")
     if os.path.isdir(p):
         raise InputError(f"{p}: is a directory, expected a text file")
-    return _decoded(p, open(p, "rb") if hasher is None else _Hashing(open(p, "rb"), hasher))
+    return _decoded(p, open(p, "rb"))
 
 
 def _decoded(p: str, raw: BinaryIO) -> BinaryIO:

@@ -22,7 +22,7 @@ import numpy as np
 from bimine.encoders import load_encoder
 from bimine.encoders.base import model_folder, uses_language
 from bimine.errors import ConfigError, OptionError
-from bimine.filtering.pipeline import read_pair_blocks
+from bimine.filtering.pipeline import checked_pair_input, read_pair_blocks, two_columns
 from bimine.outputs import check_output_file
 from bimine.progress import bar
 from bimine.scoring.calibration import CALIBRATION_FILE
@@ -483,17 +483,7 @@ class ClassifierJob:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(f"kind: one of {', '.join(KINDS)}, got {self.kind!r}")
-        if (self.input is None) == (self.src is None and self.tgt is None) or (
-                self.input is None and (self.src is None or self.tgt is None)):
-            raise ConfigError("give a TSV input, or both src and tgt")
-        self.columns = _two_columns(self.columns)
-
-
-def _two_columns(columns) -> tuple[int, int]:
-    cols = tuple(columns)
-    if len(cols) != 2:
-        raise ConfigError(f"columns: two column numbers, got {cols!r}")
-    return cols
+        self.columns = checked_pair_input(self.input, self.src, self.tgt, self.columns)
 
 
 def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | None = None) -> str:
@@ -559,7 +549,7 @@ class CalibrateJob:
     def __post_init__(self) -> None:
         if not self.inputs:
             raise ConfigError("inputs: at least one TSV of translation pairs")
-        self.columns = _two_columns(self.columns)
+        self.columns = two_columns(self.columns)
 
 
 def run_calibrate(job: CalibrateJob) -> str:
