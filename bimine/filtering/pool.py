@@ -41,11 +41,25 @@ class LocalBlockPool:
         return self._pool.submit(_in_worker, fn, args)
 
     def stop(self) -> None:
-        """Ctrl-C or an error: the blocks in the workers' queue are not worth waiting for. A
-        worker stopped while it sends a result leaves half a message in the result pipe, which
-        the pool's manager thread then waits on for ever: do not wait for it."""
-        stop_workers(self._pool)
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Ctrl-C or an error: the blocks in the workers' queue are not worth waiting for, so the
+        workers are ended now. A worker ended while it sends a result leaves half a message in
+        the result pipe, and the pool's manager thread then waits for the rest for ever; the
+        interpreter joins that thread at exit, so the process would never end (the test suite
+        hung after its summary, 1 run in 10-20 of a test that stops a pool). With the workers
+        gone and the parent's own write end closed, the pipe has no writer left: the thread
+        reads its end, marks the pool broken and ends, and ``shutdown`` returns."""
+        pool = self._pool
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        stop_workers(pool)
+        for proc in procs:
+            proc.join(5)
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
+        writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+        if writer is not None:
+            writer.close()
+        pool.shutdown(wait=True, cancel_futures=True)
 
     def shutdown(self, cancel_futures: bool = False) -> None:
         self._pool.shutdown(cancel_futures=cancel_futures)
