@@ -21,7 +21,10 @@ Sets (all under ``../shared/data/dev``):
 
 Scores are Vecalign's (``bimine.eval.alignment``): strict = the exact gold bead, lax = any
 shared link; precision over predicted beads with nulls, recall over gold beads without
-nulls. Seconds are in-process wall time of embedding (e5 embeddings are cached in
+nulls. "Off gold" counts the predicted beads that overlap no gold bead (the lax misses of
+precision: ``skipped``, a null bead where the gold aligns the sentence; ``stray``, a bead whose
+sentences the gold links elsewhere) and the gold beads no predicted bead overlaps (``lost``);
+``bimine.eval.alignment.stray_beads``. Seconds are in-process wall time of embedding (e5 embeddings are cached in
 ``.bench/cache`` after the first run, so its seconds are only meaningful on a cold cache) and
 of the search. ``--sweep`` also runs a grid of aligner options (length prior, joined vs
 summed runs, bead sizes) with the first model on ``bleualign`` and ``dtm``, the two dev sets
@@ -40,7 +43,7 @@ from benchmarks.harness import Bench, machine_line, timed
 from bimine.documents.align import align_overlaps, embed_overlaps
 from bimine.documents.beads import AlignConfig
 from bimine.documents.tokens import attach_shared_tokens
-from bimine.eval.alignment import merge_by_verse, read_beads, read_ladder, score_alignment
+from bimine.eval.alignment import merge_by_verse, read_beads, read_ladder, score_alignment, stray_beads
 from bimine.text.io import read_lines
 
 DEV = Path(os.environ.get("BIMINE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "dev"
@@ -80,17 +83,21 @@ def run_one(enc, data: dict, config: AlignConfig, cache: dict) -> dict:
     a, t_align = timed(lambda: align_overlaps(src, tgt, config))
     pred = [b[:2] for b in a.beads]
     row = {"embed_s": round(t_embed, 2), "align_s": round(t_align["wall_s"], 2), "levels": a.levels,
-           "beads": len(pred), **{k: round(v, 4) for k, v in score_alignment(data["gold"], pred).scores().items()}}
+           "beads": len(pred), **{k: round(v, 4) for k, v in score_alignment(data["gold"], pred).scores().items()},
+           "off_gold": stray_beads(data["gold"], pred)}
     if "src_verse" in data:
         merged = merge_by_verse(pred, data["src_verse"], data["tgt_verse"])
         row["verse_merged"] = {k: round(v, 4) for k, v in
                                score_alignment(data["gold"], merged).scores().items()}
+        row["verse_merged"]["off_gold"] = stray_beads(data["gold"], merged)
     return row
 
 
 def fmt(r: dict) -> str:
+    off = r["off_gold"]
     return (f"{r['precision_strict']:.3f} / {r['recall_strict']:.3f} / **{r['f1_strict']:.3f}** | "
-            f"{r['precision_lax']:.3f} / {r['recall_lax']:.3f} / **{r['f1_lax']:.3f}**")
+            f"{r['precision_lax']:.3f} / {r['recall_lax']:.3f} / **{r['f1_lax']:.3f}** | "
+            f"{off['skipped']} / {off['stray']} / {off['lost']}")
 
 
 def main() -> int:
@@ -117,8 +124,9 @@ def main() -> int:
         bench.parser.error(f"unknown sets {unknown}; known: {', '.join(all_sets)}")
     bench.extra.update(default_config=AlignConfig().__dict__, sweep=[])
     print(f"# {bench.command}  ({bench.result()['date']}, {machine_line(bench.machine)})")
-    print("| model | set | lines (src / tgt) | strict P / R / F1 | lax P / R / F1 | embed s | align s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | set | lines (src / tgt) | strict P / R / F1 | lax P / R / F1 | off gold: skipped / stray / "
+          "lost | embed s | align s |")
+    print("|---|---|---|---|---|---|---|---|")
     import ast
 
     two_pass = {}

@@ -16,7 +16,14 @@ import pytest
 from bimine.documents.align import _layer_starts, align_overlaps, embed_overlaps, overlap_texts
 from bimine.documents.beads import AlignConfig, Overlaps, format_bead
 from bimine.documents.vecalign import level0_problem
-from bimine.eval.alignment import Counts, merge_by_verse, parse_bead, read_ladder, score_alignment
+from bimine.eval.alignment import (
+    Counts,
+    merge_by_verse,
+    parse_bead,
+    read_ladder,
+    score_alignment,
+    stray_beads,
+)
 
 
 def random_overlaps(n: int, k: int, dim: int, rng: np.random.Generator) -> Overlaps:
@@ -246,6 +253,19 @@ def test_scorer_on_a_hand_computed_example():
     assert s["f1_strict"] == pytest.approx(2 * 0.6 * (2 / 3) / (0.6 + 2 / 3))
     # counts are summed over documents (micro-average)
     assert (c + c).scores() == s
+
+
+def test_beads_off_gold_on_a_hand_computed_example():
+    """The lax misses by kind: five sentences skipped where the gold has them in a bead (target
+    2, sources 3 and 5, targets 5 and 7); source 4 with target 6, linked nowhere in the gold
+    (stray); gold's [3]:[5], [4]:[7] and [5]:[6] overlapped by no predicted bead (lost); the
+    correct null bead [] : [3] is no miss."""
+    gold = [((0,), (0,)), ((1,), (1, 2)), ((), (3,)), ((2,), (4,)), ((3,), (5,)), ((4,), (7,)), ((5,), (6,))]
+    test = [((0,), (0,)), ((1,), (1,)), ((), (2,)), ((), (3,)), ((2,), (4,)), ((3,), ()), ((4,), (6,)),
+            ((), (5,)), ((), (7,)), ((5,), ())]
+    assert stray_beads(gold, test) == {"skipped": 5, "stray": 1, "lost": 3}
+    c = score_alignment(gold, test)  # the same misses, as the lax counts see them
+    assert c.p_total - c.p_lax == 5 + 1 and c.r_total - c.r_lax == 3
 
 
 def test_bead_format_round_trip_and_ladder(tmp_path):

@@ -134,6 +134,32 @@ def score_alignment(gold: list[BeadPair], predicted: list[BeadPair]) -> Counts:
     return Counts(ps, pl, pt, rs, rl, rt)
 
 
+def stray_beads(gold: list[BeadPair], predicted: list[BeadPair]) -> dict[str, int]:
+    """The predicted beads that overlap no gold bead (the lax misses of precision), by kind:
+    ``skipped``, a null bead where the gold aligns the sentence; ``stray``, a bead with both
+    sides whose source and target sentences are linked nowhere in the gold; and on the recall
+    side ``lost``, gold beads with both sides that share no link with any predicted bead."""
+    links: dict[int, set[int]] = {}
+    for s, t in gold:
+        for i in s:
+            links.setdefault(i, set()).update(t)
+    gold_set = set(gold)
+    skipped = stray = 0
+    for s, t in {b for b in predicted if b[0] or b[1]}:
+        if (s, t) in gold_set:
+            continue
+        if not s or not t:
+            skipped += 1
+        elif not any(j in links.get(i, ()) for i in s for j in t):
+            stray += 1
+    pred_links: dict[int, set[int]] = {}
+    for s, t in predicted:
+        for i in s:
+            pred_links.setdefault(i, set()).update(t)
+    lost = sum(1 for s, t in gold if s and t and not any(j in pred_links.get(i, ()) for i in s for j in t))
+    return {"skipped": skipped, "stray": stray, "lost": lost}
+
+
 def merge_by_verse(beads: list[BeadPair], src_verse: list[str], tgt_verse: list[str]) -> list[BeadPair]:
     """Bertalign's Bible evaluation: consecutive predicted beads that lie within one verse
     (both sides that verse, or one side empty and the other that verse) are merged into one
