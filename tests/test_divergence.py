@@ -88,6 +88,10 @@ def test_aligner_save_load_roundtrip(aligner, tmp_path):
     assert back.align(src, tgt) == aligner.align(src, tgt)
     assert back.dictionary() == aligner.dictionary()
     assert back.src_lang == "en" and back.tgt_lang == "de"
+    # the tables themselves, to the bit: a run that trains the aligner and one that reads it back
+    # from --aligner make the same examples (they differed in float64 digits the file drops)
+    for m, b in ((aligner.e2f, back.e2f), (aligner.f2e, back.f2e)):
+        assert np.array_equal(m.t_vals, b.t_vals) and np.array_equal(m.a_vals, b.a_vals)
 
 
 def _brute_force_ok(s: str, t: str, al: WordAligner) -> bool:
@@ -304,6 +308,83 @@ def test_vdpwi_trains_saves_and_reloads(tmp_path):
     m.save(p)
     back = DivergenceModel.load(p)
     assert np.allclose(back.score(EN, DE, src_lang="en", tgt_lang="de", encoder=enc), s, atol=1e-6)
+
+
+def test_vdpwi_resumed_after_a_stop_ends_with_the_weights_of_a_run_never_stopped(tmp_path):
+    """A run stopped after its 2nd of 5 epochs (as by a kill: the checkpoint of the last whole
+    epoch is left) and resumed gives exactly the weights, best epoch and history of a run that
+    was never stopped; a checkpoint is refused for other examples, and an existing one is not
+    overwritten by a run without resume."""
+    pytest.importorskip("torch")
+    from bimine.errors import ConfigError
+    from bimine.scoring.vdpwi import VDPWIConfig
+    from bimine.training.divergence import VDPWITraining, train_vdpwi
+    from bimine.training.divergence_data import Example
+
+    rng = np.random.default_rng(0)
+    ex = []
+    for k, (e, d) in enumerate(zip(EN, DE)):
+        ex.append(Example(e, d, 1.0, "positive"))
+        ex.append(Example(e, DE[(k + 1 + int(rng.integers(9))) % 10], 0.0, "product"))
+    enc, cfg = _WordEncoder(), VDPWIConfig(hidden=8, channels=(8, 8), fc=8)
+
+    def train(**kw):
+        return train_vdpwi(ex, enc, src_lang="en", tgt_lang="de", config=cfg,
+                           training=VDPWITraining(epochs=5, batch=4, lr=3e-3, dev_fraction=0.2, **kw))
+
+    whole = train()
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(h):
+        if h.get("epoch") == 2:
+            raise Stop
+
+    ck = str(tmp_path / "m.checkpoint")
+    with pytest.raises(Stop):
+        train_vdpwi(ex, enc, src_lang="en", tgt_lang="de", config=cfg, log=stop_after_two,
+                    training=VDPWITraining(epochs=5, batch=4, lr=3e-3, dev_fraction=0.2, checkpoint=ck))
+    with pytest.raises(ConfigError, match="other data or settings"):
+        train_vdpwi(ex[:-1], enc, src_lang="en", tgt_lang="de", config=cfg,
+                    training=VDPWITraining(epochs=5, batch=4, lr=3e-3, dev_fraction=0.2, checkpoint=ck, resume=True))
+    seen = []
+    resumed = train_vdpwi(ex, enc, src_lang="en", tgt_lang="de", config=cfg, log=seen.append,
+                          training=VDPWITraining(epochs=5, batch=4, lr=3e-3, dev_fraction=0.2, checkpoint=ck,
+                                                 resume=True))
+    assert seen[0] == {"resumed": 2} and [h["epoch"] for h in seen[1:]] == [3, 4, 5]
+    assert whole.weights.keys() == resumed.weights.keys()
+    for k in whole.weights:
+        assert np.array_equal(whole.weights[k], resumed.weights[k]), k
+    drop = ("minutes",)
+    strip = [{k: v for k, v in h.items() if k not in drop} for h in whole.meta["training"]["history"]]
+    assert strip == [{k: v for k, v in h.items() if k not in drop} for h in resumed.meta["training"]["history"]]
+    assert whole.meta["training"]["best_epoch"] == resumed.meta["training"]["best_epoch"]
+
+
+def test_train_divergence_command_resumes_and_refuses_to_overwrite_a_stopped_run(tmp_path):
+    pytest.importorskip("torch")
+    rows = [line.split("\t") for line in (EXAMPLES / "train.en-fr.tsv").read_text(encoding="utf-8")
+            .splitlines()[:200]]
+    (tmp_path / "t.en").write_text("".join(a + "\n" for a, _ in rows), encoding="utf-8")
+    (tmp_path / "t.fr").write_text("".join(b + "\n" for _, b in rows), encoding="utf-8")
+    out = tmp_path / "m.safetensors"
+    (tmp_path / "m.safetensors.checkpoint").write_bytes(b"left by a stopped run")
+    common = ["train-divergence", "--src", tmp_path / "t.en", "--tgt", tmp_path / "t.fr", "--src-lang", "en",
+              "--tgt-lang", "fr", "--positives", "30", "--epochs", "2", "--calibration-pairs", "0",
+              "--aligner", tmp_path / "al.safetensors", "-o", out]
+    r = _cli(*common)
+    assert r.exit_code == 2 and "holds the checkpoint of a stopped run: --resume" in r.output, r.output
+    r = _cli(*common, "--resume")
+    assert r.exit_code == 2 and "not a checkpoint bimine can read" in r.output, r.output
+    (tmp_path / "m.safetensors.checkpoint").unlink()
+    r = _cli(*common, "--resume")
+    assert r.exit_code == 2 and "--resume: no checkpoint at" in r.output, r.output
+    r = _cli(*common, "--kind", "mm", "--resume")
+    assert r.exit_code == 2 and "only the vdpwi model trains in epochs" in r.output, r.output
+    r = _cli(*common)
+    assert r.exit_code == 0, r.output
+    assert out.exists() and not (tmp_path / "m.safetensors.checkpoint").exists()  # removed once the model is written
 
 
 def test_mm_model_trains_and_scores(aligner, tmp_path):

@@ -133,8 +133,13 @@ def select(div_model, keep, kept, **kw) -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--device", default=None, help="vdpwi: the torch device to train on (default: a CUDA GPU when "
               "PyTorch sees one, else the CPU).")
+@click.option("--resume", is_flag=True,
+              help="vdpwi: go on from OUTPUT.checkpoint, which a stopped run leaves after its last whole epoch "
+              "(same corpus and options; give --aligner to keep the word aligner too).")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
 def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligner, align_pairs, positives,
-                     min_words, ratio, hard, threshold, calibration_pairs, epochs, prune, seed, device) -> None:
+                     min_words, ratio, hard, threshold, calibration_pairs, epochs, prune, seed, device, resume,
+                     no_progress) -> None:
     """Train a divergence model on a parallel corpus, without labels (paper 004 §3, §5.1): a
     word aligner (IBM Models 1-2, both directions) gives the dictionary; positives are
     corpus pairs, negatives pairs of the Cartesian product that pass the length and
@@ -145,5 +150,6 @@ def train_divergence(srcs, tgts, src_lang, tgt_lang, output, kind, model, aligne
         srcs=list(srcs), tgts=list(tgts), src_lang=src_lang, tgt_lang=tgt_lang, output=output, kind=kind, model=model,
         aligner=aligner, align_pairs=align_pairs, positives=positives, min_words=min_words, ratio=ratio, hard=hard,
         threshold=threshold, calibration_pairs=calibration_pairs, epochs=epochs, prune=prune, seed=seed,
-        device=device), say=lambda m: click.echo(m, err=True), warn=lambda m: click.echo(m, err=True))
+        device=device, resume=resume, progress=not no_progress), say=lambda m: click.echo(m, err=True),
+        warn=lambda m: click.echo(m, err=True))
     click.echo(f"wrote {output}", err=True)

@@ -120,4 +120,8 @@ def train_aligner(src: list[str], tgt: list[str], *, model: int = 2, iterations:
                     progress=(lambda i, n, ll: progress("e2f", i, n, ll)) if progress else None)
     f2e = train_ibm(t, s, model=model, iterations1=iterations, iterations2=iterations, src_vocab=tv, tgt_vocab=sv,
                     progress=(lambda i, n, ll: progress("f2e", i, n, ll)) if progress else None)
+    for m in (e2f, f2e):  # at the precision of the file (float32): a saved and reloaded aligner is this one
+        m.t_vals = m.t_vals.astype(np.float32).astype(np.float64)
+        if m.a_vals is not None:
+            m.a_vals = m.a_vals.astype(np.float32).astype(np.float64)
     return WordAligner(e2f, f2e, src_lang, tgt_lang, dict_threshold)

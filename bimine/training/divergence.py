@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -31,6 +32,7 @@ from bimine.devices import check_device
 from bimine.encoders import load_encoder
 from bimine.errors import ConfigError
 from bimine.outputs import check_output_file
+from bimine.progress import bar
 from bimine.scoring.divergence import DivergenceModel, PlattCalibration, logit_clipped, predict_pairs
 from bimine.scoring.divergence_features import LinearClassifier, feature_names, pair_features
 from bimine.scoring.ibm import WordAligner
@@ -45,6 +47,13 @@ from bimine.scoring.vdpwi import (
 )
 from bimine.text.io import read_parallel
 from bimine.training.aligner import train_aligner
+from bimine.training.checkpoint import (
+    check_start,
+    checkpoint_path,
+    fingerprint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from bimine.training.divergence_data import (
     calibration_examples,
     corpus_examples,
@@ -63,7 +72,9 @@ class DivergenceJob:
     exists, else trained on the first ``align_pairs`` pairs and saved there; ``positives``,
     ``min_words``, ``ratio``, ``hard``: the synthetic examples; ``threshold``: the decision
     threshold stored; ``calibration_pairs``: held-out pairs to calibrate on (0: none);
-    ``epochs``, ``device``: VDPWI's; ``prune``: mm's."""
+    ``epochs``, ``device``: VDPWI's, which writes ``OUTPUT.checkpoint`` after every epoch and
+    with ``resume`` goes on from it (removed once the model is written); ``progress``: a bar per
+    epoch; ``prune``: mm's."""
 
     srcs: list[str]
     tgts: list[str]
@@ -84,10 +95,14 @@ class DivergenceJob:
     prune: float = 1e-4
     seed: int = 0
     device: str | None = None
+    resume: bool = False
+    progress: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("vdpwi", "mm"):
             raise ConfigError(f"kind: vdpwi or mm, got {self.kind!r}")
+        if self.resume and self.kind != "vdpwi":
+            raise ConfigError("--resume: only the vdpwi model trains in epochs (mm trains in one step)")
 
 
 def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | None = None,
@@ -99,6 +114,9 @@ def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | Non
         raise ConfigError(f"{len(job.srcs)} --src files but {len(job.tgts)} --tgt files: give them in pairs")
     check_device(job.device)  # a device this PyTorch lacks fails now, not after the aligner's training
     check_output_file(job.output, inputs=[*job.srcs, *job.tgts])
+    ckpt = checkpoint_path(job.output) if job.kind == "vdpwi" else None
+    if ckpt:
+        check_start(ckpt, job.resume, "train-divergence")
     src, tgt = [], []
     for a, b in zip(job.srcs, job.tgts):
         for x, y in read_parallel(a, b):  # refuses sides of different lengths
@@ -121,8 +139,10 @@ def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | Non
             raise ConfigError("the vdpwi model needs PyTorch: pip install torch==2.13.0 'bimine[train]'") from None
         enc = load_encoder(job.model)
         m = train_vdpwi(ex, enc, src_lang=job.src_lang, tgt_lang=job.tgt_lang,
-                        training=VDPWITraining(epochs=job.epochs, seed=job.seed, device=job.device),
-                        log=lambda h: say(f"  epoch {h['epoch']}: loss {h['loss']:.4f}, dev Pearson "
+                        training=VDPWITraining(epochs=job.epochs, seed=job.seed, device=job.device, checkpoint=ckpt,
+                                               resume=job.resume, progress=job.progress),
+                        log=lambda h: say(f"  resumed after epoch {h['resumed']} ({ckpt})" if "resumed" in h else
+                                          f"  epoch {h['epoch']}: loss {h['loss']:.4f}, dev Pearson "
                                           f"{h['dev_pearson']:.4f} ({h['minutes']:.1f} min)"))
     if job.calibration_pairs:
         _calibrate(job, m, src, tgt, al, enc, say, warn)
@@ -130,6 +150,8 @@ def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | Non
     m.meta.setdefault("training", {}).update({"synthetic": counts, "positives_min_words": job.min_words,
                                               "corpus": [os.path.basename(p) for p in job.srcs], "hard": job.hard})
     m.save(job.output)
+    if ckpt and os.path.exists(ckpt):
+        os.remove(ckpt)
     return m
 
 
@@ -242,6 +264,20 @@ class VDPWITraining:
     dev_fraction: float = 0.1
     threads: int | None = None
     device: str | None = None
+    checkpoint: str | None = None  #: written after every epoch (:mod:`bimine.training.checkpoint`)
+    resume: bool = False  #: go on from ``checkpoint``
+    progress: bool = False  #: a bar per epoch
+
+
+def _examples_digest(examples, cfg: VDPWIConfig, t: VDPWITraining, encoder, src_lang: str, tgt_lang: str) -> str:
+    """What a checkpoint may be resumed with: the examples, the network's sizes and the training
+    settings (all but the epochs, the threads and the device, which may change on resume)."""
+    h = hashlib.sha256()
+    for e in examples:
+        h.update(f"{e.src}\t{e.tgt}\t{e.label!r}\n".encode())
+    return fingerprint({"examples": h.hexdigest(), "config": cfg.to_dict(), "batch": t.batch, "lr": t.lr,
+                        "seed": t.seed, "dev_fraction": t.dev_fraction, "languages": [src_lang, tgt_lang],
+                        "encoder": getattr(encoder, "model_id", "")})
 
 
 def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPWIConfig | None = None,
@@ -249,7 +285,8 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
     """Train the semantic similarity model (``config``: its sizes) on synthetic ``examples``
     (:class:`bimine.training.divergence_data.Example`), ``training.dev_fraction`` of them held
     out to choose the epoch with the best Pearson correlation (004 §5.1). Adam, KL divergence to
-    ``[1-y, y]``."""
+    ``[1-y, y]``. With ``training.checkpoint`` the state is written after every epoch, and
+    ``training.resume`` goes on from it: the weights are those of a run never stopped."""
     import torch  # loaded on use: PyTorch is heavy or optional
 
     t = training or VDPWITraining()
@@ -282,9 +319,19 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
                              lambda part: ([vs[idx[o]] for o in part], [vt[idx[o]] for o in part]), 128)
 
     best = (-2.0, None, -1)
-    history = []
+    history: list[dict] = []
     t0 = time.time()
-    for ep in range(epochs):
+    first = 0
+    digest = _examples_digest(examples, cfg, t, encoder, src_lang, tgt_lang) if t.checkpoint else ""
+    if t.checkpoint and t.resume:
+        state, best_sd = load_checkpoint(t.checkpoint, net, opt, digest)
+        first, history = state["epoch"], state["history"]
+        best = (state["best_r"], best_sd, state["best_epoch"])
+        rng.bit_generator.state = state["numpy_rng"]
+        t0 -= state["seconds"]
+        if log:
+            log({"resumed": first})
+    for ep in range(first, epochs):
         net.train()
         # batches of similar lengths, in a random order (less padding, same data each epoch)
         idx = tr_idx[rng.permutation(len(tr_idx))]
@@ -294,6 +341,7 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
             ch = ch[np.argsort([max(len(sw[i]), len(tw[i])) for i in ch], kind="stable")]
             batches += [ch[k:k + batch] for k in range(0, len(ch), batch)]
         total = 0.0
+        shown = bar(total=len(batches), unit=" batches", desc=f"epoch {ep + 1}/{epochs}", enabled=t.progress)
         for b in (batches[i] for i in rng.permutation(len(batches))):
             xs, ls = pad_batch([vs[i] for i in b])
             xt, lt = pad_batch([vt[i] for i in b])
@@ -304,14 +352,21 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
             torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
             opt.step()
             total += float(loss.detach()) * len(b)
+            shown.update(1)
+        shown.close()
         dev = predict(dev_idx)
         r = pearson(dev, y[dev_idx])
         history.append({"epoch": ep + 1, "loss": total / len(tr_idx), "dev_pearson": r,
                         "minutes": (time.time() - t0) / 60})
-        if log:
-            log(history[-1])
         if r > best[0]:
             best = (r, {k: v.detach().clone() for k, v in net.state_dict().items()}, ep + 1)
+        if t.checkpoint:
+            save_checkpoint(t.checkpoint, net, opt, best[1],
+                            {"fingerprint": digest, "epoch": ep + 1, "history": history, "best_r": best[0],
+                             "best_epoch": best[2], "numpy_rng": rng.bit_generator.state,
+                             "seconds": time.time() - t0})
+        if log:
+            log(history[-1])
     net.load_state_dict(best[1])
     weights = {f"net.{k}": v.cpu().numpy() for k, v in net.state_dict().items()}
     meta = {"encoder": getattr(encoder, "model_id", ""), "languages": [src_lang, tgt_lang], "threshold": 0.5,

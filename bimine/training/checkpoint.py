@@ -1,0 +1,109 @@
+"""Epoch checkpoints of the small PyTorch models trained in epochs (the VDPWI divergence model,
+the siamese BiGRU), so that a stopped run goes on where it stopped and ends with the weights of
+a run that was never stopped.
+
+One safetensors file (no pickle): the network's tensors (``net.``), the best epoch's
+(``best.``), the optimiser's tensor state (``opt.PARAM.NAME``) and PyTorch's random state;
+everything else (the epoch reached, the history, NumPy's generator state, the optimiser's
+scalars and parameter groups, the fingerprint of the data and settings) as JSON in the file's
+metadata. Written under a temporary name and renamed, so a kill leaves the previous
+checkpoint whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from bimine.errors import ConfigError
+
+_META = "bimine_checkpoint"
+
+
+def checkpoint_path(output: str | os.PathLike) -> str:
+    """Where a run writing ``output`` keeps its checkpoint: beside it, ``OUTPUT.checkpoint``."""
+    return f"{os.fspath(output)}.checkpoint"
+
+
+def fingerprint(obj) -> str:
+    """The SHA-256 of ``obj`` as sorted JSON: what a checkpoint may only be resumed with."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def check_start(path: str, resume: bool, command: str) -> bool:
+    """Before any work: with ``resume`` a checkpoint must exist; without it, an existing one (a
+    stopped run) is not overwritten silently. Returns whether to resume."""
+    if resume and not os.path.exists(path):
+        raise ConfigError(f"--resume: no checkpoint at {path} (a stopped run of {command} leaves one there)")
+    if not resume and os.path.exists(path):
+        raise ConfigError(f"{path} holds the checkpoint of a stopped run: --resume goes on from it; "
+                          "delete it to start over")
+    if resume:
+        _read(path)  # unreadable: said now, not after the work that comes before the epochs
+    return resume
+
+
+def _read(path: str) -> tuple[dict, dict]:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(path, "pt") as f:
+            meta = json.loads((f.metadata() or {})[_META])
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as e:  # safetensors' own error class, a missing key, bad JSON, a read error
+        raise ConfigError(f"{path}: not a checkpoint bimine can read ({e}); delete it to start over") from None
+    return meta, tensors
+
+
+def save_checkpoint(path: str, net, opt, best: dict | None, state: dict) -> None:
+    """Write the checkpoint: ``net`` and ``opt`` (a torch module and optimiser), the ``best``
+    state dict so far (or None) and ``state`` (JSON: epoch, history, NumPy RNG state, ...)."""
+    import torch
+    from safetensors.torch import save_file
+
+    tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    if best is not None:
+        tensors.update({f"best.{k}": v.detach().cpu().contiguous() for k, v in best.items()})
+    sd = opt.state_dict()
+    scalars: dict[str, object] = {}
+    for pid, st in sd["state"].items():
+        for name, v in st.items():
+            if torch.is_tensor(v) and v.dim() > 0:
+                tensors[f"opt.{pid}.{name}"] = v.detach().cpu().contiguous()
+            else:
+                scalars[f"{pid}.{name}"] = float(v) if torch.is_tensor(v) else v
+    tensors["torch_rng"] = torch.get_rng_state()
+    meta = {**state, "opt_scalars": scalars, "param_groups": sd["param_groups"], "has_best": best is not None}
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        save_file(tensors, tmp, metadata={_META: json.dumps(meta)})
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load_checkpoint(path: str, net, opt, expect: str) -> tuple[dict, dict | None]:
+    """Load ``path`` into ``net`` and ``opt`` and PyTorch's random state; returns (the JSON state,
+    the best state dict or None). ``expect``: the fingerprint of this run's data and settings,
+    which must be the checkpoint's."""
+    import torch
+
+    meta, tensors = _read(path)
+    if meta.get("fingerprint") != expect:
+        raise ConfigError(f"--resume: {path} was written for other data or settings; run with the same "
+                          "corpus and options, or delete it to start over")
+    net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+    best = {k[5:]: v for k, v in tensors.items() if k.startswith("best.")} if meta["has_best"] else None
+    state: dict[int, dict] = {}
+    for k, v in tensors.items():
+        if k.startswith("opt."):
+            _, pid, name = k.split(".", 2)
+            state.setdefault(int(pid), {})[name] = v
+    for k, v in meta["opt_scalars"].items():
+        pid, name = k.split(".", 1)
+        state.setdefault(int(pid), {})[name] = torch.tensor(v) if name == "step" else v
+    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    torch.set_rng_state(tensors["torch_rng"])
+    return meta, best
