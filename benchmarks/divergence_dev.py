@@ -14,7 +14,8 @@ multi30k, gnome-help, bible pairs; the word aligner on their first 200,000 pairs
 * ``vdpwi``: the semantic similarity model (004 §3, "semantic dissimilarity"), paper recipe;
 * ``vdpwi-hard``: the same with half of the negatives replaced by finer-grained ones
   (``--hard 0.5``: phrase deleted, word replaced, sentence appended);
-* ``shipped``: the model shipped with the default encoder (``-d default``), not retrained.
+* ``shipped``: the model shipped with the default encoder (``-d default``), not retrained;
+* a path to a model file (``.safetensors``): that model, not retrained.
 
 Each is run as ``bimine divergence`` on REFreSD's 1,039 en-fr pairs (369 equivalent, 670
 divergent); the cosines of the default encoder, of the four-language model it replaced
@@ -126,6 +127,8 @@ def main() -> None:
             from bimine.scoring.divergence import default_path
 
             model = str(default_path())
+        elif v.endswith(".safetensors") and os.path.exists(v):  # a model file, scored as it is
+            model = v
         elif v not in VARIANTS:
             raise SystemExit(f"unknown variant {v!r}: choose from shipped, {', '.join(VARIANTS)}")
         else:
@@ -134,7 +137,7 @@ def main() -> None:
             secs = bimine("train-divergence", *train_args(args.data), *VARIANTS[v], "--epochs", str(args.epochs),
                           "-o", model)
             info.setdefault(v, {})["train_seconds_this_run"] = secs
-        out = os.path.join(OUT, f"{v}.refresd.tsv")
+        out = os.path.join(OUT, f"{os.path.basename(v)}.refresd.tsv")
         secs = bimine("divergence", "--src", os.path.join(OUT, "refresd.en"), "--tgt", os.path.join(OUT, "refresd.fr"),
                       "--src-lang", "en", "--tgt-lang", "fr", "-d", model, "-o", out, "--no-progress")
         with open(out, encoding="utf-8") as f:

@@ -120,13 +120,15 @@ def test_the_shipped_model_carries_its_calibration_in_json_metadata():
     cal = json.loads(meta["bimine_divergence"])["calibration"]
     assert cal["method"] == "platt" and cal["a"] > 0 and "benchmarks.divergence_calibration" in cal["command"]
     m = DivergenceModel.load(default_path())
-    # the stored threshold was chosen on raw scores (keeps 90 % of held-out NTREX at 0.01): carried through the map
-    assert m.threshold == pytest.approx(float(m.calibration(0.01)), abs=1e-4)
+    # the stored threshold was chosen on raw scores (keeps 90 % of held-out NTREX at 0.04 since issue 58's
+    # retraining; 0.01 before): carried through the map
+    assert m.threshold == pytest.approx(float(m.calibration(0.04)), abs=1e-4)
 
 
 def test_shipped_score_of_clean_news_is_above_one_half():
     """The user-visible check: over the 300 clean NTREX translations of examples/dev.en-fr.tsv the
-    raw output's median is 0.39 (and 60 of 300 reach 0.5), so clean data read as divergent. The
+    raw output's median is below 0.45 (0.39 and 60 of 300 at 0.5 or more with issue 55's model;
+    0.44 and 131 with issue 58's, trained on short lines too), so clean data read as divergent. The
     calibrated score (fitted on other, held-out pairs: benchmarks/divergence_calibration.py) puts
     their median above 0.5, and still puts unrelated pairs (every target moved 7 lines) below it."""
     pytest.importorskip("torch")
@@ -138,7 +140,7 @@ def test_shipped_score_of_clean_news_is_above_one_half():
     enc = load_encoder("default")
     score = m.score(src, tgt, src_lang="en", tgt_lang="fr", encoder=enc)
     raw = m.raw_score(src, tgt, src_lang="en", tgt_lang="fr", encoder=enc)
-    assert np.median(raw) < 0.45 and (raw >= 0.5).mean() < 0.3  # what the issue saw: the check is not vacuous
+    assert np.median(raw) < 0.45 and (raw >= 0.5).mean() < 0.5  # what the issue saw: the check is not vacuous
     assert np.median(score) > 0.7, np.median(score)
     assert (score >= 0.5).mean() > 0.8
     np.testing.assert_allclose(score, m.calibration(raw), rtol=1e-12)
