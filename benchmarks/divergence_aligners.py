@@ -39,6 +39,7 @@ import numpy as np
 from benchmarks.divergence_dev import DEFAULT_DATA, OUT, class_prf, corpus_files, cv_predictions
 from benchmarks.filter_dev import roc_auc
 from benchmarks.filter_divergence import read_refresd, refresd_path
+from benchmarks.harness import write_json
 
 ALIGN_PAIRS = 200_000
 
@@ -178,9 +179,7 @@ def main() -> None:
                      f"{100 * r['macro_f']:.1f} | {100 * r['fixed_0.5_overall_f']:.1f} |")
     result["markdown"] = "\n".join(lines)
     print(result["markdown"])
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, result)
     print(f"wrote {args.json}")
 
 

@@ -43,6 +43,7 @@ import numpy as np
 
 from benchmarks.filter_dev import REPO, roc_auc
 from benchmarks.filter_divergence import best_macro_threshold, read_refresd, refresd_path
+from benchmarks.harness import write_json
 
 DEFAULT_DATA = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
 OUT = os.path.join(REPO, ".bench", "divergence")
@@ -190,9 +191,7 @@ def main() -> None:
     print(md)
     print(json.dumps(info, indent=1))
     out["markdown"] = md
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, out)
     print(f"\nwrote {args.json}")
 
 

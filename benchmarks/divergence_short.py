@@ -35,7 +35,6 @@ pairs of that kind). Without the data the script says so and exits 0.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -45,6 +44,7 @@ import numpy as np
 
 from benchmarks.divergence_dev import DEFAULT_DATA, OUT, class_prf, cv_predictions
 from benchmarks.filter_dev import REPO, roc_auc
+from benchmarks.harness import write_json
 
 KINDS = ("unrelated", "near", "deleted", "replaced", "added")
 N_EQUIVALENT, N_KIND = 500, 200
@@ -171,9 +171,7 @@ def main() -> None:
     md = "\n".join(lines)
     print(md)
     result["markdown"] = md
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, result)
     print(f"wrote {args.json}")
 
 

@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from benchmarks.filter_noise import NOISE_TYPES, build_mixture
+from benchmarks.harness import write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
@@ -659,9 +660,7 @@ def main() -> None:
             print(f"\n{name}: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()))
     results["markdown"] = md
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(results, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, results)
     print(f"\nwrote {args.json}; the sets and every tool's output are in {OUT}")
 
 

@@ -29,12 +29,12 @@ says so and exits 0.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 import numpy as np
 
 from benchmarks.filter_dev import REPO, bimine_scorers, pipeline_spec, roc_auc, write_pipeline
+from benchmarks.harness import write_json
 
 DEFAULT_DATA = os.environ.get("BIMINE_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
 OUT = os.path.join(REPO, ".bench", "filter_divergence")
@@ -156,9 +156,7 @@ def main() -> None:
     md = "\n".join(lines)
     print(md)
     out["markdown"] = md
-    with open(args.json + ".tmp", "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(args.json + ".tmp", args.json)
+    write_json(args.json, out)
     print(f"\nwrote {args.json}; the bimine outputs are in {OUT}")
 
 
