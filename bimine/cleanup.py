@@ -158,13 +158,20 @@ def worker_init(parent_pid: int) -> None:
 
 def stop_workers(pool) -> None:
     """End the worker processes of a :class:`concurrent.futures.ProcessPoolExecutor` now (SIGTERM;
-    :func:`worker_init` makes that immediate), so that a Ctrl-C or an error does not wait for the
-    blocks already queued to them; ``pool.shutdown`` then returns at once."""
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    :func:`worker_init` makes that immediate; SIGKILL for one still alive after 5 s), so that a
+    Ctrl-C or an error does not wait for the blocks already queued to them, and return once they
+    are gone."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
         try:
             proc.terminate()
         except (OSError, AttributeError):
             pass
+    for proc in procs:
+        proc.join(5)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
 
 
 def _watch_parent(parent_pid: int) -> None:

@@ -49,13 +49,7 @@ class LocalBlockPool:
         gone and the parent's own write end closed, the pipe has no writer left: the thread
         reads its end, marks the pool broken and ends, and ``shutdown`` returns."""
         pool = self._pool
-        procs = list((getattr(pool, "_processes", None) or {}).values())
         stop_workers(pool)
-        for proc in procs:
-            proc.join(5)
-            if proc.exitcode is None:
-                proc.kill()
-                proc.join()
         writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
         if writer is not None:
             writer.close()

@@ -12,7 +12,6 @@ checkpoint whole.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -26,11 +25,6 @@ def checkpoint_path(output: str | os.PathLike) -> str:
     return f"{os.fspath(output)}.checkpoint"
 
 
-def fingerprint(obj) -> str:
-    """The SHA-256 of ``obj`` as sorted JSON: what a checkpoint may only be resumed with."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
-
-
 def check_start(path: str, resume: bool, command: str) -> bool:
     """Before any work: with ``resume`` a checkpoint must exist; without it, an existing one (a
     stopped run) is not overwritten silently. Returns whether to resume."""
@@ -40,20 +34,21 @@ def check_start(path: str, resume: bool, command: str) -> bool:
         raise ConfigError(f"{path} holds the checkpoint of a stopped run: --resume goes on from it; "
                           "delete it to start over")
     if resume:
-        _read(path)  # unreadable: said now, not after the work that comes before the epochs
+        _read(path, tensors=False)  # unreadable: said now, not after the work that comes before the epochs
     return resume
 
 
-def _read(path: str) -> tuple[dict, dict]:
+def _read(path: str, tensors: bool = True) -> tuple[dict, dict]:
+    """The checkpoint's JSON state and (``tensors``) its tensors, or a one-line error."""
     from safetensors import safe_open
 
     try:
         with safe_open(path, "pt") as f:
             meta = json.loads((f.metadata() or {})[_META])
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+            arrays = {k: f.get_tensor(k) for k in f.keys()} if tensors else {}
     except Exception as e:  # safetensors' own error class, a missing key, bad JSON, a read error
         raise ConfigError(f"{path}: not a checkpoint bimine can read ({e}); delete it to start over") from None
-    return meta, tensors
+    return meta, arrays
 
 
 def save_checkpoint(path: str, net, opt, best: dict | None, state: dict) -> None:

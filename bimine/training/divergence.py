@@ -45,12 +45,12 @@ from bimine.scoring.vdpwi import (
     torch_device,
     vdpwi_network,
 )
+from bimine.store.store import json_digest
 from bimine.text.io import read_parallel
 from bimine.training.aligner import train_aligner
 from bimine.training.checkpoint import (
     check_start,
     checkpoint_path,
-    fingerprint,
     load_checkpoint,
     save_checkpoint,
 )
@@ -275,7 +275,7 @@ def _examples_digest(examples, cfg: VDPWIConfig, t: VDPWITraining, encoder, src_
     h = hashlib.sha256()
     for e in examples:
         h.update(f"{e.src}\t{e.tgt}\t{e.label!r}\n".encode())
-    return fingerprint({"examples": h.hexdigest(), "config": cfg.to_dict(), "batch": t.batch, "lr": t.lr,
+    return json_digest({"examples": h.hexdigest(), "config": cfg.to_dict(), "batch": t.batch, "lr": t.lr,
                         "seed": t.seed, "dev_fraction": t.dev_fraction, "languages": [src_lang, tgt_lang],
                         "encoder": getattr(encoder, "model_id", "")})
 
