@@ -107,13 +107,19 @@ class Counts:
         return out
 
 
+def _links(beads) -> dict[int, set[int]]:
+    """Each source sentence of ``beads`` -> the target sentences it is linked to."""
+    links: dict[int, set[int]] = {}
+    for s, t in beads:
+        for i in s:
+            links.setdefault(i, set()).update(t)
+    return links
+
+
 def _hits(reference: list[BeadPair], predicted: list[BeadPair]) -> tuple[int, int, int]:
     """(strict hits, lax hits, beads) of ``predicted`` against ``reference``."""
     ref = set(reference)
-    links: dict[int, set[int]] = {}
-    for s, t in ref:
-        for i in s:
-            links.setdefault(i, set()).update(t)
+    links = _links(ref)
     strict = lax = 0
     pred = {b for b in predicted if b[0] or b[1]}
     for s, t in pred:
@@ -139,10 +145,7 @@ def stray_beads(gold: list[BeadPair], predicted: list[BeadPair]) -> dict[str, in
     ``skipped``, a null bead where the gold aligns the sentence; ``stray``, a bead with both
     sides whose source and target sentences are linked nowhere in the gold; and on the recall
     side ``lost``, gold beads with both sides that share no link with any predicted bead."""
-    links: dict[int, set[int]] = {}
-    for s, t in gold:
-        for i in s:
-            links.setdefault(i, set()).update(t)
+    links = _links(gold)
     gold_set = set(gold)
     skipped = stray = 0
     for s, t in {b for b in predicted if b[0] or b[1]}:
@@ -152,10 +155,7 @@ def stray_beads(gold: list[BeadPair], predicted: list[BeadPair]) -> dict[str, in
             skipped += 1
         elif not any(j in links.get(i, ()) for i in s for j in t):
             stray += 1
-    pred_links: dict[int, set[int]] = {}
-    for s, t in predicted:
-        for i in s:
-            pred_links.setdefault(i, set()).update(t)
+    pred_links = _links(predicted)
     lost = sum(1 for s, t in gold if s and t and not any(j in pred_links.get(i, ()) for i in s for j in t))
     return {"skipped": skipped, "stray": stray, "lost": lost}
 
