@@ -39,3 +39,38 @@ def test_ctrl_c_ends_the_run_at_once_with_130_and_no_traceback(tmp_path, command
     assert not [w for w in workers if _alive(w)], "worker processes outlived the interrupted run"
     assert not list(out.parent.iterdir()), "the interrupted run left files beside its output"
     assert not list(tmpdir.iterdir()), "the interrupted run left temporaries in TMPDIR"
+
+
+def test_ctrl_c_inside_a_compiled_extension_is_still_ctrl_c(capsys):
+    """A Ctrl-C that lands while numba loads a cached kernel comes out as ``SystemError ...
+    returned a result with an exception set`` with the KeyboardInterrupt in its chain (seen in
+    this file's test of 'score', 1 run in many): still exit status 130 and one line, no
+    traceback. A SystemError of another cause is not taken for Ctrl-C."""
+    import click
+
+    from bimine.cli.group import Interrupted, _Group
+
+    @click.group(cls=_Group)
+    def group():
+        pass
+
+    @group.command()
+    def interrupted():
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as e:
+                raise SystemError("returned a result with an exception set") from e
+        except SystemError as e:
+            raise SystemError("returned a result with an exception set") from e
+
+    @group.command()
+    def broken():
+        raise SystemError("a real bug")
+
+    with pytest.raises(Interrupted) as got:
+        group.main(["interrupted"], prog_name="bimine")
+    assert got.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    with pytest.raises(SystemError, match="a real bug"):
+        group.main(["broken"], prog_name="bimine")

@@ -56,7 +56,25 @@ class _Group(click.Group):
         except KeyboardInterrupt:  # Ctrl-C outside click's own handling (during the commands' set-up)
             click.echo("interrupted", err=True)
             raise Interrupted(130) from None
+        except Exception as e:
+            if not _from_ctrl_c(e):
+                raise
+            click.echo("interrupted", err=True)
+            raise Interrupted(130) from None
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _from_ctrl_c(e: BaseException) -> bool:
+    """Whether ``e`` was caused by a Ctrl-C: a compiled extension that the signal interrupts
+    (numba loading a cached kernel) raises ``SystemError ... returned a result with an exception
+    set`` with the KeyboardInterrupt in its chain, not the KeyboardInterrupt itself."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class _OneStyle(logging.Formatter):
