@@ -17,6 +17,7 @@ margin + classifier), margin + confidence, and all five.
 
     python -m benchmarks.filter_noise_ratio                # en-fr, default model
     python -m benchmarks.filter_noise_ratio --pair en-de --model e5-small
+    python -m benchmarks.filter_noise_ratio --kinds bigru --bigru .bench/bigru/run/bigru.safetensors
 
 Trained classifiers are cached under ``.bench/filter-noise/`` (delete to retrain); the table
 goes to stdout, figures and JSON to ``--out``.
@@ -156,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bigru-epochs", type=int, default=5)
     ap.add_argument("--kinds", default="confidence,fc,bigru")
+    ap.add_argument("--bigru", default=None, metavar="PATH",
+                    help="a BiGRU already trained (for example by benchmarks.bigru_train) in place of the one "
+                         "this benchmark trains")
     ap.add_argument("--out", default=".bench/filter-noise")
     args = ap.parse_args(argv)
     if not os.path.isdir(SHARED):
@@ -167,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     src, tgt = args.pair.split("-")
     kinds = [k for k in args.kinds.split(",") if k]
     epochs = {"confidence": 5, "fc": 10, "bigru": args.bigru_epochs}
-    paths = train_all(args.pair, args.model, args.out, args.per_source, args.seed, kinds, epochs)
+    paths = train_all(args.pair, args.model, args.out, args.per_source, args.seed,
+                      [k for k in kinds if not (k == "bigru" and args.bigru)], epochs)
+    if args.bigru and "bigru" in kinds:
+        paths["bigru"] = args.bigru
     clfs = {k: PairClassifier.load(p) for k, p in paths.items()}
     test = os.path.join(SHARED, "dev", "newstest", f"newstest2013.{args.pair}")
     a, b = _lines(f"{test}.{src}"), _lines(f"{test}.{tgt}")
@@ -212,9 +219,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
     os.makedirs(args.out, exist_ok=True)
     meta = {"pair": args.pair, "model": args.model, "model_id": enc.model_id, "n": args.n, "seed": args.seed,
-            "classifiers": {k: {x: c.config.get(x) for x in ("train_pairs", "epochs", "dev_f1", "dev_roc_auc",
-                                                              "threshold", "train_seconds")}
-                            for k, c in clfs.items()},
+            "classifiers": {k: {"path": paths[k], **{x: c.config.get(x) for x in (
+                "train_pairs", "epochs", "dev_f1", "dev_roc_auc", "threshold", "train_seconds", "train_seconds_total",
+                "tokens", "hidden", "emb", "hard_negatives", "dev_cartesian_F1")}} for k, c in clfs.items()},
             "seconds": round(time.time() - t0, 1)}
     with open(os.path.join(args.out, f"noise-ratio.{args.pair}.json"), "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)

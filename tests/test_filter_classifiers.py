@@ -351,3 +351,157 @@ def test_filter_cli_classifier_flag_and_output_checks(tmp_path):
     r = CliRunner().invoke(cli, base + ["-o", str(out), "--kept", str(out)])
     assert r.exit_code == 2 and "is also the -o/--output file" in r.output
 
+
+
+# ---------------------------------------------------------------- the BiGRU as 003 trains it (issue 58)
+_EN = ["the cat sleeps on the mat", "a dog runs in the park", "we eat bread every morning",
+       "the children play football", "my sister reads a long book", "the train leaves at noon",
+       "he drinks coffee with milk", "they built a small house", "the river flows to the sea",
+       "she sings a beautiful song"]
+_FR = ["le chat dort sur le tapis", "un chien court dans le parc", "nous mangeons du pain chaque matin",
+       "les enfants jouent au football", "ma soeur lit un long livre", "le train part à midi",
+       "il boit du café au lait", "ils ont construit une petite maison", "la rivière coule vers la mer",
+       "elle chante une belle chanson"]
+
+
+def _pairs(n=64):
+    src = [f"{_EN[i % 10]} {i}" for i in range(n)]
+    tgt = [f"{_FR[i % 10]} {i}" for i in range(n)]
+    return src, tgt
+
+
+def test_bigru_resumed_mid_epoch_ends_with_the_weights_of_a_run_never_stopped(tmp_path, monkeypatch):
+    """A run killed in its second epoch (its checkpoint written after the last whole batch) and
+    resumed ends with exactly the weights, threshold and learning curve of a run never stopped;
+    the checkpoint is refused for other pairs."""
+    import bimine.training.classifier as tc
+    from bimine.training.classifier import ClassifierTrainConfig, train_classifier
+
+    src, tgt = _pairs()
+    dev = (src[:24], tgt[:24])
+
+    def cfg(**kw):
+        return ClassifierTrainConfig("bigru", epochs=3, batch_pairs=8, lr=3e-3, emb=8, hidden=8, fc=16,
+                                     buckets=1 << 10, negatives=3, curve_pairs=12, **kw)
+
+    def train(c, s=src):
+        return train_classifier(c, s, tgt[: len(s)], src_lang="en", tgt_lang="fr", dev=dev, progress=False)
+
+    whole = train(cfg())
+    ck = str(tmp_path / "b.checkpoint")
+
+    class Stop(Exception):
+        pass
+
+    real, calls = tc.clip_grad_norm, [0]
+
+    def stop_at_step_11(params, max_norm):  # 8 steps an epoch: step 11 is the 3rd of epoch 2
+        calls[0] += 1
+        if calls[0] == 11:
+            raise Stop
+        return real(params, max_norm)
+
+    monkeypatch.setattr(tc, "clip_grad_norm", stop_at_step_11)
+    with pytest.raises(Stop):
+        train(cfg(checkpoint=ck, checkpoint_seconds=0))
+    monkeypatch.setattr(tc, "clip_grad_norm", real)
+    from bimine.training.checkpoint import _read
+
+    meta, _ = _read(ck, tensors=False)
+    assert (meta["epoch"], meta["batch"]) == (1, 2) and len(meta["curve"]) == 1
+    with pytest.raises(ConfigError, match="other data or settings"):
+        train(cfg(checkpoint=ck, resume=True), s=src[:-1])
+    resumed = train(cfg(checkpoint=ck, resume=True))
+    a, b = whole.module.state_dict(), resumed.module.state_dict()
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    assert [{k: v for k, v in p.items() if k != "seconds"} for p in whole.config["curve"]] == \
+        [{k: v for k, v in p.items() if k != "seconds"} for p in resumed.config["curve"]]
+    assert len(whole.config["curve"]) == 3 and whole.config["threshold"] == resumed.config["threshold"]
+
+
+def test_bigru_cartesian_f1_against_a_hand_count():
+    """The learning curve's Cartesian-product F1 on a 3 x 3 product with known scores."""
+    from bimine.training.classifier import cartesian_f1
+
+    class Fixed:  # scores: own targets 0.9, 0.8, 0.3; one wrong pair 0.85; the rest 0.1
+        m = np.array([[0.9, 0.85, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.3]])
+
+        def score_matrix(self, src, tgt):
+            return self.m[np.ix_([int(x) for x in src], [int(y) for y in tgt])]
+
+    r = cartesian_f1(Fixed(), ["0", "1", "2"], ["0", "1", "2"])
+    # at 0.8: 3 kept, 2 right -> P 2/3, R 2/3, F1 0.667; at 0.3: 4 kept, 3 right -> P 3/4, R 1, F1 0.857
+    assert (r["P"], r["R"], r["F1"]) == (0.75, 1.0, 0.8571)
+    assert r["top1"] == 1.0
+
+
+def test_bigru_on_the_default_models_pieces(tmp_path):
+    """--tokens pieces: the default model's SentencePiece pieces, cut as the model cuts them
+    (ids + 1, row 0 padding), each row started from the model's row of the piece; the piece model
+    travels in the classifier's file, which scores as before once loaded."""
+    from safetensors import safe_open
+
+    from bimine.encoders import load_encoder
+    from bimine.encoders.base import model_folder
+    from bimine.text.normalize import normalize_text
+    from bimine.text.subwords import TENSOR, Pieces
+    from bimine.training.classifier import ClassifierTrainConfig, train_classifier
+
+    enc = load_encoder("default")
+    feats = enc.config.features
+    with safe_open(str(model_folder(enc) / "model.safetensors"), "np") as f:  # the model's own piece model
+        sp = Pieces(f.get_tensor(TENSOR).tobytes(), feats.subwords)
+    src, tgt = _pairs(48)
+    clf = train_classifier(ClassifierTrainConfig("bigru", epochs=1, batch_pairs=8, hidden=8, fc=16, negatives=3,
+                                                 tokens="pieces", curve_pairs=0, lr=1e-9),
+                           src, tgt, src_lang="en", tgt_lang="fr", dev=(src[:16], tgt[:16]), progress=False)
+    tok = clf.tokenizer()
+    ids, off = sp.encode([normalize_text("Le Chat dort.", True, True)])
+    assert tok.ids("Le Chat dort.") == [int(i) + 1 for i in ids] and len(ids) >= 3
+    table = enc.table()
+    assert clf.config["emb"] == table.shape[1] and clf.config["buckets"] == feats.subwords + 1
+    w = clf.module.emb.weight.detach().numpy()
+    piece = int(ids[0])
+    row = table.lookup(np.array([feats.buckets + piece]))[0]
+    # rows scaled by one factor (lr 1e-9: training moved them by nothing visible)
+    np.testing.assert_allclose(w[piece + 1] / np.linalg.norm(w[piece + 1]), row / np.linalg.norm(row), atol=1e-5)
+    assert np.sqrt((w[1:] ** 2).mean()) == pytest.approx(1.0, rel=1e-3)
+    assert not w[0].any()
+    p = tmp_path / "pieces.safetensors"
+    clf.save(p)
+    back = PairClassifier.load(p)
+    assert back.pieces == clf.pieces and back.tokenizer().ids("Le Chat dort.") == tok.ids("Le Chat dort.")
+    np.testing.assert_allclose(back.score(src[:6], tgt[:6]), clf.score(src[:6], tgt[:6]), rtol=1e-6)
+
+
+def test_train_classifier_bigru_resume_options(tmp_path):
+    """The command refuses to overwrite a stopped run's checkpoint, says when --resume has none,
+    keeps the BiGRU's options to the BiGRU, and writes the learning curve into the file."""
+    from click.testing import CliRunner
+
+    from bimine.cli import classifier  # noqa: F401  (registers the command)
+    from bimine.cli.main import cli
+
+    tsv = Path(__file__).resolve().parents[1] / "examples" / "train.en-fr.tsv"
+    out = tmp_path / "b.safetensors"
+    common = ["train-classifier", "bigru", str(tsv), "--src-lang", "en", "--tgt-lang", "fr", "-o", str(out),
+              "--no-progress", "--epochs", "2", "--dev-size", "100", "--hidden", "8", "--emb", "8",
+              "--curve-pairs", "50", "--min-dev-auc", "0"]
+    r = CliRunner().invoke(cli, [*common, "--resume"])
+    assert r.exit_code == 2 and "--resume: no checkpoint at" in r.output, r.output
+    Path(f"{out}.checkpoint").write_bytes(b"stopped")
+    r = CliRunner().invoke(cli, common)
+    assert r.exit_code == 2 and "holds the checkpoint of a stopped run" in r.output, r.output
+    r = CliRunner().invoke(cli, [*common, "--resume"])
+    assert r.exit_code == 2 and "not a checkpoint bimine can read" in r.output, r.output
+    Path(f"{out}.checkpoint").unlink()
+    r = CliRunner().invoke(cli, ["train-classifier", "fc", str(tsv), "--src-lang", "en", "--tgt-lang", "fr",
+                                 "-o", str(tmp_path / "f.safetensors"), "--tokens", "pieces"])
+    assert r.exit_code == 2 and "options of the bigru classifier" in r.output, r.output
+    r = CliRunner().invoke(cli, common)
+    assert r.exit_code == 0, r.output
+    assert "dev Cartesian product (50 x 50 candidates)" in r.output
+    clf = PairClassifier.load(out)
+    assert [p["epoch"] for p in clf.config["curve"]] == [1, 2] and not Path(f"{out}.checkpoint").exists()

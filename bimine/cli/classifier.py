@@ -40,6 +40,22 @@ from bimine.training.defaults import MIN_DEV_AUC
               help="bigru: random negatives per positive and epoch.")
 @click.option("--hidden", type=click.IntRange(min=1), default=None,
               help="bigru: GRU state per direction (128); fc: width of the layer (the embedding size).")
+@click.option("--emb", type=click.IntRange(min=1), default=None,
+              help="bigru with hashed tokens: token embedding size (128; paper 003: 512).")
+@click.option("--tokens", type=click.Choice(["hashed", "pieces"]), default="hashed", show_default=True,
+              help="bigru input: hashed lower-cased words (003's words, any language, no vocabulary), or the "
+                   "subword pieces of --init-model with each row started from that model's embedding.")
+@click.option("--init-model", default=None, help="bigru --tokens pieces: the model whose pieces it takes (default).")
+@click.option("--hard-negatives", type=click.IntRange(min=0), default=0, show_default=True,
+              help="bigru: of the --negatives, this many are the batch's targets nearest to the source (0 = "
+                   "all random, as 003).")
+@click.option("--curve-pairs", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="bigru: after each epoch, F1 on the Cartesian product of this many dev pairs (003 §5.1's "
+                   "test; the learning curve, stored in the file); 0 = none.")
+@click.option("--resume", is_flag=True,
+              help="bigru: go on from OUTPUT.checkpoint, which a stopped run leaves (written every "
+                   "--checkpoint-minutes and after each epoch; removed once the classifier is written).")
+@click.option("--checkpoint-minutes", type=Finite(min=0, min_open=True), default=10.0, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Torch threads (one is fastest when other work shares the cores).")
@@ -49,7 +65,8 @@ from bimine.training.defaults import MIN_DEV_AUC
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any_languages, output, model,
-                         dev_src, dev_tgt, dev_size, max_pairs, epochs, batch_pairs, lr, negatives, hidden, seed,
+                         dev_src, dev_tgt, dev_size, max_pairs, epochs, batch_pairs, lr, negatives, hidden, emb, tokens,
+                         init_model, hard_negatives, curve_pairs, resume, checkpoint_minutes, seed,
                          threads, min_dev_auc, encoding_errors, no_progress) -> None:
     """Train a KIND classifier on the clean pairs of INPUT (a TSV) or --src/--tgt.
 
@@ -62,15 +79,19 @@ def train_classifier_cmd(kind, input, src, tgt, columns, src_lang, tgt_lang, any
     --min-dev-auc (0.6; chance is 0.5) learnt nothing and is not written. Use the result in a pipeline file
     (`- score: classifier` with `path: OUT`) or with `bimine filter --classifier OUT`.
     """
+    import logging
+
     from bimine.training.classifier import ClassifierJob, run_train_classifier
 
+    logging.getLogger("bimine.training.classifier").setLevel(logging.INFO)  # the learning curve, a line an epoch
     cols = pair_input(input, src, tgt, columns)
     click.echo(run_train_classifier(ClassifierJob(
         kind=kind, output=output, src_lang=src_lang, tgt_lang=tgt_lang, input=input, src=src, tgt=tgt, columns=cols,
         any_languages=any_languages, model=model, dev_src=dev_src, dev_tgt=dev_tgt, dev_size=dev_size,
         max_pairs=max_pairs, epochs=epochs, batch_pairs=batch_pairs, lr=lr, negatives=negatives, hidden=hidden,
         seed=seed, threads=threads, min_dev_auc=min_dev_auc, encoding_errors=encoding_errors,
-        progress=not no_progress), warn=echo_warning), err=True)
+        progress=not no_progress, emb=emb, tokens=tokens, init_model=init_model, hard_negatives=hard_negatives,
+        curve_pairs=curve_pairs, resume=resume, checkpoint_minutes=checkpoint_minutes), warn=echo_warning), err=True)
 
 
 @cli.command("calibrate")

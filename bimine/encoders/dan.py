@@ -412,6 +412,10 @@ class DANEncoder:
     def model_id(self, value: str) -> None:
         self._model_id = value
 
+    def table(self, lang: str | None = None) -> EmbeddingTable:
+        """The embedding table of ``lang``'s tower (of the shared model's one tower without it)."""
+        return self._towers[self.config.tower_for(lang) if lang else self.config.towers()[0]][0]
+
     def pooled(self, sentences: list[str], lang: str) -> np.ndarray:
         """The n-gram embeddings summed and divided by sqrt(n): input of the feed-forward stack."""
         table, _ = self._towers[self.config.tower_for(lang)]

@@ -45,9 +45,22 @@ EMBEDDING_KINDS = ("confidence", "fc")
 FORMAT = 1
 
 
+def pad_batch(seqs: list) -> tuple:
+    """Padded ``(B, T)`` int64 ids (0 = padding) and the lengths (an empty sentence has length 0)."""
+    import torch  # loaded on use: PyTorch is heavy or optional
+
+    width = max(1, max((len(q) for q in seqs), default=1))
+    arr = np.zeros((len(seqs), width), dtype=np.int64)
+    for r, q in enumerate(seqs):
+        arr[r, : len(q)] = q
+    return torch.from_numpy(arr), torch.tensor([len(q) for q in seqs], dtype=torch.int64)
+
+
 class TokenHasher:
     """Token -> row of the embedding table: crc32 of the UTF-8 bytes into ``buckets - 1``
     rows (row 0 is padding). Deterministic across processes and platforms."""
+
+    kind = "hashed"
 
     def __init__(self, buckets: int, max_tokens: int):
         self.buckets = buckets
@@ -66,16 +79,59 @@ class TokenHasher:
             out.append(i)
         return out
 
+    def many(self, texts: list[str]) -> list[list[int]]:
+        """Each text's rows."""
+        return [self.ids(s) for s in texts]
+
     def batch(self, texts: list[str]):
         """Padded ``(B, T)`` int64 ids and lengths (an empty sentence has length 0)."""
-        import torch  # loaded on use: PyTorch is heavy or optional
+        return pad_batch(self.many(texts))
 
-        seqs = [self.ids(s) for s in texts]
-        width = max(1, max((len(q) for q in seqs), default=1))
-        arr = np.zeros((len(seqs), width), dtype=np.int64)
-        for r, q in enumerate(seqs):
-            arr[r, : len(q)] = q
-        return torch.from_numpy(arr), torch.tensor([len(q) for q in seqs], dtype=torch.int64)
+
+PIECES_TENSOR = "tokens.subwords"  #: the SentencePiece model of a ``tokens: pieces`` BiGRU, in its file
+
+
+class PieceTokenizer:
+    """Text -> subword pieces of a stored SentencePiece model (an encoder's own, for example the
+    default model's), cut as that encoder cuts them (:func:`bimine.text.normalize.normalize_text`,
+    each word on its own); piece ``p`` is row ``p + 1`` (row 0 is padding). At most
+    ``max_tokens`` pieces a sentence."""
+
+    kind = "pieces"
+
+    def __init__(self, model: bytes, vocab: int, max_tokens: int, lowercase: bool = True, marks: bool = True):
+        from bimine.text.subwords import Pieces
+
+        self.pieces = Pieces(model, vocab)
+        self.model, self.vocab = model, vocab
+        self.max_tokens, self.lowercase, self.marks = max_tokens, lowercase, marks
+
+    def many(self, texts: list[str]) -> list[list[int]]:
+        from bimine.text.normalize import normalize_text
+
+        out = []
+        for a in range(0, len(texts), 4096):
+            norm = [normalize_text(t, self.lowercase, self.marks) for t in texts[a: a + 4096]]
+            ids, off = self.pieces.encode(norm)
+            ids = (ids + 1).tolist()
+            out += [ids[off[i]: min(off[i + 1], off[i] + self.max_tokens)] for i in range(len(norm))]
+        return out
+
+    def ids(self, s: str) -> list[int]:
+        return self.many([s])[0]
+
+    def batch(self, texts: list[str]):
+        return pad_batch(self.many(texts))
+
+
+def tokenizer(config: dict, model: bytes | None = None):
+    """The tokenizer of a BiGRU ``config`` (``model``: the SentencePiece bytes of ``tokens: pieces``)."""
+    if config.get("tokens", "hashed") == "hashed":
+        return TokenHasher(config["buckets"], config["max_tokens"])
+    if model is None:
+        raise ConfigError("the BiGRU cuts text into subword pieces, but its file holds no piece model")
+    return PieceTokenizer(model, config["buckets"] - 1, config["max_tokens"], config.get("lowercase", True),
+                          config.get("marks_in_words", True))
 
 
 # ---------------------------------------------------------------- modules
@@ -170,6 +226,7 @@ class PairClassifier:
 
     config: dict
     module: object = field(repr=False)
+    pieces: bytes | None = field(default=None, repr=False)  #: the SentencePiece model of ``tokens: pieces``
 
     @property
     def kind(self) -> str:
@@ -181,7 +238,11 @@ class PairClassifier:
 
     # --- file
     def save(self, path: str | Path) -> None:
+        import torch  # loaded on use: PyTorch is heavy or optional
+
         state = {k: v.detach().contiguous() for k, v in self.module.state_dict().items()}
+        if self.pieces is not None:
+            state[PIECES_TENSOR] = torch.frombuffer(bytearray(self.pieces), dtype=torch.uint8)
         meta = {"bimine_classifier": json.dumps({**self.config, "format": FORMAT}, sort_keys=True)}
         save_safetensors(path, state, meta)
 
@@ -195,10 +256,15 @@ class PairClassifier:
         if cfg.get("format", 0) > FORMAT:
             raise ConfigError(f"classifier {path}: format {cfg['format']} is newer than this bimine reads "
                               f"({FORMAT}); upgrade bimine")
+        pieces = state.pop(PIECES_TENSOR, None)
         module = build_module(cfg)
         module.load_state_dict(state)
         module.eval()
-        return cls(cfg, module)
+        return cls(cfg, module, None if pieces is None else pieces.numpy().tobytes())
+
+    def tokenizer(self):
+        """The BiGRU's text-to-rows cut (:func:`tokenizer`)."""
+        return tokenizer(self.config, self.pieces)
 
     # --- checks
     def check_encoder(self, encoder) -> None:
@@ -245,7 +311,7 @@ class PairClassifier:
         """BiGRU sentence vectors (``[h_fwd; h_bwd]``), in input order."""
         import torch  # loaded on use: PyTorch is heavy or optional
 
-        hasher = TokenHasher(self.config["buckets"], self.config["max_tokens"])
+        hasher = self.tokenizer()
         order = np.argsort([len(t) for t in texts], kind="stable")
         out = np.zeros((len(texts), 2 * self.config["hidden"]), dtype=np.float32)
         with torch.inference_mode():

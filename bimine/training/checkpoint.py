@@ -52,7 +52,7 @@ def _read(path: str, tensors: bool = True) -> tuple[dict, dict]:
 
 
 def save_checkpoint(path: str, net, opt, best: dict | None, state: dict) -> None:
-    """Write the checkpoint: ``net`` and ``opt`` (a torch module and optimiser), the ``best``
+    """Write the checkpoint: ``net`` and ``opt`` (a torch module and an optimiser or a list of them), the ``best``
     state dict so far (or None) and ``state`` (JSON: epoch, history, NumPy RNG state, ...)."""
     import torch
     from safetensors.torch import save_file
@@ -60,16 +60,24 @@ def save_checkpoint(path: str, net, opt, best: dict | None, state: dict) -> None
     tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     if best is not None:
         tensors.update({f"best.{k}": v.detach().cpu().contiguous() for k, v in best.items()})
-    sd = opt.state_dict()
     scalars: dict[str, object] = {}
-    for pid, st in sd["state"].items():
-        for name, v in st.items():
-            if torch.is_tensor(v) and v.dim() > 0:
-                tensors[f"opt.{pid}.{name}"] = v.detach().cpu().contiguous()
-            else:
-                scalars[f"{pid}.{name}"] = float(v) if torch.is_tensor(v) else v
+    tensor_scalars = []  # scalars held as 0-d tensors (Adam's step), the rest Python numbers (SparseAdam's)
+    groups = []
+    for i, o in enumerate(_optimizers(opt)):
+        sd = o.state_dict()
+        prefix = _opt_prefix(i)
+        for pid, st in sd["state"].items():
+            for name, v in st.items():
+                if torch.is_tensor(v) and v.dim() > 0:
+                    tensors[f"{prefix}.{pid}.{name}"] = v.detach().cpu().contiguous()
+                else:
+                    scalars[f"{prefix}.{pid}.{name}"] = float(v) if torch.is_tensor(v) else v
+                    if torch.is_tensor(v):
+                        tensor_scalars.append(f"{prefix}.{pid}.{name}")
+        groups.append(sd["param_groups"])
     tensors["torch_rng"] = torch.get_rng_state()
-    meta = {**state, "opt_scalars": scalars, "param_groups": sd["param_groups"], "has_best": best is not None}
+    meta = {**state, "opt_scalars": scalars, "opt_tensor_scalars": tensor_scalars, "param_groups": groups if isinstance(opt, (list, tuple)) else groups[0],
+            "has_best": best is not None}
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         save_file(tensors, tmp, metadata={_META: json.dumps(meta)})
@@ -91,14 +99,39 @@ def load_checkpoint(path: str, net, opt, expect: str) -> tuple[dict, dict | None
                           "corpus and options, or delete it to start over")
     net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
     best = {k[5:]: v for k, v in tensors.items() if k.startswith("best.")} if meta["has_best"] else None
-    state: dict[int, dict] = {}
-    for k, v in tensors.items():
-        if k.startswith("opt."):
-            _, pid, name = k.split(".", 2)
-            state.setdefault(int(pid), {})[name] = v
-    for k, v in meta["opt_scalars"].items():
-        pid, name = k.split(".", 1)
-        state.setdefault(int(pid), {})[name] = torch.tensor(v) if name == "step" else v
-    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    opts = _optimizers(opt)
+    groups = meta["param_groups"] if isinstance(opt, (list, tuple)) else [meta["param_groups"]]
+    if len(groups) != len(opts):
+        raise ConfigError(f"--resume: {path} holds {len(groups)} optimiser(s), this run has {len(opts)}; "
+                          "delete it to start over")
+    for i, o in enumerate(opts):
+        prefix = _opt_prefix(i)
+        state: dict[int, dict] = {}
+        for k, v in tensors.items():
+            head, _, rest = k.partition(".")
+            if head == prefix:
+                pid, name = rest.split(".", 1)
+                state.setdefault(int(pid), {})[name] = v
+        as_tensor = meta.get("opt_tensor_scalars")
+        for k, v in meta["opt_scalars"].items():
+            head, _, rest = k.partition(".")
+            if i == 0 and not k.startswith("opt"):  # written before the optimisers had a prefix here
+                head, rest = prefix, k
+            if head == prefix:
+                pid, name = rest.split(".", 1)
+                tensor = k in as_tensor if as_tensor is not None else name == "step"
+                state.setdefault(int(pid), {})[name] = torch.tensor(v) if tensor else v
+        o.load_state_dict({"state": state, "param_groups": groups[i]})
     torch.set_rng_state(tensors["torch_rng"])
     return meta, best
+
+
+def _optimizers(opt) -> list:
+    """``opt`` as a list: one torch optimiser, or several (a sparse and a dense one)."""
+    return list(opt) if isinstance(opt, (list, tuple)) else [opt]
+
+
+def _opt_prefix(i: int) -> str:
+    """The tensor-name prefix of optimiser ``i``: ``opt`` for the first (as files written with one
+    optimiser have it), ``opt1``, ``opt2``, ... after it."""
+    return "opt" if i == 0 else f"opt{i}"

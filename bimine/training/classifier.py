@@ -30,6 +30,7 @@ from bimine.scoring.calibration_metrics import expected_calibration_error
 from bimine.scoring.classifiers import (
     KINDS,
     PairClassifier,
+    PieceTokenizer,
     TokenHasher,
     build_module,
     roc_auc,
@@ -60,6 +61,13 @@ class ClassifierTrainConfig:
     seed: int = 0
     retrieved: int = 0  # confidence: each source's R nearest training targets added as candidates (0 = as 000)
     threads: int = 1  # torch threads: one per run is fastest on a shared 2-core machine (decisions.md)
+    tokens: str = "hashed"  # bigru input: "hashed" words (003's words, no vocabulary) or "pieces" of init_model
+    init_model: str | None = None  # bigru with pieces: the DAN model whose pieces and rows it takes ("default")
+    hard_negatives: int = 0  # bigru: of the negatives, how many are the batch's nearest targets (0 = 003's random)
+    curve_pairs: int = 1000  # bigru: dev pairs of the Cartesian-product F1 after each epoch (0: none)
+    checkpoint: str | None = None  # bigru: written every checkpoint_seconds and after each epoch
+    checkpoint_seconds: float = 600.0
+    resume: bool = False
 
     def resolved(self) -> ClassifierTrainConfig:
         if self.kind not in KINDS:
@@ -323,32 +331,147 @@ def _train_fc(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
 
 
 # ---------------------------------------------------------------- siamese BiGRU (003)
+def _bigru_tokenizer(cfg: ClassifierTrainConfig):
+    """The tokenizer, its config entries and the initial rows of the embedding table (or None):
+    hashed words (003's words, no vocabulary), or the subword pieces of ``cfg.init_model`` (a DAN
+    model with ``features.subwords``), each row started from that model's embedding of the piece."""
+    if cfg.tokens == "hashed":
+        return TokenHasher(cfg.buckets, cfg.max_tokens), {"tokens": "hashed", "buckets": cfg.buckets, "emb": cfg.emb}, None
+    if cfg.tokens != "pieces":
+        raise ConfigError(f"tokens: 'hashed' or 'pieces', got {cfg.tokens!r}")
+    enc = load_encoder(cfg.init_model or "default")
+    pieces = getattr(getattr(enc, "featurizer", None), "pieces", None)
+    if pieces is None:
+        raise ConfigError(f"--tokens pieces: model {cfg.init_model or 'default'} has no subword pieces to take "
+                          "(a DAN model trained with features.subwords)")
+    feats, model, vocab = enc.config.features, pieces.model, int(pieces.vocab_size)
+    table = enc.table()
+    rows = np.zeros((vocab + 1, table.shape[1]), np.float32)
+    for a in range(0, vocab, 65536):
+        rows[1 + a: 1 + min(vocab, a + 65536)] = table.lookup(np.arange(feats.buckets + a,
+                                                                         feats.buckets + min(vocab, a + 65536)))
+    rms = float(np.sqrt((rows[1:] ** 2).mean())) or 1.0
+    rows /= rms  # unit scale per value, as nn.Embedding's own N(0, 1) start
+    conf = {"tokens": "pieces", "buckets": vocab + 1, "emb": int(table.shape[1]), "lowercase": feats.lowercase,
+            "marks_in_words": bool(feats.marks_in_words), "init_model": enc.model_id}
+    return (PieceTokenizer(model, vocab, cfg.max_tokens, feats.lowercase, bool(feats.marks_in_words)), conf, rows)
+
+
+class _Tokenized:
+    """Texts cut once into one flat id array (``ids[off[i]:off[i + 1]]`` is text ``i``)."""
+
+    def __init__(self, tok, texts: list[str]):
+        from bimine.text.subwords import flatten
+
+        self.ids, self.off = flatten(tok.many(texts))
+
+    def batch(self, idx: np.ndarray):
+        import torch  # loaded on use: PyTorch is heavy or optional
+
+        lengths = self.off[idx + 1] - self.off[idx]
+        arr = np.zeros((len(idx), max(1, int(lengths.max(initial=0)))), np.int64)
+        for r, (i, n) in enumerate(zip(idx, lengths)):
+            arr[r, :n] = self.ids[self.off[i]: self.off[i] + n]
+        return torch.from_numpy(arr), torch.from_numpy(lengths.astype(np.int64))
+
+
+def cartesian_f1(clf: PairClassifier, src: list[str], tgt: list[str]) -> dict:
+    """Every source of the aligned ``src``/``tgt`` scored against every target (003 §5.1's
+    Cartesian product, ``n**2`` candidates, ``n`` of them parallel): precision, recall and F1 at
+    the threshold with the best F1, and the share of sources whose own target scores highest."""
+    from bimine.scoring.logistic import best_f1_threshold
+
+    n = len(src)
+    m = clf.score_matrix(src, tgt)
+    t, p, r, f = best_f1_threshold(m.ravel(), np.eye(n, dtype=bool).ravel())
+    return {"threshold": t, "P": round(p, 4), "R": round(r, 4), "F1": round(f, 4),
+            "top1": round(float((m.argmax(1) == np.arange(n)).mean()), 4)}
+
+
+def _bigru_digest(cfg: ClassifierTrainConfig, src, tgt, dev) -> str:
+    """What a BiGRU checkpoint may be resumed with: the pairs, the dev pairs and every setting
+    but the epochs and the threads (which may change on resume)."""
+    import hashlib
+
+    from bimine.store.store import json_digest
+
+    h = hashlib.sha256()
+    for part in (src, tgt, dev[0], dev[1]):
+        for x in part:
+            h.update(x.encode("utf-8", "surrogatepass") + b"\n")
+        h.update(b"\0")
+    settings = {k: v for k, v in cfg.__dict__.items() if k not in ("epochs", "threads", "checkpoint", "resume",
+                                                                     "checkpoint_seconds")}
+    return json_digest({"pairs": h.hexdigest(), "settings": settings})
+
+
 def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
     import torch  # loaded on use: PyTorch is heavy or optional
 
+    from bimine.training.checkpoint import load_checkpoint, save_checkpoint
+
     if cfg.batch_pairs <= 1:
         raise ConfigError("bigru needs batches of at least 2 pairs (negatives come from the batch)")
-    conf = {"kind": "bigru", "buckets": cfg.buckets, "emb": cfg.emb, "hidden": cfg.hidden, "fc": cfg.fc,
-            "dropout": cfg.dropout, "max_tokens": cfg.max_tokens, "negatives": cfg.negatives}
+    tok, tconf, rows = _bigru_tokenizer(cfg)
+    conf = {"kind": "bigru", **tconf, "hidden": cfg.hidden, "fc": cfg.fc, "dropout": cfg.dropout,
+            "max_tokens": cfg.max_tokens, "negatives": cfg.negatives, "hard_negatives": cfg.hard_negatives}
     module = build_module(conf)
-    hasher = TokenHasher(cfg.buckets, cfg.max_tokens)
-    # the hashed token table is large (buckets x emb) and a batch touches few rows: sparse
-    # gradients with SparseAdam for it, Adam for the rest (dense Adam over the table costs ~10x)
+    if rows is not None:
+        with torch.no_grad():
+            module.emb.weight.copy_(torch.from_numpy(rows))
+    pieces = tok.model if isinstance(tok, PieceTokenizer) else None
+    t_tok = time.time()
+    xs, xt = _Tokenized(tok, src), _Tokenized(tok, tgt)
+    log.info("bigru: %s pairs cut into %s + %s tokens in %.0f s", f"{len(src):,}", f"{len(xs.ids):,}",
+             f"{len(xt.ids):,}", time.time() - t_tok)
+    # the table is large (rows x emb) and a batch touches few rows: sparse gradients with
+    # SparseAdam for it, Adam for the rest (dense Adam over the table costs ~10x)
     dense = [p for n, p in module.named_parameters() if not n.startswith("emb.")]
     opts = [torch.optim.SparseAdam(list(module.emb.parameters()), lr=cfg.lr), torch.optim.Adam(dense, lr=cfg.lr)]
     B = min(cfg.batch_pairs, len(src))
     k = min(cfg.negatives, B - 1)
-    steps = cfg.epochs * max(1, len(src) // B)
+    hard = min(cfg.hard_negatives, k)
+    per_epoch = len(src) // B if len(src) >= B else 1
+    steps = cfg.epochs * per_epoch
+    curve_n = min(cfg.curve_pairs, len(dev[0]))
+    first_epoch, first_batch, curve, spent = 0, 0, [], 0.0
+    digest = _bigru_digest(cfg, src, tgt, dev) if cfg.checkpoint else ""
+    if cfg.checkpoint and cfg.resume:
+        state, _ = load_checkpoint(cfg.checkpoint, module, opts, digest)
+        first_epoch, first_batch, curve, spent = state["epoch"], state["batch"], state["curve"], state["seconds"]
+        log.info("bigru: resumed at epoch %d, batch %d of %d (%s)", first_epoch + 1, first_batch, per_epoch,
+                 cfg.checkpoint)
+    t0 = time.time() - spent
+    last_save = time.time()
+
+    def save(epoch: int, batch: int) -> None:
+        save_checkpoint(cfg.checkpoint, module, opts, None,
+                        {"fingerprint": digest, "epoch": epoch, "batch": batch, "curve": curve,
+                         "seconds": time.time() - t0})
+
+    clf = PairClassifier(conf, module, pieces)
     with _bar(steps, "bigru", progress) as bar:
-        for _ in range(cfg.epochs):
+        bar.update(first_epoch * per_epoch + first_batch)
+        for ep in range(first_epoch, cfg.epochs):
+            # each epoch's order and negatives come from its own generator, so a run resumed at
+            # any batch draws what an unstopped run draws
+            g = np.random.default_rng([cfg.seed, 3, ep])
             module.train()
-            for idx in _batches(len(src), B, rng):
-                hs = module.encode(*hasher.batch([src[i] for i in idx]))
-                ht = module.encode(*hasher.batch([tgt[i] for i in idx]))
-                neg = torch.from_numpy(_random_others(len(idx), k, rng).ravel())
-                rows = torch.arange(len(idx)).repeat_interleave(k)
-                z = torch.cat([module.match(hs, ht), module.match(hs[rows], ht[neg])])
-                y = torch.cat([torch.ones(len(idx)), torch.zeros(len(rows))])
+            for b, idx in enumerate(_batches(len(src), B, g)):
+                neg = _random_others(len(idx), k, g)
+                if ep == first_epoch and b < first_batch:
+                    continue
+                hs = module.encode(*xs.batch(idx))
+                ht = module.encode(*xt.batch(idx))
+                if hard:  # the batch's targets nearest to each source (cosine of the current states)
+                    with torch.no_grad():
+                        sim = torch.nn.functional.normalize(hs, dim=1) @ torch.nn.functional.normalize(ht, dim=1).T
+                        sim.fill_diagonal_(-2.0)
+                        neg[:, :hard] = sim.topk(hard, dim=1).indices.numpy()
+                negt = torch.from_numpy(neg.ravel())
+                rows_ = torch.arange(len(idx)).repeat_interleave(k)
+                z = torch.cat([module.match(hs, ht), module.match(hs[rows_], ht[negt])])
+                y = torch.cat([torch.ones(len(idx)), torch.zeros(len(rows_))])
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)
                 for o in opts:
                     o.zero_grad()
@@ -358,15 +481,35 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                     o.step()
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss.item():.4f}")
+                if cfg.checkpoint and time.time() - last_save >= cfg.checkpoint_seconds:
+                    save(ep, b + 1)
+                    last_save = time.time()
+            if curve_n >= 2:  # the learning curve: dev figures after each epoch
+                module.eval()
+                point = {"epoch": ep + 1, "pairs_seen": (ep + 1) * per_epoch * B,
+                         "seconds": round(time.time() - t0, 1),
+                         **{f"cartesian_{a}": v for a, v in cartesian_f1(clf, dev[0][:curve_n], dev[1][:curve_n]).items()
+                            if a != "threshold"}}
+                curve.append(point)
+                log.info("bigru: epoch %d: dev Cartesian F1 %.4f (P %.4f, R %.4f, top-1 %.4f) on %d x %d candidates",
+                         ep + 1, point["cartesian_F1"], point["cartesian_P"], point["cartesian_R"],
+                         point["cartesian_top1"], curve_n, curve_n)
+            if cfg.checkpoint:
+                save(ep + 1, 0)
+                last_save = time.time()
     module.eval()
-    clf = PairClassifier(conf, module)
     hs, ht = clf.encode_texts(dev[0]), clf.encode_texts(dev[1])
     g = np.random.default_rng(cfg.seed + 1)
     neg = _random_others(len(hs), k, g).ravel()
-    rows = np.repeat(np.arange(len(hs)), k)
-    s = np.r_[clf.match_vectors(hs, ht), clf.match_vectors(hs[rows], ht[neg])]
-    y = np.r_[np.ones(len(hs), bool), np.zeros(len(rows), bool)]
-    clf.config.update(_dev_figures(s, y))
+    rows_ = np.repeat(np.arange(len(hs)), k)
+    sc = np.r_[clf.match_vectors(hs, ht), clf.match_vectors(hs[rows_], ht[neg])]
+    yy = np.r_[np.ones(len(hs), bool), np.zeros(len(rows_), bool)]
+    clf.config.update(_dev_figures(sc, yy))
+    if curve:
+        clf.config["curve"] = curve
+        clf.config.update({f"dev_cartesian_{a}": curve[-1][f"cartesian_{a}"] for a in ("P", "R", "F1", "top1")})
+        clf.config["dev_cartesian_pairs"] = curve_n
+    clf.config["train_seconds_total"] = round(time.time() - t0, 1)
     return clf
 
 
@@ -389,6 +532,10 @@ def describe(clf: PairClassifier) -> str:
              f"dev ({c['dev_pairs']:,} pairs with negatives): ROC-AUC {c['dev_roc_auc']:.4f}, best F1 "
              f"{c['dev_f1']:.4f} (P {c['dev_precision']:.4f}, R {c['dev_recall']:.4f}) at threshold "
              f"{c['threshold']:.4g}"]
+    if "dev_cartesian_F1" in c:
+        parts.append(f"dev Cartesian product ({c['dev_cartesian_pairs']:,} x {c['dev_cartesian_pairs']:,} candidates): "
+                     f"best F1 {c['dev_cartesian_F1']:.4f} (P {c['dev_cartesian_P']:.4f}, R {c['dev_cartesian_R']:.4f}), "
+                     f"own target first for {c['dev_cartesian_top1']:.1%} of sources")
     if "dev_f1_at_0.5" in c:
         parts.append(f"F1 at 0.5 (000's default) {c['dev_f1_at_0.5']:.4f}")
     if "dev_ece" in c:
@@ -479,18 +626,34 @@ class ClassifierJob:
     min_dev_auc: float = MIN_DEV_AUC
     encoding_errors: str = "strict"
     progress: bool = True
+    emb: int | None = None  # bigru with hashed tokens: the embedding size (128)
+    tokens: str = "hashed"
+    init_model: str | None = None
+    hard_negatives: int = 0
+    curve_pairs: int = 1000
+    resume: bool = False
+    checkpoint_minutes: float = 10.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(f"kind: one of {', '.join(KINDS)}, got {self.kind!r}")
         self.columns = checked_pair_input(self.input, self.src, self.tgt, self.columns)
+        if self.kind != "bigru" and (self.resume or self.tokens != "hashed" or self.hard_negatives):
+            raise OptionError("--resume, --tokens and --hard-negatives are options of the bigru classifier")
+        if self.tokens == "pieces" and self.emb is not None:
+            raise OptionError("--emb: with --tokens pieces the embedding size is the model's own")
 
 
 def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | None = None) -> str:
     """Train, check and write the classifier of ``job``; returns the line that describes it."""
+    from bimine.training.checkpoint import check_start, checkpoint_path
+
     if (job.dev_src is None) != (job.dev_tgt is None):
         raise OptionError("give both --dev-src and --dev-tgt, or neither")
     check_output_file(job.output, inputs=[p for p in (job.input, job.src, job.tgt, job.dev_src, job.dev_tgt) if p])
+    ckpt = checkpoint_path(job.output) if job.kind == "bigru" else None
+    if ckpt:
+        check_start(ckpt, job.resume, "train-classifier bigru")
 
     def read(inp, s, t, limit=None):
         return usable_pairs(read_pair_blocks(inp, src=s, tgt=t, columns=job.columns,
@@ -509,11 +672,17 @@ def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | No
                         warn=warn)
     encoder = load_encoder(job.model) if job.kind in ("confidence", "fc") else None
     cfg = ClassifierTrainConfig(job.kind, epochs=job.epochs, batch_pairs=job.batch_pairs, lr=job.lr,
-                                negatives=job.negatives, hidden=job.hidden, seed=job.seed, threads=job.threads)
+                                negatives=job.negatives, hidden=job.hidden, seed=job.seed, threads=job.threads,
+                                emb=job.emb or 128, tokens=job.tokens, init_model=job.init_model,
+                                hard_negatives=job.hard_negatives, curve_pairs=job.curve_pairs, checkpoint=ckpt,
+                                checkpoint_seconds=60 * job.checkpoint_minutes, resume=job.resume)
     clf = train_classifier(cfg, s, t, src_lang=None if job.any_languages else job.src_lang,
                            tgt_lang=None if job.any_languages else job.tgt_lang, encoder=encoder, dev=dev,
                            dev_size=job.dev_size, progress=job.progress)
-    return _finish(clf, skipped, job.min_dev_auc, job.output)
+    out = _finish(clf, skipped, job.min_dev_auc, job.output)
+    if ckpt and os.path.exists(ckpt):
+        os.remove(ckpt)  # the model is written: the stopped run's state is of no more use
+    return out
 
 
 def _finish(clf: PairClassifier, skipped: int, min_dev_auc: float, output: str) -> str:
