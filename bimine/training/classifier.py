@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -24,7 +25,7 @@ from bimine.encoders.base import model_folder, uses_language
 from bimine.errors import ConfigError, OptionError
 from bimine.filtering.pipeline import checked_pair_input, read_pair_blocks, two_columns
 from bimine.outputs import check_output_file
-from bimine.progress import bar
+from bimine.progress import bar, bars_wanted
 from bimine.scoring.calibration import CALIBRATION_FILE
 from bimine.scoring.calibration_metrics import expected_calibration_error
 from bimine.scoring.classifiers import (
@@ -450,8 +451,9 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                          "seconds": time.time() - t0})
 
     clf = PairClassifier(conf, module, pieces)
-    with _bar(steps, "bigru", progress) as bar:
-        bar.update(first_epoch * per_epoch + first_batch)
+    # a resumed run's bar starts at the steps done, so its rate and ETA are this run's own
+    with bar(total=steps, unit=" step", desc="bigru", enabled=progress,
+             initial=first_epoch * per_epoch + first_batch) as pbar:
         for ep in range(first_epoch, cfg.epochs):
             # each epoch's order and negatives come from its own generator, so a run resumed at
             # any batch draws what an unstopped run draws
@@ -479,8 +481,8 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                 clip_grad_norm(module.parameters(), cfg.clip)
                 for o in opts:
                     o.step()
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.4f}")
+                pbar.update(1)
+                pbar.set_postfix(loss=f"{loss.item():.4f}")
                 if cfg.checkpoint and time.time() - last_save >= cfg.checkpoint_seconds:
                     save(ep, b + 1)
                     last_save = time.time()
@@ -491,9 +493,13 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                          **{f"cartesian_{a}": v for a, v in cartesian_f1(clf, dev[0][:curve_n], dev[1][:curve_n]).items()
                             if a != "threshold"}}
                 curve.append(point)
-                log.info("bigru: epoch %d: dev Cartesian F1 %.4f (P %.4f, R %.4f, top-1 %.4f) on %d x %d candidates",
-                         ep + 1, point["cartesian_F1"], point["cartesian_P"], point["cartesian_R"],
-                         point["cartesian_top1"], curve_n, curve_n)
+                line = (f"bigru: epoch {ep + 1}: dev Cartesian F1 {point['cartesian_F1']:.4f} (P "
+                        f"{point['cartesian_P']:.4f}, R {point['cartesian_R']:.4f}, top-1 "
+                        f"{point['cartesian_top1']:.4f}) on {curve_n} x {curve_n} candidates")
+                if bars_wanted(progress):
+                    pbar.write(line, file=sys.stderr)  # above the bar, not into its line
+                else:
+                    log.info(line)
             if cfg.checkpoint:
                 save(ep + 1, 0)
                 last_save = time.time()
