@@ -60,8 +60,6 @@ class TokenHasher:
     """Token -> row of the embedding table: crc32 of the UTF-8 bytes into ``buckets - 1``
     rows (row 0 is padding). Deterministic across processes and platforms."""
 
-    kind = "hashed"
-
     def __init__(self, buckets: int, max_tokens: int):
         self.buckets = buckets
         self.max_tokens = max_tokens
@@ -97,13 +95,11 @@ class PieceTokenizer:
     each word on its own); piece ``p`` is row ``p + 1`` (row 0 is padding). At most
     ``max_tokens`` pieces a sentence."""
 
-    kind = "pieces"
-
     def __init__(self, model: bytes, vocab: int, max_tokens: int, lowercase: bool = True, marks: bool = True):
         from bimine.text.subwords import Pieces
 
         self.pieces = Pieces(model, vocab)
-        self.model, self.vocab = model, vocab
+        self.model = model
         self.max_tokens, self.lowercase, self.marks = max_tokens, lowercase, marks
 
     def many(self, texts: list[str]) -> list[list[int]]:

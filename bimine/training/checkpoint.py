@@ -38,6 +38,12 @@ def check_start(path: str, resume: bool, command: str) -> bool:
     return resume
 
 
+def discard(path: str | None) -> None:
+    """Remove the checkpoint at ``path`` (if any) once the model it was for is written."""
+    if path and os.path.exists(path):
+        os.remove(path)
+
+
 def _read(path: str, tensors: bool = True) -> tuple[dict, dict]:
     """The checkpoint's JSON state and (``tensors``) its tensors, or a one-line error."""
     from safetensors import safe_open
@@ -76,8 +82,8 @@ def save_checkpoint(path: str, net, opt, best: dict | None, state: dict) -> None
                         tensor_scalars.append(f"{prefix}.{pid}.{name}")
         groups.append(sd["param_groups"])
     tensors["torch_rng"] = torch.get_rng_state()
-    meta = {**state, "opt_scalars": scalars, "opt_tensor_scalars": tensor_scalars, "param_groups": groups if isinstance(opt, (list, tuple)) else groups[0],
-            "has_best": best is not None}
+    meta = {**state, "opt_scalars": scalars, "opt_tensor_scalars": tensor_scalars,
+            "param_groups": groups if isinstance(opt, (list, tuple)) else groups[0], "has_best": best is not None}
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         save_file(tensors, tmp, metadata={_META: json.dumps(meta)})

@@ -34,6 +34,7 @@ from bimine.scoring.classifiers import (
     PieceTokenizer,
     TokenHasher,
     build_module,
+    pad_batch,
     roc_auc,
 )
 from bimine.scoring.logistic import best_f1_threshold, fit_logistic_1d
@@ -210,8 +211,8 @@ def _step(opt, loss, bar) -> None:
     bar.set_postfix(loss=f"{loss.item():.4f}")
 
 
-def _bar(total: int, desc: str, progress: bool):
-    return bar(total=total, unit=" step", desc=desc, enabled=progress)
+def _bar(total: int, desc: str, progress: bool, initial: int = 0):
+    return bar(total=total, unit=" step", desc=desc, enabled=progress, initial=initial)
 
 
 def _dev_figures(scores: np.ndarray, labels: np.ndarray) -> dict:
@@ -367,13 +368,8 @@ class _Tokenized:
         self.ids, self.off = flatten(tok.many(texts))
 
     def batch(self, idx: np.ndarray):
-        import torch  # loaded on use: PyTorch is heavy or optional
-
-        lengths = self.off[idx + 1] - self.off[idx]
-        arr = np.zeros((len(idx), max(1, int(lengths.max(initial=0)))), np.int64)
-        for r, (i, n) in enumerate(zip(idx, lengths)):
-            arr[r, :n] = self.ids[self.off[i]: self.off[i] + n]
-        return torch.from_numpy(arr), torch.from_numpy(lengths.astype(np.int64))
+        """Padded ids and lengths of texts ``idx`` (:func:`~bimine.scoring.classifiers.pad_batch`)."""
+        return pad_batch([self.ids[self.off[i]: self.off[i + 1]] for i in idx])
 
 
 def cartesian_f1(clf: PairClassifier, src: list[str], tgt: list[str]) -> dict:
@@ -452,8 +448,7 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
 
     clf = PairClassifier(conf, module, pieces)
     # a resumed run's bar starts at the steps done, so its rate and ETA are this run's own
-    with bar(total=steps, unit=" step", desc="bigru", enabled=progress,
-             initial=first_epoch * per_epoch + first_batch) as pbar:
+    with _bar(steps, "bigru", progress, initial=first_epoch * per_epoch + first_batch) as pbar:
         for ep in range(first_epoch, cfg.epochs):
             # each epoch's order and negatives come from its own generator, so a run resumed at
             # any batch draws what an unstopped run draws
@@ -652,7 +647,7 @@ class ClassifierJob:
 
 def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | None = None) -> str:
     """Train, check and write the classifier of ``job``; returns the line that describes it."""
-    from bimine.training.checkpoint import check_start, checkpoint_path
+    from bimine.training.checkpoint import check_start, checkpoint_path, discard
 
     if (job.dev_src is None) != (job.dev_tgt is None):
         raise OptionError("give both --dev-src and --dev-tgt, or neither")
@@ -686,8 +681,7 @@ def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | No
                            tgt_lang=None if job.any_languages else job.tgt_lang, encoder=encoder, dev=dev,
                            dev_size=job.dev_size, progress=job.progress)
     out = _finish(clf, skipped, job.min_dev_auc, job.output)
-    if ckpt and os.path.exists(ckpt):
-        os.remove(ckpt)  # the model is written: the stopped run's state is of no more use
+    discard(ckpt)
     return out
 
 

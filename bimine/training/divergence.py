@@ -51,6 +51,7 @@ from bimine.training.aligner import train_aligner
 from bimine.training.checkpoint import (
     check_start,
     checkpoint_path,
+    discard,
     load_checkpoint,
     save_checkpoint,
 )
@@ -150,8 +151,7 @@ def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | Non
     m.meta.setdefault("training", {}).update({"synthetic": counts, "positives_min_words": job.min_words,
                                               "corpus": [os.path.basename(p) for p in job.srcs], "hard": job.hard})
     m.save(job.output)
-    if ckpt and os.path.exists(ckpt):
-        os.remove(ckpt)
+    discard(ckpt)
     return m
 
 
