@@ -500,6 +500,11 @@ def test_train_classifier_bigru_resume_options(tmp_path):
     r = CliRunner().invoke(cli, ["train-classifier", "fc", str(tsv), "--src-lang", "en", "--tgt-lang", "fr",
                                  "-o", str(tmp_path / "f.safetensors"), "--tokens", "pieces"])
     assert r.exit_code == 2 and "options of the bigru classifier" in r.output, r.output
+    r = CliRunner().invoke(cli, [*common, "--tokens", "pieces"])  # common sets --emb
+    assert r.exit_code == 2 and "--emb: with --tokens pieces" in r.output, r.output
+    r = CliRunner().invoke(cli, [*common, "--hard-negatives", "8"])
+    assert r.exit_code == 2 and "--hard-negatives 8: at most --negatives (7)" in r.output, r.output
+    assert "Traceback" not in r.output and not out.exists()
     r = CliRunner().invoke(cli, common)
     assert r.exit_code == 0, r.output
     assert "dev Cartesian product (50 x 50 candidates)" in r.output

@@ -643,6 +643,9 @@ class ClassifierJob:
             raise OptionError("--resume, --tokens and --hard-negatives are options of the bigru classifier")
         if self.tokens == "pieces" and self.emb is not None:
             raise OptionError("--emb: with --tokens pieces the embedding size is the model's own")
+        if self.hard_negatives > self.negatives:
+            raise OptionError(f"--hard-negatives {self.hard_negatives}: at most --negatives ({self.negatives}), "
+                              "of which they are a part")
 
 
 def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | None = None) -> str:
