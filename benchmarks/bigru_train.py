@@ -1,16 +1,21 @@
 """Paper 003's siamese BiGRU trained as 003 trains it (issue 58): hundreds of thousands of en-fr
 pairs, a resumable run, and the learning curve on dev.
 
-Data: the en-fr pairs of a built recipe (``bimine data build ... --local ../shared/data/train``:
-software and documentation catalogs plus every en-fr corpus of ``shared/data/train``), or of
-``shared/data/train`` alone when no recipe is given; pairs with an empty side and repeated pairs
-dropped, and any pair with a side equal (stripped, case-folded) to a line of the dev sets it is
-measured on (newstest 2009-2013 en-fr, tatoeba-test en-fr) dropped and counted; a seeded random
-``--pairs`` of the rest (003: 500k random Europarl pairs). Dev: newstest2012 en-fr, whose first
-``--curve-pairs`` pairs give the learning curve (F1 on their Cartesian product after each epoch).
+Data: the en-fr pairs of one or more built recipes (``bimine data build ... --local
+../shared/data/train``: software and documentation catalogs plus every en-fr corpus of
+``shared/data/train``; a second ``--recipe`` for a folder of the sources built on request,
+``--sources desktop-extra,pypi-extra``), or of ``shared/data/train`` alone when no recipe is
+given; pairs with an empty side and repeated pairs (across recipes too) dropped, and any pair with
+a side equal (stripped, case-folded) to a line of the dev sets it is measured on (newstest
+2009-2013 en-fr, tatoeba-test en-fr) dropped and counted; a seeded random ``--pairs`` of the rest
+(003: 500k random Europarl pairs). The pairs are written once to ``.bench/bigru/data/<recipes>-
+<pairs>-s<seed>-<hash of the input files>/`` and reused by a resumed run. Dev: newstest2012 en-fr,
+whose first ``--curve-pairs`` pairs give the learning curve (F1 on their Cartesian product after
+each epoch).
 
     python -m benchmarks.bigru_train --recipe ../data/recipe                 # 003's settings
-    python -m benchmarks.bigru_train --recipe ../data/recipe --name pieces -- --tokens pieces --hidden 256
+    python -m benchmarks.bigru_train --recipe ../data/recipe --recipe ../data/recipe-extra \\
+        --name pieces -- --tokens pieces --lr 2e-3
 
 Everything after ``--`` goes to ``bimine train-classifier bigru``. The run lives in
 ``.bench/bigru/<name>/`` (``bigru.safetensors``, its log, ``curve.json``); rerun the same command
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -60,9 +66,9 @@ def dev_lines() -> set[str]:
     return out
 
 
-def source_pairs(recipe: str | None):
+def source_pairs(recipes: list[str]):
     """(name, en lines, fr lines) of each source."""
-    if recipe:
+    for recipe in recipes:
         path = os.path.join(recipe, "pairs", "en-fr.tsv.gz")
         if not os.path.exists(path):
             raise SystemExit(f"{path} not found: build the recipe first (docs/model-card.md, 'How it was trained')")
@@ -72,7 +78,8 @@ def source_pairs(recipe: str | None):
                 a, _, b = line.rstrip("\n").partition("\t")
                 en.append(a)
                 fr.append(b)
-        yield "recipe en-fr (with shared/data/train)", en, fr
+        yield f"{os.path.basename(os.path.normpath(recipe))} en-fr", en, fr
+    if recipes:
         return
     for name in TRAIN_SOURCES:
         base = os.path.join(SHARED, "train", f"{name}.en-fr")
@@ -80,7 +87,19 @@ def source_pairs(recipe: str | None):
             yield name.split("/")[-1], _lines(f"{base}.en.gz"), _lines(f"{base}.fr.gz")
 
 
-def build(recipe: str | None, pairs: int, seed: int, folder: str) -> dict:
+def inputs_key(recipes: list[str]) -> str:
+    """A short hash of the input files (path, size, mtime): the data folder is rebuilt for other
+    inputs instead of being reused for them."""
+    paths = [os.path.join(r, "pairs", "en-fr.tsv.gz") for r in recipes] or [
+        os.path.join(SHARED, "train", f"{n}.en-fr.{side}.gz") for n in TRAIN_SOURCES for side in ("en", "fr")]
+    h = hashlib.sha256()
+    for p in paths:
+        st = os.stat(p) if os.path.exists(p) else None
+        h.update(f"{os.path.realpath(p)}\t{st.st_size if st else -1}\t{st.st_mtime_ns if st else -1}\n".encode())
+    return h.hexdigest()[:8]
+
+
+def build(recipes: list[str], pairs: int, seed: int, folder: str) -> dict:
     """Write ``folder/train.en-fr.{en,fr}`` (once; kept for resumed runs) and return its counts."""
     info_path = os.path.join(folder, "train.json")
     if os.path.exists(info_path):
@@ -89,7 +108,7 @@ def build(recipe: str | None, pairs: int, seed: int, folder: str) -> dict:
     held = dev_lines()
     seen, en, fr = set(), [], []
     counts = {"empty": 0, "repeated": 0, "dev_overlap": 0, "sources": {}}
-    for name, a, b in source_pairs(recipe):
+    for name, a, b in source_pairs(recipes):
         n = 0
         for x, y in zip(a, b):
             x, y = x.strip(), y.strip()
@@ -109,7 +128,7 @@ def build(recipe: str | None, pairs: int, seed: int, folder: str) -> dict:
         counts["sources"][name] = n
     rng = np.random.default_rng(seed)
     pick = rng.permutation(len(en))[:pairs]
-    counts.update(available=len(en), chosen=len(pick), seed=seed, recipe=bool(recipe))
+    counts.update(available=len(en), chosen=len(pick), seed=seed, recipes=recipes)
     os.makedirs(folder, exist_ok=True)
     for side, lines in (("en", en), ("fr", fr)):
         tmp = os.path.join(folder, f"train.en-fr.{side}.tmp")
@@ -126,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--recipe", default=None, help="a built recipe folder (else shared/data/train alone)")
+    ap.add_argument("--recipe", action="append", default=[],
+                    help="a built recipe folder; again for another (their pairs are pooled, repeats dropped); "
+                         "none: shared/data/train alone")
     ap.add_argument("--pairs", type=int, default=500_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="paper", help="the run's folder under .bench/bigru/")
@@ -137,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(SHARED):
         print(f"skipped: {SHARED} not found (the shared data)")
         return 0
-    data = os.path.join(args.out, "data", f"{'recipe' if args.recipe else 'shared'}-{args.pairs}-s{args.seed}")
+    names = "+".join(os.path.basename(os.path.normpath(r)) for r in args.recipe) or "shared"
+    data = os.path.join(args.out, "data", f"{names}-{args.pairs}-s{args.seed}-{inputs_key(args.recipe)}")
     t = time.time()
     counts = build(args.recipe, args.pairs, args.seed, data)
     print(f"training pairs: {counts['chosen']:,} of {counts['available']:,} ({data}; {time.time() - t:.0f} s): "

@@ -255,6 +255,31 @@ def test_a_run_for_one_source_keeps_the_others_in_the_combined_data(fake, tmp_pa
     assert sorted(m["languages"]) == ["de", "fi", "pt"] and src.calls == ["p1", "p2"]
 
 
+def test_a_source_built_on_request_is_left_out_of_a_plain_build(fake, tmp_path, monkeypatch):
+    src, keys = fake
+    extra = recipe.Source("extra", "deb", "more", "MIT", lambda: [recipe.Unit("extra", "e1", "deb", ["e1"])],
+                          lambda u, p, rep: iter([("fi", "Good morning to you all.", "Hyvää huomenta kaikille.")]),
+                          default=False)
+    monkeypatch.setitem(recipe.SOURCES, "extra", extra)
+    m = recipe.build(str(tmp_path / "plain"), keys=keys, progress=False)["manifest"]
+    assert sorted(m["languages"]) == ["de", "pt"] and "extra" not in m["sources"]
+    m = recipe.build(str(tmp_path / "more"), sources=["extra"], keys=keys, progress=False)["manifest"]
+    assert sorted(m["languages"]) == ["fi"] and m["sources"]["extra"]["pairs"] == 1
+
+
+def test_the_shipped_on_request_sources_are_pinned_and_apart_from_the_default_ones():
+    from bimine.data.extra_packages import EXTRA_DESKTOP_DEBS, EXTRA_PYPI_WHEELS
+    from bimine.data.gettext_trees import DESKTOP_DEBS, PYPI_WHEELS
+
+    assert [n for n, s in recipe.SOURCES.items() if not s.default] == ["desktop-extra", "pypi-extra"]
+    assert not set(EXTRA_DESKTOP_DEBS) & set(DESKTOP_DEBS) and len(set(EXTRA_DESKTOP_DEBS)) == len(EXTRA_DESKTOP_DEBS)
+    names = [w.split("==")[0].lower() for w in EXTRA_PYPI_WHEELS]
+    assert all("==" in w for w in EXTRA_PYPI_WHEELS) and len(set(names)) == len(names)
+    assert not set(names) & {w.split("==")[0].lower() for w in PYPI_WHEELS}
+    # the lists are not extraction code: the default sources' units stay valid when they change
+    assert "extra_packages" not in sum(recipe._CODE.values(), [])
+
+
 def test_two_builds_never_share_a_folder(fake, tmp_path):
     import fcntl
 

