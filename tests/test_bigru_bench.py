@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 
 from benchmarks import bigru_train
 
@@ -30,12 +31,20 @@ def test_recipes_are_pooled_without_repeats_or_dev_lines(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "data" / "train.json").read_text())["recipes"] == [a, b]
 
 
-def test_the_data_folder_key_changes_with_the_inputs(tmp_path):
+def test_the_data_folder_key_follows_the_pairs(tmp_path):
     a = _recipe(tmp_path, "a", [("One cat.", "Un chat.")])
-    b = _recipe(tmp_path, "b", [("One cat.", "Un chat.")])
-    k = bigru_train.inputs_key([a])
-    assert k == bigru_train.inputs_key([a])
-    assert len({k, bigru_train.inputs_key([b]), bigru_train.inputs_key([a, b])}) == 3
-    with gzip.open(os.path.join(a, "pairs", "en-fr.tsv.gz"), "wt", encoding="utf-8") as f:
-        f.write("One cat.\tUn chat.\nTwo cats.\tDeux chats.\n")  # a rebuilt recipe: other size
-    assert bigru_train.inputs_key([a]) != k
+    b = _recipe(tmp_path, "b", [("Two cats.", "Deux chats.")])
+    key_a, key_b = bigru_train.inputs_key([a]), bigru_train.inputs_key([b])
+    assert len({key_a, key_b, bigru_train.inputs_key([a, b]), bigru_train.inputs_key([b, a])}) == 4
+    path = os.path.join(a, "pairs", "en-fr.tsv.gz")
+    with open(path, "rb") as f:
+        before = f.read()
+    time.sleep(1.1)  # gzip stores the time: the archive's bytes change, its pairs do not
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("One cat.\tUn chat.\n")
+    with open(path, "rb") as f:
+        assert f.read() != before
+    assert bigru_train.inputs_key([a]) == key_a  # a rebuilt recipe with the same pairs: reused
+    with gzip.open(os.path.join(b, "pairs", "en-fr.tsv.gz"), "wt", encoding="utf-8") as f:
+        f.write("Two cats.\tDeux chats.\nOne cat.\tUn chat.\n")
+    assert bigru_train.inputs_key([b]) != key_b  # rebuilt with other pairs: a new folder
