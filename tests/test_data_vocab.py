@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
@@ -386,8 +387,15 @@ def test_cli_teacher_only_resumes_vectors_of_the_lists(tmp_path, monkeypatch):
     V.build_vocab(out, V.VocabConfig(), progress=False, parts=_parts(Counter()))
     monkeypatch.setattr(W, "word_teacher", lambda reader, batch, **kw: StubEncoder())
     args = ["data", "vocab", out, "--teacher", "e5-small", "--teacher-only", "--no-progress"]
-    r = CliRunner().invoke(cli, args)
+    # --max-per-lang 1: only each list's first word (what a training config reading one word a list needs)
+    r = CliRunner().invoke(cli, args + ["--max-per-lang", "1"])
+    firsts = {_read(p)[0][0] for p in glob.glob(f"{out}/vocab/*.tsv.gz") + glob.glob(f"{out}/vocab/und/*.tsv.gz")}
     n = len(V.inventory_words(out))
-    assert r.exit_code == 0 and f"{n:,} computed" in r.output, r.output
+    assert 1 < len(firsts) < n
+    assert r.exit_code == 0 and f"vectors: {len(firsts):,} computed" in r.output, r.output
+    assert ", 0 already cached" in r.output
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0 and f"vectors: {n - len(firsts):,} computed" in r.output, r.output
+    assert f", {len(firsts):,} already cached" in r.output
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0 and f"0 computed, {n:,} already cached" in r.output, r.output

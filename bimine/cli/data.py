@@ -72,7 +72,9 @@ def sources_cmd() -> None:
               help="Sources of words: recipe, local, wordfreq, e5, hunspell (default: wordfreq,e5,hunspell "
                    "and recipe/local when their folder is given).")
 @click.option("--max-per-lang", type=click.IntRange(min=0), default=50_000, show_default=True,
-              help="Words kept per language, most frequent first (0: all).")
+              help="Words kept per language, most frequent first (0: all); with --teacher, also the words per "
+                   "list whose vectors are computed (training reads the first words.max_per_language: 4,900 in "
+                   "configs/default.yaml).")
 @click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
               help="Fewest occurrences of a recipe/local corpus word.")
 @click.option("--langs", default=None, metavar="L1,L2,...", help="Only these languages.")
@@ -112,7 +114,7 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
         if not teacher:
             raise click.UsageError("--teacher-only needs --teacher e5-small")
         logging.getLogger("bimine").setLevel(logging.INFO)
-        _teacher(output, cache, reader, teacher_batch, no_progress)
+        _teacher(output, cache, reader, teacher_batch, no_progress, limit=max_per_lang or None)
         return
     if keys is None and not no_decontam:
         raise click.UsageError("give --decontam KEYS (the held-out key list), or --no-decontam")
@@ -141,19 +143,19 @@ def vocab_cmd(output: str, recipe: str | None, local: str | None, sources: str |
     for part, err in m["failed"].items():
         click.echo(f"  failed {part}: {err}", err=True)
     if teacher:
-        _teacher(output, cache, reader, teacher_batch, no_progress)
+        _teacher(output, cache, reader, teacher_batch, no_progress, limit=max_per_lang or None)
     if m["failed"]:
         raise SystemExit(1)
 
 
 def _teacher(output: str, cache: str | None, reader: str, batch: int, no_progress: bool,
-             texts: list[str] | None = None) -> None:
+             texts: list[str] | None = None, limit: int | None = None) -> None:
     import os
 
     from bimine.training.words import teacher_vectors
 
     folder = cache or os.path.join(output, "teacher-cache")
-    r = teacher_vectors(output, folder, reader=reader, batch=batch, progress=not no_progress, texts=texts)
+    r = teacher_vectors(output, folder, reader=reader, batch=batch, progress=not no_progress, texts=texts, limit=limit)
     rate = f" ({r['words_per_s']:,} texts/s with {r['reader']})" if r["words_per_s"] else ""
     click.echo(f"teacher vectors: {r['computed']:,} computed{rate}, {r['cached_before']:,} already cached, "
                f"in {r['cache']}")

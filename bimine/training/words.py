@@ -188,12 +188,12 @@ def load_word_batches(wc: WordDistillConfig, root: str, run_dir: str, dim: int, 
 
 
 def teacher_vectors(out: str, cache: str, *, reader: str = "auto", batch: int = 512, progress: bool = True,
-                    shared: bool = True, texts: list[str] | None = None) -> dict:
-    """e5-small vectors of every inventory word (or of ``texts``, e.g. the sentences of ``bimine
-    data prose``) into the :class:`TeacherCache` folder ``cache`` (resumable: a killed run loses
+                    shared: bool = True, texts: list[str] | None = None, limit: int | None = None) -> dict:
+    """e5-small vectors of every inventory word (the first ``limit`` of each list; or of ``texts``,
+    e.g. the sentences of ``bimine data prose``) into the :class:`TeacherCache` folder ``cache`` (resumable: a killed run loses
     at most the shard in progress). ``reader``: see :func:`~bimine.training.distill.word_teacher`
     (``auto``: the runtime ``-m e5-small`` loads, its float32 ONNX Runtime when installed). Returns counts."""
-    words = inventory_words(out, shared=shared) if texts is None else texts
+    words = inventory_words(out, shared=shared, limit=limit) if texts is None else texts
     enc = word_teacher(reader, batch)
     tc = TeacherCache(cache, enc, load_vectors=False)
     t0 = time.time()
