@@ -77,7 +77,11 @@ def test_build_prose_writes_lists_english_and_a_manifest(tmp_path):
     en = _lines(folder / "en.tsv.gz")
     assert len(en) == 10 and all(e.startswith(LONG) for e in en)
     assert m["sentences"] == 30
-    assert set(prose_texts(str(tmp_path / "out"))) == set(got_fr) | set(_lines(folder / "de.tsv.gz")) | set(en)
+    texts = prose_texts(str(tmp_path / "out"))
+    assert set(texts) == set(got_fr) | set(got_de) | set(en) and len(texts) == 30
+    # interleaved by rank over the languages (de, en, fr sorted): an interrupted teacher run has
+    # every language's first sentences
+    assert texts[:6] == [got_de[0], en[0], got_fr[0], got_de[1], en[1], got_fr[1]]
     # a rerun with the same settings is a no-op; other settings rebuild
     stamp = (folder / "fr.tsv.gz").stat().st_mtime_ns
     assert build_prose(str(tmp_path / "out"), cfg, progress=False) == m

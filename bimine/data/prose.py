@@ -147,13 +147,15 @@ def check_prose_holdout(folder: str, recipes: list[tuple[str, int]]) -> None:
 
 
 def prose_texts(out: str) -> list[str]:
-    """Every sentence of ``OUT/prose/*.tsv.gz`` (for filling a teacher cache)."""
+    """Every sentence of ``OUT/prose/*.tsv.gz`` (for filling a teacher cache), interleaved by rank
+    over the languages (every language's first sentence, then every second, ...), so that an
+    interrupted teacher run has the first sentences of every language, which a training config's
+    ``prose.max_per_language`` reads; each text once."""
     folder = os.path.join(out, "prose")
     if not os.path.isfile(os.path.join(folder, "manifest.json")):
         raise ConfigError(f"{folder}: no manifest.json; build it with 'bimine data prose {out} --recipe R'")
     with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
         langs = sorted(json.load(f)["languages"])
-    texts: list[str] = []
-    for lang in langs:
-        texts += [t for t in read_lines(os.path.join(folder, f"{lang}.tsv.gz")) if t]
-    return list(dict.fromkeys(texts))
+    lists = [[t for t in read_lines(os.path.join(folder, f"{lang}.tsv.gz")) if t] for lang in langs]
+    ranked = (ts[i] for i in range(max(map(len, lists), default=0)) for ts in lists if i < len(ts))
+    return list(dict.fromkeys(ranked))
