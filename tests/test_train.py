@@ -83,6 +83,20 @@ def test_hard_negatives_run(shared_data, tmp_path):
     assert not np.any(hard[rows] == rows[:, None])  # never the gold target
 
 
+def test_hard_negatives_from_a_pool(shared_data, tmp_path):
+    cfg = tiny_config(shared_data, steps=25, **{"hard_negatives.per_example": 2, "hard_negatives.start_step": 20,
+                                                "hard_negatives.pool": 300})
+    Trainer(cfg, tmp_path / "run").fit(progress=False)
+    from safetensors.numpy import load_file
+
+    hard = load_file(str(tmp_path / "run" / "checkpoint" / "state.safetensors"))["hard.0"]
+    got = np.unique(hard[hard >= 0])
+    assert abs((hard[:, 0] >= 0).mean() - 0.2) < 0.01
+    assert 250 < len(got) <= 300  # every negative from the 300 pooled targets, most of them used
+    with pytest.raises(ConfigError, match="hard_negatives.pool"):
+        tiny_config(shared_data, **{"hard_negatives.per_example": 2, "hard_negatives.pool": 0})
+
+
 def test_resume_gives_the_same_model(shared_data, tmp_path):
     torch.set_num_threads(1)
     a = tiny_config(shared_data, steps=30)
@@ -162,3 +176,45 @@ def test_held_out_pairs_are_recorded_in_the_model(shared_data, tmp_path):
     training = json.loads((out / "config.json").read_text())["training"]
     assert training["held_out"] == {"tato": 100}
     assert training["pairs"] <= 300  # read after the 100 held out (fewer when duplicates are removed)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_mine_hard_negatives_matches_brute_force(pooled):
+    """The mined negatives of each chosen pair are its best-scoring targets (among a pool's, when
+    one is given) less the gold row, texts equal to the gold target and pairs with its source,
+    one per text, against a brute-force ranking."""
+    from types import SimpleNamespace
+
+    from bimine.training.trainer import mine_hard_negatives
+
+    rng = np.random.default_rng(3)
+    n, m, cand = 60, 3, 8
+    tgt_ids = np.arange(n)
+    tgt_ids[[5, 17, 40]] = 2  # three more copies of target text 2
+    src_ids = np.arange(n)
+    src_ids[[7, 30]] = 9  # two more pairs with source text 9
+    src = rng.normal(size=(n, 16)).astype(np.float32)
+    tgt = rng.normal(size=(n, 16)).astype(np.float32)
+    rows = np.array([2, 9, 11, 30, 44])
+    pool = np.sort(rng.choice(n, size=35, replace=False)) if pooled else np.arange(n)
+    pool = np.union1d(pool, [2, 5, 7, 9, 17, 30])  # the tricky rows inside the pool
+
+    class Group(SimpleNamespace):
+        def __len__(self):
+            return n
+
+    g = Group(src=SimpleNamespace(text_ids=src_ids), tgt=SimpleNamespace(text_ids=tgt_ids))
+    got = mine_hard_negatives(g, src[rows], tgt[pool], rows, m, cand, pool if pooled else None)
+    assert got.shape == (n, m)
+    assert np.all(got[np.setdiff1d(np.arange(n), rows)] == -1)
+    for r in rows:
+        keys = pool if pooled else np.arange(n)
+        order = keys[np.argsort(-(tgt[keys] @ src[r]), kind="stable")][:cand]
+        want, seen = [], set()
+        for c in order:
+            if c == r or tgt_ids[c] == tgt_ids[r] or src_ids[c] == src_ids[r] or tgt_ids[c] in seen:
+                continue
+            seen.add(tgt_ids[c])
+            want.append(c)
+        want = (want + [-1] * m)[:m]
+        assert got[r].tolist() == want, (r, got[r], want)

@@ -107,6 +107,10 @@ class HardNegConfig:
         retrieves them once it has trained ``start_step`` steps with random negatives.
     candidates: how many neighbours are retrieved per source before removing the gold
         target and any text equal to it.
+    pool: search at most this many targets of a language pair (a seeded sample of its
+        pairs' targets) instead of all of them (null, the paper's): exact search over all
+        targets costs (fraction x n) x n dot products, hours for the million pairs of a large
+        language pair on a CPU; a pool of n' costs (fraction x n) x n'.
     """
 
     per_example: int = 0
@@ -114,6 +118,7 @@ class HardNegConfig:
     baseline: str | None = None
     start_step: int = 2000
     candidates: int = 32
+    pool: int | None = None
 
 
 @dataclass
@@ -200,6 +205,8 @@ def _check_values(cfg: TrainConfig) -> None:
            for i, c in enumerate(getattr(cfg.data, part))},
         **{f"data.recipes[{i}].holdout": (r.holdout, 0) for i, r in enumerate(cfg.data.recipes)},
     }
+    if h.pool is not None:
+        at_least["hard_negatives.pool"] = (h.pool, 1)
     for key, (value, low) in at_least.items():
         if value < low:
             raise ConfigError(f"{key}: must be >= {low}, got {value}")
@@ -390,6 +397,8 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
     settings = {k: d[k] for k in ("model", "loss", "hard_negatives", "optim", "distill")}
     if cfg.distill.min_words == 1:  # absent at its default: older checkpoints keep their fingerprint
         settings["distill"] = {k: v for k, v in settings["distill"].items() if k != "min_words"}
+    if cfg.hard_negatives.pool is None:  # absent at its default, as min_words
+        settings["hard_negatives"] = {k: v for k, v in settings["hard_negatives"].items() if k != "pool"}
     settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
                     sampling_temperature=cfg.data.sampling_temperature)
     if cfg.words.lists:  # absent when unused: older checkpoints keep their fingerprint
@@ -544,18 +553,23 @@ def embed_side(
 
 
 def mine_hard_negatives(
-    group: PairGroup, src_emb: np.ndarray, tgt_emb: np.ndarray, rows: np.ndarray, m: int, candidates: int
+    group: PairGroup, src_emb: np.ndarray, tgt_emb: np.ndarray, rows: np.ndarray, m: int, candidates: int,
+    tgt_rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """For each pair in ``rows``, the ``m`` best-scoring targets that are not its translation.
 
+    ``tgt_emb`` holds the targets of the pairs ``tgt_rows`` (all pairs, in order, when None).
     A candidate is skipped when it is the gold row, when its text equals the gold target's,
     or when its source text equals this pair's source (it is then a translation too).
     Returns ``(len(group), m)`` int64, -1 for rows without hard negatives.
     """
     hard = np.full((len(group), m), -1, dtype=np.int64)
     _, nn = knn_exact(src_emb, tgt_emb, min(candidates, len(tgt_emb)))
+    if tgt_rows is not None:
+        nn = np.where(nn >= 0, np.asarray(tgt_rows)[np.maximum(nn, 0)], -1)
     t_id, s_id = group.tgt.text_ids, group.src.text_ids
     for r, cand in zip(rows, nn):
+        cand = cand[cand >= 0]
         ok = cand[(cand != r) & (t_id[cand] != t_id[r]) & (s_id[cand] != s_id[r])]
         # one candidate per distinct text
         _, first = np.unique(t_id[ok], return_index=True)
@@ -621,17 +635,22 @@ class Trainer:
             rng = np.random.default_rng([self.cfg.train.seed, 7919, g])
             n_sel = int(round(hn.fraction * len(grp)))
             rows = np.sort(rng.choice(len(grp), size=n_sel, replace=False))
+            pool = None
+            if hn.pool is not None and hn.pool < len(grp):
+                pool = np.sort(np.random.default_rng([self.cfg.train.seed, 7927, g]).choice(
+                    len(grp), size=hn.pool, replace=False))
             t0 = time.time()
             if encoder is not None:
                 src = encoder.encode([grp.src.texts[i] for i in rows], grp.src_lang)
-                tgt = encoder.encode(grp.tgt.texts, grp.tgt_lang)
+                tgt = encoder.encode([grp.tgt.texts[i] for i in (range(len(grp)) if pool is None else pool)],
+                                     grp.tgt_lang)
             else:
                 src = embed_side(model, grp.src, grp.src_lang, rows)
-                tgt = embed_side(model, grp.tgt, grp.tgt_lang)
-            grp.hard = mine_hard_negatives(grp, src, tgt, rows, hn.per_example, hn.candidates)
+                tgt = embed_side(model, grp.tgt, grp.tgt_lang, pool)
+            grp.hard = mine_hard_negatives(grp, src, tgt, rows, hn.per_example, hn.candidates, pool)
             log.info(
-                f"hard negatives {grp.src_lang}-{grp.tgt_lang}: {n_sel} pairs x "
-                f"{hn.per_example} in {time.time() - t0:.0f}s"
+                f"hard negatives {grp.src_lang}-{grp.tgt_lang}: {n_sel} pairs x {hn.per_example} "
+                f"among {len(tgt)} targets in {time.time() - t0:.0f}s"
             )
 
     def _subword_model(self, groups: list[PairGroup], resume: bool, teacher: TeacherVocab | None = None) -> None:
