@@ -138,3 +138,24 @@ def test_one_pass_per_tower_equals_one_pass_per_language(shared):
     # texts featurised as French
     as_fr = model(*feat.featurize(parts[1][1], "fr"), "fr" if shared else "zh")
     assert not torch.allclose(got[2:5], as_fr, atol=1e-4)
+
+
+def test_language_caps_override_the_cap_per_language(tmp_path):
+    from bimine.training.words import WordDistillConfig, check_word_config, load_word_batches
+
+    teacher = make_tiny_model(tmp_path / "teacher", dim=32, buckets=4096, seed=5)
+    d = tmp_path / "vocab"
+    (d / "und").mkdir(parents=True)
+    _gz(d / "fr.tsv.gz", [f"mot{i}\twordfreq\t{i}" for i in range(6)])
+    _gz(d / "de.tsv.gz", [f"wort{i}\twordfreq\t{i}" for i in range(6)])
+    _gz(d / "und" / "und-Latn.tsv.gz", [f"piece{i}\te5\t{i}" for i in range(6)])
+    wc = WordDistillConfig(lists=[str(d), str(d / "und")], teacher=str(teacher), max_per_language=2,
+                           language_caps={"de": 4, "und": None})
+    check_word_config(wc)
+    wb = load_word_batches(wc, str(tmp_path), str(tmp_path / "run"), 32, seed=0)
+    got = {lang: [w for w, lg in zip(wb.words, wb.lang_of) if lg == lang] for lang in wb.langs}
+    assert got == {"de": [f"wort{i}" for i in range(4)], "fr": ["mot0", "mot1"],
+                   "und": [f"piece{i}" for i in range(6)]}
+    for bad, match in (({"xx-nope": 3}, "not a language code"), ({"fr": 0}, "must be >= 1")):
+        with pytest.raises(ConfigError, match=match):
+            check_word_config(WordDistillConfig(lists=[str(d)], language_caps=bad))

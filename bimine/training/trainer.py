@@ -401,10 +401,9 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
         settings["hard_negatives"] = {k: v for k, v in settings["hard_negatives"].items() if k != "pool"}
     settings.update(batch_size=cfg.train.batch_size, seed=cfg.train.seed, dedupe=cfg.data.dedupe,
                     sampling_temperature=cfg.data.sampling_temperature)
-    if cfg.words.lists:  # absent when unused: older checkpoints keep their fingerprint
-        settings["words"] = d["words"]
-    if cfg.prose.lists:  # absent when unused, as words
-        settings["prose"] = d["prose"]
+    for section in ("words", "prose"):  # absent when unused: older checkpoints keep their fingerprint
+        if getattr(cfg, section).lists:
+            settings[section] = {k: v for k, v in d[section].items() if k != "language_caps" or v}
     if cfg.data.language_weights:  # absent when unused: older checkpoints keep their fingerprint
         settings["language_weights"] = dict(sorted(cfg.data.language_weights.items()))
     if translit_table is not None:

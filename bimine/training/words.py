@@ -49,7 +49,9 @@ class WordDistillConfig:
     (relative paths start at ``data.root``, as the lists' do, so that runs share the cache that
     ``bimine data vocab --teacher`` fills; null: ``teacher-cache`` in the run folder). ``weight`` / ``rank_weight``: the two terms.
     ``batch``: words per step. ``temperature``: language sampling. ``max_per_language``: the
-    first words of each list (lists are ordered most frequent first), null for all."""
+    first words of each list (lists are ordered most frequent first), null for all;
+    ``language_caps``: that cap for the lists of some languages (``{und: null}``: every word of
+    the shared-script lists of ``bimine data vocab``, ``OUT/vocab/und``)."""
 
     lists: list[str] = field(default_factory=list)
     teacher: str = "e5-small"
@@ -60,6 +62,7 @@ class WordDistillConfig:
     temperature: float = 3.0
     max_per_language: int | None = None
     teacher_batch: int = 512
+    language_caps: dict[str, int | None] = field(default_factory=dict)
 
 
 def check_word_config(wc: WordDistillConfig, section: str = "words") -> None:
@@ -78,6 +81,13 @@ def check_word_config(wc: WordDistillConfig, section: str = "words") -> None:
         raise ConfigError(f"{section}.temperature: must be a number > 0, got {wc.temperature}")
     if wc.max_per_language is not None and wc.max_per_language < 1:
         raise ConfigError(f"{section}.max_per_language must be >= 1 or null")
+    for lang, cap in wc.language_caps.items():
+        try:
+            normalize_lang(lang)
+        except ConfigError as e:
+            raise ConfigError(f"{section}.language_caps: {lang!r} is not a language code ({e})") from None
+        if cap is not None and (not isinstance(cap, int) or cap < 1):
+            raise ConfigError(f"{section}.language_caps.{lang} must be >= 1 or null, got {cap!r}")
 
 
 def list_files(entries: list[str], root: str, section: str = "words") -> list[tuple[str, str]]:
@@ -168,8 +178,9 @@ def load_word_batches(wc: WordDistillConfig, root: str, run_dir: str, dim: int, 
     if not wc.lists:
         return None
     by_lang: dict[str, list[str]] = {}
+    caps = {normalize_lang(k): v for k, v in wc.language_caps.items()}
     for lang, path in list_files(wc.lists, root, section):
-        words = read_words(path, wc.max_per_language)
+        words = read_words(path, caps.get(lang, wc.max_per_language))
         have = by_lang.setdefault(lang, [])
         seen = set(have)
         have += [w for w in words if w not in seen]
