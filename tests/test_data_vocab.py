@@ -128,6 +128,40 @@ def test_hunspell_packages_by_language():
     assert got == {"de": ["hunspell-de-at", "hunspell-de-de-frami"], "pt": ["myspell-pt-br"], "ku": ["hunspell-kmr"]}
 
 
+def test_tesseract_packages_by_language():
+    got = V.tesseract_packages(["tesseract-ocr-pus", "tesseract-ocr-chi-sim", "tesseract-ocr-chi-tra",
+                                "tesseract-ocr-chi-sim-vert", "tesseract-ocr-script-arab", "tesseract-ocr-osd",
+                                "tesseract-ocr-all", "tesseract-ocr-spa-old", "tesseract-ocr-enm", "tesseract-ocr-aze-cyrl",
+                                "tesseract-ocr-zzzz"])
+    assert got == {"ps": ["tesseract-ocr-pus"], "zh": ["tesseract-ocr-chi-sim", "tesseract-ocr-chi-tra"],
+                   "az": ["tesseract-ocr-aze-cyrl"]}
+
+
+def test_tesseract_words_unpacks_the_lstm_list_and_strips_bidi_controls(tmp_path, monkeypatch):
+    """combine_tessdata and dawg2wordlist stood in for: the LSTM list is read (not the legacy
+    one), the right-to-left embedding marks around Pashto words go, blank lines are skipped."""
+    calls = []
+
+    def fake_run(cmd, cwd=None):
+        calls.append(cmd[0])
+        if cmd[0] == "combine_tessdata":
+            for comp in ("lstm-unicharset", "lstm-word-dawg", "unicharset", "word-dawg"):
+                open(cmd[3] + comp, "w").close()
+        else:
+            assert cmd[1].endswith("t.lstm-unicharset") and cmd[2].endswith("t.lstm-word-dawg")
+            with open(cmd[3], "w", encoding="utf-8") as f:
+                f.write("\u202bپښتو\u202c\n\n\u202bافغانستان\nKabul\n")
+        return ""
+
+    monkeypatch.setattr(V, "_run", fake_run)
+    monkeypatch.setattr(V.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    assert V.tesseract_words("pus.traineddata", str(tmp_path)) == ["پښتو", "افغانستان", "Kabul"]
+    assert calls == ["combine_tessdata", "dawg2wordlist"]
+    monkeypatch.setattr(V.shutil, "which", lambda tool: None)
+    with pytest.raises(V.BimineError, match="tesseract-ocr"):
+        V.tesseract_words("pus.traineddata", str(tmp_path))
+
+
 def test_piece_words_scripts():
     pieces = [("▁Hello", -5.0), ("▁hello", -4.0), ("▁និង", -6.0), ("▁ការ", -5.5), ("▁שלום", -7.0), ("▁на", -3.0),
               ("ing", -2.0), ("▁日本", -8.0), ("▁この", -8.0), ("▁ab1", -1.0), ("▁a", -1.0), ("▁abМ", -9.0),

@@ -30,6 +30,10 @@ Sources (``--sources``; a word keeps every source it came from):
   and are written apart, to ``OUT/vocab/und/und-<Script>.tsv.gz``: a folder given to the
   training (``words.lists: [OUT/vocab]``) then holds only words of a known language, and the
   shared lists are added by name when wanted. The rank is the piece's unigram score order.
+* ``tesseract`` (on request): the word lists in the Debian ``tesseract-ocr-<lang>`` OCR models
+  (Apache-2.0; lists tesseract's authors built from web text), unpacked with tesseract-ocr's
+  ``combine_tessdata`` and ``dawg2wordlist``: words of about 110 languages, among them many that
+  no other source here has (Pashto, Amharic, Tigrinya, Uyghur, Yoruba, Maltese, ...); no rank.
 * ``hunspell``: the stems of the Debian ``hunspell-<xx>`` / ``myspell-<xx>`` dictionaries
   (``apt-get download``; ``.dic`` lines with their affix flags cut off, read in the ``SET``
   encoding of the ``.aff``); every package of a language pooled; no rank. Each package's
@@ -98,10 +102,10 @@ log = logging.getLogger(__name__)
 
 FORMAT = "bimine-vocab/1"
 CODE_VERSION = "vocab-parts/2"  # bump when a part's content would change
-SOURCES = ("recipe", "local", "wordfreq", "e5", "hunspell")
+SOURCES = ("recipe", "local", "wordfreq", "e5", "hunspell", "tesseract")
 DEFAULT_SOURCES = ("wordfreq", "e5", "hunspell")  # plus recipe / local when their folder is given
 # the spelling of a word found in several sources with different case: the first source's
-FORM_PRIORITY = ("hunspell", "recipe", "local", "e5", "wordfreq")
+FORM_PRIORITY = ("hunspell", "recipe", "local", "e5", "wordfreq", "tesseract")
 MIN_CHARS, MAX_CHARS = 2, 40
 JOINERS = "-'\u2019\u00b7\u200c\u200d"
 
@@ -546,6 +550,87 @@ def hunspell_parts(downloads: str, packages: dict[str, list[str]] | None = None)
     return [Part("hunspell", lang, job(lang, names), False) for lang, names in sorted(pk.items())]
 
 
+#: tesseract-ocr-* packages that are no language's words today (scripts, orientation, equations,
+#: historical spellings: Middle English/French, Fraktur, Ancient Greek) or a second model of one
+TESSERACT_SKIP = {"all", "osd", "equ", "enm", "frm", "frk", "grc"}
+#: the bidirectional formatting characters the right-to-left lists put around words
+BIDI_CONTROLS = dict.fromkeys(map(ord, "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+
+
+def tesseract_packages(names: list[str] | None = None) -> dict[str, list[str]]:
+    """Debian ``tesseract-ocr-<lang>`` packages by language (``apt-cache``): one language's
+    traineddata each (``chi-sim``, ``aze-cyrl``: a language in one script); the script models
+    (``tesseract-ocr-script-*``), vertical and old-spelling variants are left out."""
+    if names is None:
+        if shutil.which("apt-cache") is None:
+            raise BimineError("the tesseract source needs apt (Debian/Ubuntu: apt-cache, apt-get, dpkg-deb) and "
+                              "tesseract-ocr's tools; leave it out of --sources")
+        names = sorted(set(_run(["apt-cache", "pkgnames", "tesseract-ocr-"]).split()))
+        if not names:
+            raise BimineError("apt knows no tesseract-ocr-* package: run 'apt-get update' first")
+    out: dict[str, list[str]] = {}
+    for name in names:
+        suffix = name[len("tesseract-ocr-"):]
+        parts = suffix.split("-")
+        if parts[0] in TESSERACT_SKIP or parts[0] == "script" or parts[-1] in ("old", "vert", "frak"):
+            continue
+        lang = _norm_lang(parts[0])
+        if lang is None:
+            log.info(f"tesseract: {name}: no known language; skipped")
+            continue
+        out.setdefault(lang, []).append(name)
+    return out
+
+
+def tesseract_words(traineddata: str, tmp: str) -> list[str]:
+    """The word list of a traineddata file: its LSTM model's word DAWG (the legacy one where the
+    file has no LSTM list), unpacked with tesseract's ``combine_tessdata`` and ``dawg2wordlist``,
+    bidirectional formatting characters removed."""
+    for tool in ("combine_tessdata", "dawg2wordlist"):
+        if shutil.which(tool) is None:
+            raise BimineError(f"'{tool}' is not installed: the tesseract source needs tesseract-ocr's tools "
+                              "(Debian/Ubuntu: apt-get install tesseract-ocr); leave it out of --sources")
+    prefix = os.path.join(tmp, "t.")
+    _run(["combine_tessdata", "-u", traineddata, prefix])
+    for charset, dawg in (("lstm-unicharset", "lstm-word-dawg"), ("unicharset", "word-dawg")):
+        if os.path.exists(prefix + charset) and os.path.exists(prefix + dawg):
+            _run(["dawg2wordlist", prefix + charset, prefix + dawg, prefix + "words"])
+            with open(prefix + "words", encoding="utf-8", errors="replace") as f:
+                return [line.strip().translate(BIDI_CONTROLS) for line in f if line.strip()]
+    return []
+
+
+def tesseract_parts(downloads: str, packages: dict[str, list[str]] | None = None) -> list[Part]:
+    """One part per language: the word lists of its ``tesseract-ocr-*`` packages (Apache-2.0
+    traineddata, word lists built by tesseract's authors from web text), pooled; no rank."""
+    pk = tesseract_packages() if packages is None else packages
+
+    def job(lang: str, names: list[str]) -> Callable[[], tuple[list[str], dict]]:
+        def run() -> tuple[list[str], dict]:
+            raw: list[str] = []
+            info: dict = {"packages": {}, "license": {}}
+            for name in names:
+                path = download("deb", name, downloads)
+                with tempfile.TemporaryDirectory(prefix="vocab-tess-") as tmp:
+                    root = unpack("deb", path, os.path.join(tmp, "deb"))
+                    files = sorted(glob.glob(os.path.join(root, "usr", "share", "**", "*.traineddata"),
+                                             recursive=True))
+                    n0 = len(raw)
+                    for td in files:
+                        raw += tesseract_words(td, tmp)
+                    info["license"][name] = _deb_licenses(root)
+                info["packages"][os.path.basename(path)] = {"traineddata": [os.path.basename(f) for f in files],
+                                                            "entries": len(raw) - n0}
+            drops: Counter = Counter()
+            words = list(clean_words(raw, drops))
+            info.update(seen=len(raw), drops=dict(drops))
+            return words, info
+
+        return run
+
+    return [Part("tesseract", lang, job(lang, names), False) for lang, names in sorted(pk.items())]
+
+
 def _lines(path: str, column: int, limit: int | None) -> Iterator[str]:
     with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f):
@@ -763,6 +848,8 @@ def plan_parts(out: str, cfg: VocabConfig) -> list[Part]:
             parts += e5_parts()
         elif src == "hunspell":
             parts += hunspell_parts(downloads)
+        elif src == "tesseract":
+            parts += tesseract_parts(downloads)
     if cfg.langs:
         want = set(cfg.langs)
         parts = [p for p in parts if p.lang in want]
