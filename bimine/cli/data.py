@@ -69,8 +69,9 @@ def sources_cmd() -> None:
 @click.option("--local", type=click.Path(exists=True, file_okay=False), default=None,
               help="A local training-data folder (Bible matrix, <name>.en-xx.{en,xx}.gz pairs): its words.")
 @click.option("--sources", default=None, metavar="A,B,...",
-              help="Sources of words: recipe, local, wordfreq, e5, hunspell (default: wordfreq,e5,hunspell "
-                   "and recipe/local when their folder is given).")
+              help="Sources of words: recipe, local, wordfreq, e5, hunspell, tesseract (default: "
+                   "wordfreq,e5,hunspell and recipe/local when their folder is given; tesseract, the word lists "
+                   "of Debian's tesseract-ocr-<lang> models, on request: needs apt and tesseract-ocr's tools).")
 @click.option("--max-per-lang", type=click.IntRange(min=0), default=50_000, show_default=True,
               help="Words kept per language, most frequent first (0: all); with --teacher, also the words per "
                    "list whose vectors are computed (training reads the first words.max_per_language: 4,900 in "
