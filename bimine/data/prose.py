@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from bimine.data.recipe import _atomic_write_gz, _atomic_write_json, recipe_corpora
+from bimine.data.vocab import interleave_by_rank
 from bimine.errors import ConfigError
 from bimine.progress import bar
 from bimine.text.io import read_lines
@@ -156,6 +157,4 @@ def prose_texts(out: str) -> list[str]:
         raise ConfigError(f"{folder}: no manifest.json; build it with 'bimine data prose {out} --recipe R'")
     with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
         langs = sorted(json.load(f)["languages"])
-    lists = [[t for t in read_lines(os.path.join(folder, f"{lang}.tsv.gz")) if t] for lang in langs]
-    ranked = (ts[i] for i in range(max(map(len, lists), default=0)) for ts in lists if i < len(ts))
-    return list(dict.fromkeys(ranked))
+    return interleave_by_rank([[t for t in read_lines(os.path.join(folder, f"{lang}.tsv.gz")) if t] for lang in langs])

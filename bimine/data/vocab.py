@@ -552,7 +552,7 @@ def hunspell_parts(downloads: str, packages: dict[str, list[str]] | None = None)
 
 #: tesseract-ocr-* packages that are no language's words today (scripts, orientation, equations,
 #: historical spellings: Middle English/French, Fraktur, Ancient Greek) or a second model of one
-TESSERACT_SKIP = {"all", "osd", "equ", "enm", "frm", "frk", "grc"}
+TESSERACT_SKIP = {"all", "script", "osd", "equ", "enm", "frm", "frk", "grc"}
 #: the bidirectional formatting characters the right-to-left lists put around words
 BIDI_CONTROLS = dict.fromkeys(map(ord, "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
 
@@ -572,7 +572,7 @@ def tesseract_packages(names: list[str] | None = None) -> dict[str, list[str]]:
     for name in names:
         suffix = name[len("tesseract-ocr-"):]
         parts = suffix.split("-")
-        if parts[0] in TESSERACT_SKIP or parts[0] == "script" or parts[-1] in ("old", "vert", "frak"):
+        if parts[0] in TESSERACT_SKIP or parts[-1] in ("old", "vert", "frak"):
             continue
         lang = _norm_lang(parts[0])
         if lang is None:
@@ -947,11 +947,10 @@ def inventory_words(out: str, *, shared: bool = True, limit: int | None = None) 
     for p in files:
         with gzip.open(p, "rt", encoding="utf-8") as f:
             lists.append([line.rstrip("\n").split("\t", 1)[0] for line in islice(f, limit)])
-    seen: set[str] = set()
-    words: list[str] = []
-    for i in range(max(map(len, lists))):
-        for ws in lists:
-            if i < len(ws) and ws[i] not in seen:
-                seen.add(ws[i])
-                words.append(ws[i])
-    return words
+    return interleave_by_rank(lists)
+
+
+def interleave_by_rank(lists: list[list[str]]) -> list[str]:
+    """Every list's first text, then every list's second, ...; each text once (where first seen)."""
+    ranked = (ts[i] for i in range(max(map(len, lists), default=0)) for ts in lists if i < len(ts))
+    return list(dict.fromkeys(ranked))

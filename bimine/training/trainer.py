@@ -564,11 +564,10 @@ def mine_hard_negatives(
     """
     hard = np.full((len(group), m), -1, dtype=np.int64)
     _, nn = knn_exact(src_emb, tgt_emb, min(candidates, len(tgt_emb)))
-    if tgt_rows is not None:
-        nn = np.where(nn >= 0, np.asarray(tgt_rows)[np.maximum(nn, 0)], -1)
+    if tgt_rows is not None:  # k <= len(tgt_emb): every neighbour is a real row of the pool
+        nn = np.asarray(tgt_rows)[nn]
     t_id, s_id = group.tgt.text_ids, group.src.text_ids
     for r, cand in zip(rows, nn):
-        cand = cand[cand >= 0]
         ok = cand[(cand != r) & (t_id[cand] != t_id[r]) & (s_id[cand] != s_id[r])]
         # one candidate per distinct text
         _, first = np.unique(t_id[ok], return_index=True)
