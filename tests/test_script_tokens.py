@@ -6,6 +6,7 @@ out by hand; the compiled featuriser against the NumPy reference; the shipped mo
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -67,3 +68,101 @@ def test_the_subword_sample_is_tokenised_as_the_model_will_be():
     by_lang = {"hi": [["नमस्ते दुनिया"]]}
     assert sample_sentences(by_lang, 10, 0, marks=True) == ["नमस्ते दुनिया"]
     assert sample_sentences(by_lang, 10, 0) == ["नमस ् त े द ु न ि य ा"]
+
+
+# ``features.join_zero_width``: the zero-width spaces are dropped, so a Khmer or Lao sentence
+# reads the same whether its source put U+200B between the words or not
+JOINED = [
+    ("Khmer, words separated", "ស្រុក\u200bខ្មែរ", "ស្រុកខ្មែរ"),
+    ("Khmer, as NTREX writes it", "ស្រុកខ្មែរ", "ស្រុកខ្មែរ"),
+    ("Lao, as NTREX writes it", "ສະບາຍ\u200bດີ", "ສະບາຍດີ"),
+    ("byte-order mark inside a line", "ສະບາຍ\ufeffດີ ຫຼາຍ", "ສະບາຍດີ ຫຼາຍ"),
+    ("Sinhala ZWJ stays", "ශ්\u200dරී", "ශ්\u200dරී"),
+    ("Latin, unchanged", "Le chat\u200b dort.", "le chat dort ."),
+]
+
+
+@pytest.mark.parametrize("case,sentence,joined", JOINED, ids=[c[0] for c in JOINED])
+def test_zero_width_spaces_joined_by_hand(case, sentence, joined):
+    assert normalize_text(sentence, marks=True, join_zero_width=True) == joined
+
+
+def test_joined_khmer_has_the_same_features_with_and_without_zero_width_spaces():
+    pytest.importorskip("numba")
+    cfg = FeatureConfig(buckets=1 << 16, marks_in_words=True, join_zero_width=True, by_script=True)
+    for backend in ("numba", "numpy"):
+        f = Featurizer(cfg, backend=backend)
+        a_ids, a_off = f.featurize(["ស្រុក\u200bខ្មែរ", "ສະບາຍ\u200bດີ"], "km")
+        b_ids, b_off = f.featurize(["ស្រុកខ្មែរ", "ສະບາຍດີ"], "km")
+        np.testing.assert_array_equal(a_off, b_off)
+        np.testing.assert_array_equal(a_ids, b_ids)
+    # without the switch the two spellings differ (the zero-width space separates two words)
+    f = Featurizer(FeatureConfig(buckets=1 << 16, marks_in_words=True, by_script=True), backend="numba")
+    a_ids, a_off = f.featurize(["ស្រុក\u200bខ្មែរ"], "km")
+    b_ids, b_off = f.featurize(["ស្រុកខ្មែរ"], "km")
+    assert not np.array_equal(np.sort(a_ids), np.sort(b_ids))
+
+
+def test_compiled_featuriser_equals_the_reference_with_zero_width_joined():
+    pytest.importorskip("numba")
+    cfg = FeatureConfig(buckets=1 << 16, marks_in_words=True, join_zero_width=True, by_script=True)
+    sentences = [c[1] for c in JOINED] + [c[1] for c in CASES] + [""]
+    a_ids, a_off = Featurizer(cfg, backend="numba").featurize(sentences, "km")
+    b_ids, b_off = Featurizer(cfg, backend="numpy").featurize(sentences, "km")
+    np.testing.assert_array_equal(a_off, b_off)
+    np.testing.assert_array_equal(a_ids, b_ids)
+
+
+def test_join_zero_width_is_off_unless_a_model_says_so():
+    from bimine.text.subwords import sample_sentences
+
+    assert "join_zero_width" not in FeatureConfig(marks_in_words=True).to_dict()  # model ids read as before
+    assert FeatureConfig.from_dict({"marks_in_words": True, "join_zero_width": True}).to_dict()["join_zero_width"]
+    assert sample_sentences({"km": [["ស្រុក\u200bខ្មែរ"]]}, 10, 0, marks=True, join_zero_width=True) == ["ស្រុកខ្មែរ"]
+    assert sample_sentences({"km": [["ស្រុក\u200bខ្មែរ"]]}, 10, 0, marks=True) == ["ស្រុក ខ្មែរ"]
+
+
+def test_a_classifier_on_pieces_cuts_as_its_encoder_with_zero_width_joined():
+    """The BiGRU's piece tokenizer follows the encoder's ``join_zero_width`` (read back from the
+    classifier's config; absent, as in every classifier so far, the spaces separate words)."""
+    from safetensors import safe_open
+
+    from bimine.encoders import load_encoder
+    from bimine.encoders.base import model_folder
+    from bimine.scoring.classifiers import tokenizer
+    from bimine.text.subwords import TENSOR
+
+    enc = load_encoder("default")
+    with safe_open(str(model_folder(enc) / "model.safetensors"), "np") as f:
+        model = f.get_tensor(TENSOR).tobytes()
+    conf = {"tokens": "pieces", "buckets": enc.config.features.subwords + 1, "max_tokens": 64,
+            "lowercase": True, "marks_in_words": True}
+    joined = tokenizer({**conf, "join_zero_width": True}, model)
+    assert joined.ids("ស្រុក\u200bខ្មែរ") == joined.ids("ស្រុកខ្មែរ")
+    spaced = tokenizer(conf, model)
+    assert spaced.ids("ស្រុក\u200bខ្មែរ") == spaced.ids("ស្រុក ខ្មែរ") != spaced.ids("ស្រុកខ្មែរ")
+
+
+def test_short_syllable_ngrams_give_hangul_and_ethiopic_the_no_space_lengths():
+    """With ``short_syllable_ngrams`` a Korean or Amharic word's n-grams take the lengths of a
+    script written without spaces (1-2 here), a Latin word's stay 3-4. Reference: the
+    language-coded featuriser (``by_script: false``), which gives a whole sentence the lengths of
+    its language (``ja``: no spaces, ``en``: spaces)."""
+    pytest.importorskip("numba")
+    from bimine.errors import ConfigError
+
+    base = dict(buckets=1 << 20, word_ngrams=(1,), char_ngrams=(3, 4), nospace_char_ngrams=(1, 2),
+                marks_in_words=True, cross_word_chars=False)
+    short = FeatureConfig(**base, by_script=True, short_syllable_ngrams=True)
+    by_lang = FeatureConfig(**base)
+    for backend in ("numba", "numpy"):
+        f, ref = Featurizer(short, backend=backend), Featurizer(by_lang, backend=backend)
+        for text, lang in (("학교", "ja"), ("ሰላም", "ja"), ("chat", "en")):
+            got, want = f.featurize([text], "xx")[0], ref.featurize([text], lang)[0]
+            np.testing.assert_array_equal(np.sort(got), np.sort(want))
+    # " 학교 ": 1-2-grams "학", "교", "학교", "교 " and a leading " 학" where 3-4-grams gave three
+    assert len(Featurizer(short).featurize(["학교"], "ko")[0]) == 1 + 5
+    assert len(Featurizer(replace(short, short_syllable_ngrams=False)).featurize(["학교"], "ko")[0]) == 1 + 3
+    assert "short_syllable_ngrams" not in replace(short, short_syllable_ngrams=False).to_dict()
+    with pytest.raises(ConfigError, match="by_script"):
+        FeatureConfig(short_syllable_ngrams=True)

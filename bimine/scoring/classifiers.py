@@ -95,19 +95,21 @@ class PieceTokenizer:
     each word on its own); piece ``p`` is row ``p + 1`` (row 0 is padding). At most
     ``max_tokens`` pieces a sentence."""
 
-    def __init__(self, model: bytes, vocab: int, max_tokens: int, lowercase: bool = True, marks: bool = True):
+    def __init__(self, model: bytes, vocab: int, max_tokens: int, lowercase: bool = True, marks: bool = True,
+                 join_zero_width: bool = False):
         from bimine.text.subwords import Pieces
 
         self.pieces = Pieces(model, vocab)
         self.model = model
         self.max_tokens, self.lowercase, self.marks = max_tokens, lowercase, marks
+        self.join_zero_width = join_zero_width
 
     def many(self, texts: list[str]) -> list[list[int]]:
         from bimine.text.normalize import normalize_text
 
         out = []
         for a in range(0, len(texts), 4096):
-            norm = [normalize_text(t, self.lowercase, self.marks) for t in texts[a: a + 4096]]
+            norm = [normalize_text(t, self.lowercase, self.marks, self.join_zero_width) for t in texts[a: a + 4096]]
             ids, off = self.pieces.encode(norm)
             ids = (ids + 1).tolist()
             out += [ids[off[i]: min(off[i + 1], off[i] + self.max_tokens)] for i in range(len(norm))]
@@ -127,7 +129,7 @@ def tokenizer(config: dict, model: bytes | None = None):
     if model is None:
         raise ConfigError("the BiGRU cuts text into subword pieces, but its file holds no piece model")
     return PieceTokenizer(model, config["buckets"] - 1, config["max_tokens"], config.get("lowercase", True),
-                          config.get("marks_in_words", True))
+                          config.get("marks_in_words", True), config.get("join_zero_width", False))
 
 
 # ---------------------------------------------------------------- modules

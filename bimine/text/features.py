@@ -21,12 +21,14 @@ import re
 import threading
 import unicodedata
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.langs import uses_spaces
 from bimine.text.normalize import (
+    ZERO_WIDTH_DROP,
     ZERO_WIDTH_SPACES,
     append_rows,
     is_mark,
@@ -78,6 +80,11 @@ class FeatureConfig:
     words like a space (:func:`normalize_text`). Off, Python's ``\\w`` cuts an abugida's every word
     at each mark (``नमस्ते`` → ``नमस ् त े``; docs/decisions.md, issue 56): the shipped model was
     trained that way, so the switch is a model's own setting, off for models that lack it.
+    ``join_zero_width``: the zero-width spaces U+200B/U+FEFF are dropped, so that the words they
+    separate make one run, as the same script's text written without them (Khmer and Lao sources
+    differ in this; docs/decisions.md, issue 56); a model's own setting, off where it lacks it.
+    ``short_syllable_ngrams`` (with ``by_script``): n-grams starting in Hangul or Ethiopic, whose
+    characters are syllables, take ``nospace_char_ngrams``'s lengths too; off where a model lacks it.
     ``subwords`` > 0: the sentence's pieces in a SentencePiece vocabulary of that many pieces
     (:mod:`bimine.text.subwords`, trained by ``bimine train`` on ``subword_sample`` sentences
     of each language) are appended too, as rows ``buckets + piece id``: the table then has
@@ -97,6 +104,8 @@ class FeatureConfig:
     subwords: int = 0
     subword_sample: int = 5000
     marks_in_words: bool = False
+    join_zero_width: bool = False
+    short_syllable_ngrams: bool = False
     subword_vocab: str = "trained"
     subword_init: str = "random"
 
@@ -108,6 +117,8 @@ class FeatureConfig:
         if self.subword_sample < 1:
             raise ConfigError("features.subword_sample must be >= 1")
         self._check_subword_source()
+        if self.short_syllable_ngrams and not self.by_script:
+            raise ConfigError("features.short_syllable_ngrams chooses n-gram lengths by script: it needs by_script: true")
         if not 1 <= self.num_hashes <= 4:
             raise ConfigError("features.num_hashes must be 1 to 4")
         if any(n not in (1, 2) for n in self.word_ngrams):
@@ -146,6 +157,9 @@ class FeatureConfig:
             del d["subwords"], d["subword_sample"]
         if not self.marks_in_words:  # nor one trained with marks cut off (its model id unchanged)
             del d["marks_in_words"]
+        for k in ("join_zero_width", "short_syllable_ngrams"):  # off: a model's config (and id) reads as before
+            if not d[k]:
+                del d[k]
         for k in ("subword_vocab", "subword_init"):  # nor one with learnt pieces, randomly started
             if d[k] == getattr(FeatureConfig, k):
                 del d[k]
@@ -284,6 +298,11 @@ class Featurizer:
             raise ConfigError("a subword model was given, but features.subwords is 0")
         self.pieces = Pieces(model, self.config.subwords)
 
+    def normalize(self, s: str) -> str:
+        """``s`` as this featuriser's config normalises it (:func:`normalize_text`)."""
+        c = self.config
+        return normalize_text(s, c.lowercase, c.marks_in_words, c.join_zero_width)
+
     def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
         if self.config.subwords and self.pieces is None:
             raise ConfigError("features.subwords is set, but the featuriser has no subword model")
@@ -301,7 +320,7 @@ class Featurizer:
                 ids, offsets = self.pieces.append(cps[0], cps[1], ids, offsets, cfg.buckets)
             else:
                 mc = cfg.max_chars
-                norm = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase, cfg.marks_in_words) for s in sentences]
+                norm = [self.normalize(s[:mc] if len(s) > mc else s) for s in sentences]
                 ids2, off2 = self.pieces.encode(norm)
                 ids, offsets = append_rows(ids, offsets, np.arange(len(sentences)), ids2 + cfg.buckets, off2)
         return ids, offsets
@@ -313,7 +332,7 @@ class Featurizer:
         idx = np.flatnonzero(self.romanizer.may_romanize(sentences)).tolist()
         if not idx:
             return ids, offsets
-        norm = [normalize_text(sentences[i][:mc], cfg.lowercase, cfg.marks_in_words) for i in idx]
+        norm = [self.normalize(sentences[i][:mc]) for i in idx]
         extra = self.romanizer.extra_texts(norm)
         keep = [j for j, e in enumerate(extra) if e]
         if not keep:
@@ -341,13 +360,15 @@ class Featurizer:
         big = "\n".join(sentences)
         if big.count("\n") == n - 1:
             if not big.isascii():
+                if self.config.join_zero_width:
+                    big = big.translate(ZERO_WIDTH_DROP)
                 big = unicodedata.normalize("NFKC", big)
             if self.config.lowercase:
                 big = big.lower()
             if big.count("\n") == n - 1:
                 cp = np.frombuffer(big.encode("utf-32-le"), dtype=np.uint32)
                 return K.token_stream(cp, _CLASSES[self.config.marks_in_words].ready(cp), n)
-        joined = "\n".join(f" {normalize_text(s, self.config.lowercase, self.config.marks_in_words)} " for s in sentences)
+        joined = "\n".join(f" {self.normalize(s)} " for s in sentences)
         c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
         starts = np.concatenate([[0], np.flatnonzero(c == _SEP) + 1, [len(c) + 1]]).astype(np.int64)
         return c, starts
@@ -361,7 +382,7 @@ class Featurizer:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
         c, starts = cps if cps is not None else self.normalized_codepoints(sentences)
         if cfg.by_script:
-            rng, rng2, table = cfg.char_ngrams, cfg.nospace_char_ngrams, no_space_table()
+            rng, rng2, table = cfg.char_ngrams, cfg.nospace_char_ngrams, _short_ngram_table(cfg)
         else:
             rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams
             rng2, table = None, _NO_TABLE
@@ -379,7 +400,7 @@ class Featurizer:
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
         mc = cfg.max_chars
-        texts = [normalize_text(s[:mc] if len(s) > mc else s, cfg.lowercase, cfg.marks_in_words) for s in sentences]
+        texts = [self.normalize(s[:mc] if len(s) > mc else s) for s in sentences]
         # " s1 \n s2 \n ...": a space on each side marks the sentence (and word) boundary.
         joined = "\n".join(f" {t} " for t in texts)
         c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
@@ -420,6 +441,28 @@ class Featurizer:
         return ids, offsets
 
 
+# Syllabic scripts written with spaces, whose every character is a syllable (Hangul: jamo,
+# compatibility jamo, extensions and syllables; Ethiopic and its supplements and extensions):
+# with ``short_syllable_ngrams`` their n-grams take ``nospace_char_ngrams``'s lengths too.
+SPACED_SYLLABLE_RANGES = (
+    (0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xAC00, 0xD7FF),
+    (0x1200, 0x139F), (0x2D80, 0x2DDF), (0xAB00, 0xAB2F),
+)
+
+
+@lru_cache(maxsize=1)
+def _spaced_syllable_table() -> np.ndarray:
+    t = no_space_table().copy()
+    for a, b in SPACED_SYLLABLE_RANGES:
+        t[a : b + 1] = 1
+    return t
+
+
+def _short_ngram_table(cfg: FeatureConfig) -> np.ndarray:
+    """``table[cp] == 1`` where an n-gram starting at ``cp`` takes ``nospace_char_ngrams``."""
+    return _spaced_syllable_table() if cfg.short_syllable_ngrams else no_space_table()
+
+
 def _numpy_char_ngrams(cfg: FeatureConfig, lang: str, c: np.ndarray, sid: np.ndarray, is_sep: np.ndarray,
                        span_hash, add) -> None:
     """The NumPy reference's character n-grams over the normalised sentences (code points ``c``,
@@ -429,7 +472,7 @@ def _numpy_char_ngrams(cfg: FeatureConfig, lang: str, c: np.ndarray, sid: np.nda
         # lengths by the script of an n-gram's first non-space character
         first = np.concatenate([c[1:], [_SEP]])
         first = np.where(c == 32, first, c).astype(np.int64)
-        ns = no_space_table()[np.minimum(first, 0x10FFFF)].astype(bool) & (first != _SEP)
+        ns = _short_ngram_table(cfg)[np.minimum(first, 0x10FFFF)].astype(bool) & (first != _SEP)
         ranges = [(r, m) for r, m in ((cfg.char_ngrams, ~ns), (cfg.nospace_char_ngrams, ns)) if r is not None]
     else:
         rng = cfg.char_ngrams if uses_spaces(lang) else cfg.nospace_char_ngrams

@@ -15,11 +15,15 @@ import numpy as np
 TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
-def normalize_text(s: str, lowercase: bool = True, marks: bool = False) -> str:
+def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zero_width: bool = False) -> str:
     """NFKC, optional lower-casing, punctuation split from words, single spaces. ``marks``
     (``FeatureConfig.marks_in_words``): combining marks and ZWNJ/ZWJ are word characters, the
-    zero-width spaces U+200B/U+FEFF spaces."""
+    zero-width spaces U+200B/U+FEFF spaces. ``join_zero_width`` (``FeatureConfig.join_zero_width``):
+    the zero-width spaces are dropped instead, so the words they separate are one run, as in text
+    of the same script written without them."""
     if not s.isascii():
+        if join_zero_width:
+            s = s.translate(ZERO_WIDTH_DROP)
         s = unicodedata.normalize("NFKC", s)
         if marks:
             return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(ZERO_WIDTH_SPACES)))
@@ -29,6 +33,10 @@ def normalize_text(s: str, lowercase: bool = True, marks: bool = False) -> str:
 
 
 ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
+# Khmer text is written with U+200B between its words by some sources and without by others (the
+# recipe's training text 9.0 a line, NTREX 0.05), Lao the other way round (0.02 against 10.0):
+# docs/decisions.md, "Zero-width spaces joined (issue 56)"
+ZERO_WIDTH_DROP = dict.fromkeys(ZERO_WIDTH_SPACES)
 JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
 
 
