@@ -15,15 +15,19 @@ import numpy as np
 TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
-def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zero_width: bool = False) -> str:
+def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,
+                   fold_quotes: bool = False) -> str:
     """NFKC, optional lower-casing, punctuation split from words, single spaces. ``marks``
     (``FeatureConfig.marks_in_words``): combining marks and ZWNJ/ZWJ are word characters, the
     zero-width spaces U+200B/U+FEFF spaces. ``join_zero_width`` (``FeatureConfig.join_zero_width``):
     the zero-width spaces are dropped instead, so the words they separate are one run, as in text
-    of the same script written without them."""
+    of the same script written without them. ``fold_quotes`` (``FeatureConfig.fold_quotes``):
+    every single quote and apostrophe (``‘ ’ ʻ ʼ ` ´ ‹ ›``, ...) is ``'``, every double quote
+    (``“ ” „ « »``, ...) ``"``, so that ``boʻldi`` and ``bo‘ldi`` are cut alike."""
     if not s.isascii():
-        if join_zero_width:
-            s = s.translate(ZERO_WIDTH_DROP)
+        table = fold_table(join_zero_width, fold_quotes)
+        if table:
+            s = s.translate(table)
         s = unicodedata.normalize("NFKC", s)
         if marks:
             return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(ZERO_WIDTH_SPACES)))
@@ -37,6 +41,18 @@ ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
 # recipe's training text 9.0 a line, NTREX 0.05), Lao the other way round (0.02 against 10.0):
 # docs/decisions.md, "Zero-width spaces joined (issue 56)"
 ZERO_WIDTH_DROP = dict.fromkeys(ZERO_WIDTH_SPACES)
+# Apostrophes and quotes: Uzbek's oʻ/gʻ is written with U+02BB (a letter: inside the word) in
+# NTREX and with U+2018 (punctuation: the word cut in two) in most of the recipe's text. The
+# ASCII backtick is left alone: pure-ASCII text is not translated.
+SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u02bb\u02bc\u02bd\u00b4\u2032\u2039\u203a"
+DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u00ab\u00bb\u2033\u301d\u301e\u301f"
+QUOTE_FOLD = {**{ord(c): "'" for c in SINGLE_QUOTES}, **{ord(c): '"' for c in DOUBLE_QUOTES}}
+
+
+@lru_cache(maxsize=4)
+def fold_table(join_zero_width: bool = False, fold_quotes: bool = False) -> dict[int, str | None]:
+    """The ``str.translate`` table of a featuriser's folds (empty: nothing to fold)."""
+    return {**(ZERO_WIDTH_DROP if join_zero_width else {}), **(QUOTE_FOLD if fold_quotes else {})}
 JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
 
 
