@@ -308,15 +308,21 @@ def spearman(x, y) -> tuple[float, float, int]:
 
 def read_xsim_table(path: str) -> list[dict]:
     """The NTREX rows of ``docs/results/xsim-full.md``: set, language code, training pairs,
-    the default's and e5-small's xsim error (%)."""
-    rows = []
-    pat = re.compile(r"\| ntrex \| (\S+) \((\S+)\) \| ([\d,]+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \| ([\d.]+) \|")
+    the default's and e5-small's xsim error (%). The columns are found by the header's names
+    (``default``, bold or not, and ``e5-small``): the table's other columns change as models are
+    shipped."""
+    rows, cols = [], None
     with open(path, encoding="utf-8") as f:
         for line in f:
-            m = pat.match(line)
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells and cells[0] == "set":
+                names = [re.sub(r"\(.*\)", "", c).replace("*", "").strip() for c in cells]
+                cols = (names.index("default"), names.index("e5-small")) if {"default", "e5-small"} <= set(names) else None
+                continue
+            m = re.fullmatch(r"(\S+) \((\S+)\)", cells[1]) if cols and len(cells) > max(cols) and cells[0] == "ntrex" else None
             if m:
-                rows.append({"set": m[1], "lang": m[2], "pairs": int(m[3].replace(",", "")),
-                             "default": float(m[4]), "e5": float(m[5])})
+                rows.append({"set": m[1], "lang": m[2], "pairs": int(cells[2].replace(",", "")),
+                             "default": float(cells[cols[0]]), "e5": float(cells[cols[1]])})
     return rows
 
 

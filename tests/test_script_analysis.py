@@ -170,5 +170,11 @@ def test_pick_languages_from_the_xsim_table(tmp_path):
     rows = read_xsim_table(str(md))
     assert [r["set"] for r in rows] == ["deu", "mya", "pus", "lao"]
     assert rows[1] == {"set": "mya", "lang": "my", "pairs": 40461, "default": 90.6, "e5": 19.6}
+    # the shipped table's layout: other columns, the default's name in bold with a note
+    md.write_text(
+        "| set | language | train pairs | previous (issue 43) | **default** (issue 56) | e5-small |\n"
+        "|---|---|---:|---:|---:|---:|\n"
+        "| ntrex | mya (my) | 40,461 | 90.6 | 87.6 | 19.6 |\n", encoding="utf-8")
+    assert read_xsim_table(str(md)) == [{"set": "mya", "lang": "my", "pairs": 40461, "default": 87.6, "e5": 19.6}]
     picked = pick_languages(rows, n=2)
     assert [(r["set"], r["group"]) for r in picked] == [("mya", "worst"), ("lao", "worst"), ("deu", "control")]

@@ -141,7 +141,7 @@ def test_a_classifier_on_pieces_cuts_as_its_encoder_with_zero_width_joined():
     assert joined.ids("ស្រុក\u200bខ្មែរ") == joined.ids("ស្រុកខ្មែរ")
     spaced = tokenizer(conf, model)
     assert spaced.ids("ស្រុក\u200bខ្មែរ") == spaced.ids("ស្រុក ខ្មែរ") != spaced.ids("ស្រុកខ្មែរ")
-    folded = tokenizer({**conf, "fold_quotes": True}, model)
+    folded = tokenizer({**conf, "fold_variants": True}, model)
     assert folded.ids("boʻldi") == folded.ids("bo'ldi") and spaced.ids("boʻldi") != spaced.ids("bo'ldi")
 
 
@@ -170,28 +170,34 @@ def test_short_syllable_ngrams_give_hangul_and_ethiopic_the_no_space_lengths():
         FeatureConfig(short_syllable_ngrams=True)
 
 
-QUOTES = [
+VARIANTS = [
     ("Uzbek, U+02BB as NTREX writes it", "Boʻldi", "bo ' ldi"),
     ("Uzbek, U+2018 as most training text", "bo‘ldi", "bo ' ldi"),
     ("Ukrainian, modifier-letter apostrophe", "пʼять", "п ' ять"),
     ("English, curly apostrophe", "don’t", "don ' t"),
     ("double quotes of four kinds", "“a” „b“ «c» \"d\"", "\" a \" \" b \" \" c \" \" d \""),
+    ("Khmer ឲ្យ as NTREX's ឱ្យ", "ធ្វើឲ្យ", "ធ្វើឱ្យ"),
+    ("Urdu, Arabic kaf and yeh as keheh and Farsi yeh", "\u0643\u064a\u0627", "\u06a9\u06cc\u0627"),
+    ("Hebrew maqaf as a hyphen", "בית\u05beספר", "בית - ספר"),
+    ("Malayalam chillu n, l, rr written with virama + ZWJ", "അവന\u0d4d\u200d കല\u0d4d\u200d ര\u0d4d\u200d",
+     "അവ\u0d7b ക\u0d7d \u0d7c"),
+    ("Malayalam atomic chillus unchanged", "അവ\u0d7b", "അവ\u0d7b"),
 ]
 
 
-@pytest.mark.parametrize("case,sentence,folded", QUOTES, ids=[c[0] for c in QUOTES])
-def test_quotes_folded_by_hand(case, sentence, folded):
-    assert normalize_text(sentence, marks=True, fold_quotes=True) == folded
+@pytest.mark.parametrize("case,sentence,folded", VARIANTS, ids=[c[0] for c in VARIANTS])
+def test_variants_folded_by_hand(case, sentence, folded):
+    assert normalize_text(sentence, marks=True, fold_variants=True) == folded
 
 
-def test_compiled_featuriser_equals_the_reference_with_quotes_folded():
+def test_compiled_featuriser_equals_the_reference_with_variants_folded():
     pytest.importorskip("numba")
-    cfg = FeatureConfig(buckets=1 << 16, marks_in_words=True, join_zero_width=True, fold_quotes=True, by_script=True)
-    sentences = [c[1] for c in QUOTES] + [c[1] for c in JOINED] + ["plain ascii don't", ""]
+    cfg = FeatureConfig(buckets=1 << 16, marks_in_words=True, join_zero_width=True, fold_variants=True, by_script=True)
+    sentences = [c[1] for c in VARIANTS] + [c[1] for c in JOINED] + ["plain ascii don't", ""]
     a_ids, a_off = Featurizer(cfg, backend="numba").featurize(sentences, "uz")
     b_ids, b_off = Featurizer(cfg, backend="numpy").featurize(sentences, "uz")
     np.testing.assert_array_equal(a_off, b_off)
     np.testing.assert_array_equal(a_ids, b_ids)
     f = Featurizer(cfg, backend="numba")
     np.testing.assert_array_equal(f.featurize(["boʻldi"], "uz")[0], f.featurize(["bo'ldi"], "uz")[0])
-    assert "fold_quotes" not in FeatureConfig().to_dict()
+    assert "fold_variants" not in FeatureConfig().to_dict()

@@ -96,20 +96,20 @@ class PieceTokenizer:
     ``max_tokens`` pieces a sentence."""
 
     def __init__(self, model: bytes, vocab: int, max_tokens: int, lowercase: bool = True, marks: bool = True,
-                 join_zero_width: bool = False, fold_quotes: bool = False):
+                 join_zero_width: bool = False, fold_variants: bool = False):
         from bimine.text.subwords import Pieces
 
         self.pieces = Pieces(model, vocab)
         self.model = model
         self.max_tokens, self.lowercase, self.marks = max_tokens, lowercase, marks
-        self.join_zero_width, self.fold_quotes = join_zero_width, fold_quotes
+        self.join_zero_width, self.fold_variants = join_zero_width, fold_variants
 
     def many(self, texts: list[str]) -> list[list[int]]:
         from bimine.text.normalize import normalize_text
 
         out = []
         for a in range(0, len(texts), 4096):
-            norm = [normalize_text(t, self.lowercase, self.marks, self.join_zero_width, self.fold_quotes) for t in texts[a: a + 4096]]
+            norm = [normalize_text(t, self.lowercase, self.marks, self.join_zero_width, self.fold_variants) for t in texts[a: a + 4096]]
             ids, off = self.pieces.encode(norm)
             ids = (ids + 1).tolist()
             out += [ids[off[i]: min(off[i + 1], off[i] + self.max_tokens)] for i in range(len(norm))]
@@ -130,7 +130,7 @@ def tokenizer(config: dict, model: bytes | None = None):
         raise ConfigError("the BiGRU cuts text into subword pieces, but its file holds no piece model")
     return PieceTokenizer(model, config["buckets"] - 1, config["max_tokens"], config.get("lowercase", True),
                           config.get("marks_in_words", True), config.get("join_zero_width", False),
-                          config.get("fold_quotes", False))
+                          config.get("fold_variants", False))
 
 
 # ---------------------------------------------------------------- modules

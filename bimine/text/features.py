@@ -30,7 +30,7 @@ from bimine.langs import uses_spaces
 from bimine.text.normalize import (
     ZERO_WIDTH_SPACES,
     append_rows,
-    fold_table,
+    fold_text,
     is_mark,
     no_space_table,
     normalize_text,
@@ -83,9 +83,10 @@ class FeatureConfig:
     ``join_zero_width``: the zero-width spaces U+200B/U+FEFF are dropped, so that the words they
     separate make one run, as the same script's text written without them (Khmer and Lao sources
     differ in this; docs/decisions.md, issue 56); a model's own setting, off where it lacks it.
-    ``fold_quotes``: every apostrophe and single quote is ``'``, every double quote ``"`` (Uzbek's
-    ``oʻ`` is U+02BB, a letter, in NTREX and U+2018, punctuation, in most training text); a
-    model's own setting, off where it lacks it.
+    ``fold_variants``: spellings that sources differ in folded to one (every apostrophe and single
+    quote ``'``, every double quote ``"``, Khmer ឲ as ឱ, Arabic kaf and yeh as the Persian ones,
+    the Hebrew maqaf as a hyphen, old Malayalam chillus as the atomic letters;
+    :func:`~bimine.text.normalize.fold_text`); a model's own setting, off where it lacks it.
     ``short_syllable_ngrams`` (with ``by_script``): n-grams starting in Hangul or Ethiopic, whose
     characters are syllables, take ``nospace_char_ngrams``'s lengths too; off where a model lacks it.
     ``subwords`` > 0: the sentence's pieces in a SentencePiece vocabulary of that many pieces
@@ -108,7 +109,7 @@ class FeatureConfig:
     subword_sample: int = 5000
     marks_in_words: bool = False
     join_zero_width: bool = False
-    fold_quotes: bool = False
+    fold_variants: bool = False
     short_syllable_ngrams: bool = False
     subword_vocab: str = "trained"
     subword_init: str = "random"
@@ -161,7 +162,7 @@ class FeatureConfig:
             del d["subwords"], d["subword_sample"]
         if not self.marks_in_words:  # nor one trained with marks cut off (its model id unchanged)
             del d["marks_in_words"]
-        for k in ("join_zero_width", "fold_quotes", "short_syllable_ngrams"):  # off: a model's config (and id) reads as before
+        for k in ("join_zero_width", "fold_variants", "short_syllable_ngrams"):  # off: a model's config (and id) reads as before
             if not d[k]:
                 del d[k]
         for k in ("subword_vocab", "subword_init"):  # nor one with learnt pieces, randomly started
@@ -305,7 +306,7 @@ class Featurizer:
     def normalize(self, s: str) -> str:
         """``s`` as this featuriser's config normalises it (:func:`normalize_text`)."""
         c = self.config
-        return normalize_text(s, c.lowercase, c.marks_in_words, c.join_zero_width, c.fold_quotes)
+        return normalize_text(s, c.lowercase, c.marks_in_words, c.join_zero_width, c.fold_variants)
 
     def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
         if self.config.subwords and self.pieces is None:
@@ -364,10 +365,8 @@ class Featurizer:
         big = "\n".join(sentences)
         if big.count("\n") == n - 1:
             if not big.isascii():
-                table = fold_table(self.config.join_zero_width, self.config.fold_quotes)
-                if table:
-                    big = big.translate(table)
-                big = unicodedata.normalize("NFKC", big)
+                big = fold_text(unicodedata.normalize("NFKC", big), self.config.join_zero_width,
+                                self.config.fold_variants)
             if self.config.lowercase:
                 big = big.lower()
             if big.count("\n") == n - 1:

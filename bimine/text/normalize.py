@@ -16,19 +16,13 @@ TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
 def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,
-                   fold_quotes: bool = False) -> str:
+                   fold_variants: bool = False) -> str:
     """NFKC, optional lower-casing, punctuation split from words, single spaces. ``marks``
     (``FeatureConfig.marks_in_words``): combining marks and ZWNJ/ZWJ are word characters, the
-    zero-width spaces U+200B/U+FEFF spaces. ``join_zero_width`` (``FeatureConfig.join_zero_width``):
-    the zero-width spaces are dropped instead, so the words they separate are one run, as in text
-    of the same script written without them. ``fold_quotes`` (``FeatureConfig.fold_quotes``):
-    every single quote and apostrophe (``‘ ’ ʻ ʼ ` ´ ‹ ›``, ...) is ``'``, every double quote
-    (``“ ” „ « »``, ...) ``"``, so that ``boʻldi`` and ``bo‘ldi`` are cut alike."""
+    zero-width spaces U+200B/U+FEFF spaces. ``join_zero_width`` and ``fold_variants``: see
+    :func:`fold_text`."""
     if not s.isascii():
-        table = fold_table(join_zero_width, fold_quotes)
-        if table:
-            s = s.translate(table)
-        s = unicodedata.normalize("NFKC", s)
+        s = fold_text(unicodedata.normalize("NFKC", s), join_zero_width, fold_variants)
         if marks:
             return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(ZERO_WIDTH_SPACES)))
     if lowercase:
@@ -37,23 +31,48 @@ def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zer
 
 
 ZERO_WIDTH_SPACES = {0x200B: " ", 0xFEFF: " "}
-# Khmer text is written with U+200B between its words by some sources and without by others (the
-# recipe's training text 9.0 a line, NTREX 0.05), Lao the other way round (0.02 against 10.0):
-# docs/decisions.md, "Zero-width spaces joined (issue 56)"
+JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
 ZERO_WIDTH_DROP = dict.fromkeys(ZERO_WIDTH_SPACES)
-# Apostrophes and quotes: Uzbek's oʻ/gʻ is written with U+02BB (a letter: inside the word) in
-# NTREX and with U+2018 (punctuation: the word cut in two) in most of the recipe's text. The
-# ASCII backtick is left alone: pure-ASCII text is not translated.
+
+# Spellings of the same text that sources differ in (docs/decisions.md, issue 56's third round;
+# ``python -m benchmarks.char_mismatch`` finds them), each folded to one:
+# - apostrophes and quotes: Uzbek's oʻ is U+02BB (a letter: inside the word) in NTREX and U+2018
+#   (punctuation: the word cut in two) in most of the recipe's text; curly against straight
+#   quotes in Hebrew, Kazakh, Tajik, Bashkir, Irish, Oromo. The ASCII backtick is left alone:
+#   pure-ASCII text is not folded;
+# - Khmer ឲ (U+17B2, "a variant of U+17B1 used in a few words") as ឱ: the frequent ឱ្យ/ឲ្យ;
+# - Arabic kaf and yeh as the Persian/Urdu keheh and yeh (Urdu NTREX writes ک, much of its
+#   training text ك);
+# - the Hebrew maqaf as a hyphen;
+# - Malayalam chillus written as consonant + virama + ZWJ (Unicode before 5.1) as the atomic
+#   chillu letters NTREX uses.
 SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u02bb\u02bc\u02bd\u00b4\u2032\u2039\u203a"
 DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u00ab\u00bb\u2033\u301d\u301e\u301f"
-QUOTE_FOLD = {**{ord(c): "'" for c in SINGLE_QUOTES}, **{ord(c): '"' for c in DOUBLE_QUOTES}}
+VARIANT_FOLD = {
+    **{ord(c): "'" for c in SINGLE_QUOTES}, **{ord(c): '"' for c in DOUBLE_QUOTES},
+    0x17B2: "\u17b1", 0x0643: "\u06a9", 0x064A: "\u06cc", 0x05BE: "-",
+}
+CHILLU = {"\u0d23": "\u0d7a", "\u0d28": "\u0d7b", "\u0d30": "\u0d7c", "\u0d32": "\u0d7d", "\u0d33": "\u0d7e",
+          "\u0d15": "\u0d7f"}
+_OLD_CHILLU = re.compile("([" + "".join(CHILLU) + "])\u0d4d\u200d")
 
 
 @lru_cache(maxsize=4)
-def fold_table(join_zero_width: bool = False, fold_quotes: bool = False) -> dict[int, str | None]:
-    """The ``str.translate`` table of a featuriser's folds (empty: nothing to fold)."""
-    return {**(ZERO_WIDTH_DROP if join_zero_width else {}), **(QUOTE_FOLD if fold_quotes else {})}
-JOINERS = (0x200C, 0x200D)  # ZWNJ, ZWJ: parts of a word's spelling in Indic and Arabic scripts
+def _fold_table(join_zero_width: bool, fold_variants: bool) -> dict[int, str | None]:
+    return {**(ZERO_WIDTH_DROP if join_zero_width else {}), **(VARIANT_FOLD if fold_variants else {})}
+
+
+def fold_text(s: str, join_zero_width: bool = False, fold_variants: bool = False) -> str:
+    """``s`` (after NFKC) with a featuriser's folds. ``join_zero_width``
+    (``FeatureConfig.join_zero_width``): the zero-width spaces U+200B/U+FEFF are dropped, so the
+    words they separate are one run, as in text of the same script written without them.
+    ``fold_variants`` (``FeatureConfig.fold_variants``): the spelling variants above as one."""
+    table = _fold_table(join_zero_width, fold_variants)
+    if table:
+        s = s.translate(table)
+        if fold_variants and "\u0d4d\u200d" in s:
+            s = _OLD_CHILLU.sub(lambda m: CHILLU[m[1]], s)
+    return s
 
 
 def is_mark(c: int) -> bool:

@@ -356,11 +356,11 @@ def _bigru_tokenizer(cfg: ClassifierTrainConfig):
     rows /= rms  # unit scale per value, as nn.Embedding's own N(0, 1) start
     conf = {"tokens": "pieces", "buckets": vocab + 1, "emb": int(table.shape[1]), "lowercase": feats.lowercase,
             "marks_in_words": bool(feats.marks_in_words), "init_model": enc.model_id}
-    for k in ("join_zero_width", "fold_quotes"):  # absent when off: a classifier's config reads as before
+    for k in ("join_zero_width", "fold_variants"):  # absent when off: a classifier's config reads as before
         if getattr(feats, k):
             conf[k] = True
     return (PieceTokenizer(model, vocab, cfg.max_tokens, feats.lowercase, bool(feats.marks_in_words),
-                           feats.join_zero_width, feats.fold_quotes), conf, rows)
+                           feats.join_zero_width, feats.fold_variants), conf, rows)
 
 
 class _Tokenized:
