@@ -177,6 +177,7 @@ VARIANTS = [
     ("English, curly apostrophe", "don’t", "don ' t"),
     ("double quotes of four kinds", "“a” „b“ «c» \"d\"", "\" a \" \" b \" \" c \" \" d \""),
     ("Khmer ឲ្យ as NTREX's ឱ្យ", "ធ្វើឲ្យ", "ធ្វើឱ្យ"),
+    ("Lao ຣ as the reformed spelling's ລ", "ອາເມຣິກາ", "ອາເມລິກາ"),
     ("Urdu, Arabic kaf and yeh as keheh and Farsi yeh", "\u0643\u064a\u0627", "\u06a9\u06cc\u0627"),
     ("Hebrew maqaf as a hyphen", "בית\u05beספר", "בית - ספר"),
     ("Malayalam chillu n, l, rr written with virama + ZWJ", "അവന\u0d4d\u200d കല\u0d4d\u200d ര\u0d4d\u200d",
