@@ -80,6 +80,28 @@ def test_pieces_are_put_in_the_students_normalisation():
     assert tp.student_piece("स्ते", True, True) == "स्ते"  # marks kept inside words ...
     assert tp.student_piece("स्ते", True, False) is None  # ... or cut off: each vowel sign or virama a token
     assert tp.student_piece("्", True, False) == "्"
+    # with the featuriser's folds, a piece is met in its folded spelling only
+    assert tp.student_piece("\u2581\u0641\u064a", True, True, fold_variants=True) == "\u2581\u0641\u06cc"  # في as فی
+    assert tp.student_piece("\u2581\u0641\u064a", True, True) == "\u2581\u0641\u064a"
+    assert tp.student_piece("\u2019", True, True, fold_variants=True) == "'"
+    assert tp.student_piece("\u2581ឲ្យ", True, True, fold_variants=True) == "\u2581ឱ្យ"
+
+
+def test_the_folded_vocabulary_merges_the_folded_pieces(teacher):
+    """``fold_variants``: the teacher's في and فی become one student piece (its rows start from
+    both), and ``check_config`` asks for the folded vocabulary's size."""
+    _, tok, _ = teacher
+    folded = tp.teacher_vocab(True, True, False, True)
+    plain = tp.teacher_vocab(True, True)
+    assert folded.size < plain.size
+    j = folded.pieces.index("\u2581\u0641\u06cc")
+    merged = {tok.pieces[i] for i in folded.teacher_ids[folded.offsets[j]: folded.offsets[j + 1]].tolist()}
+    assert {"\u2581\u0641\u064a", "\u2581\u0641\u06cc"} <= merged
+    assert "\u2581\u0641\u064a" not in folded.pieces
+    n = folded.size
+    with pytest.raises(ConfigError, match=rf"fold_variants True.*features.subwords={n}"):
+        tp.check_config(FeatureConfig(buckets=(1 << 20) - plain.size, subwords=plain.size, subword_vocab="teacher",
+                                      marks_in_words=True, fold_variants=True))
 
 
 def test_equal_pieces_are_merged_keeping_the_best_score(vocab, teacher):

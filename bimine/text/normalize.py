@@ -41,9 +41,9 @@ ZERO_WIDTH_DROP = dict.fromkeys(ZERO_WIDTH_SPACES)
 #   quotes in Hebrew, Kazakh, Tajik, Bashkir, Irish, Oromo. The ASCII backtick is left alone:
 #   pure-ASCII text is not folded;
 # - Khmer ឲ (U+17B2, "a variant of U+17B1 used in a few words") as ឱ: the frequent ឱ្យ/ឲ្យ;
-# - Lao ຣ (r, dropped by the spelling reform of 1975 and written ລ since, kept in older and
-#   diaspora text) as ລ: the recipe's Lao names write ຣ 28 times in a thousand characters, NTREX
-#   1.6;
+# - Lao ຣ (r; written ລ since the 1975 spelling reform, ຣ kept by many writers for foreign names)
+#   as ລ: the recipe's Lao, mostly transliterated names, writes ຣ 28 times in a thousand
+#   characters, NTREX 1.6 (the measured fold moved Lao's xsim by nothing);
 # - Arabic kaf and yeh as the Persian/Urdu keheh and yeh (Urdu NTREX writes ک, much of its
 #   training text ك);
 # - the Hebrew maqaf as a hyphen;

