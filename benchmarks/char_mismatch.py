@@ -7,8 +7,8 @@ Usage: python -m benchmarks.char_mismatch [--data ../shared/data] [--recipe ../d
 For each NTREX-128 set whose language had ``--min-pairs``+ training pairs (by
 ``docs/results/xsim-full.md``; or the ``--sets`` given), it compares the NTREX text (1,997 lines)
 with up to ``--train-lines`` lines of the language's side of the recipe's
-``pairs/en-<lang>.tsv.gz`` (from line 3,001 on: training holds the first 3,000 of the large
-languages out). It prints, per set, the zero-width spaces (U+200B/U+FEFF) per line on each side
+``pairs/en-<lang>.tsv.gz`` (from line 3,001 on for languages with 30,000+ pairs, whose first
+3,000 training holds out). It prints, per set, the zero-width spaces (U+200B/U+FEFF) per line on each side
 , how many of the language's recipe pairs are names or dictionary entries (the
 ``iso-codes``, ``cldr-names`` and ``freedict`` sources of its ``manifest.json``), and the
 characters whose rate (per mille of all characters) differs by a factor of 8 or more
@@ -32,6 +32,7 @@ from benchmarks.script_analysis import gz_lines, ntrex_path, read_xsim_table
 
 ZW = ("\u200b", "\ufeff")
 NAMES = ("iso-codes", "cldr-names", "freedict")  # names and dictionary entries, not sentences
+HOLDOUT = 3000  # configs/default.yaml's data.recipes[].holdout: the first 3,000 of a language with 10x that
 
 
 def flagged(test: Counter, train: Counter, ratio: float = 8.0, floor: float = 1.0) -> list[tuple[str, float, float]]:
@@ -79,9 +80,8 @@ def main() -> None:
         if not os.path.exists(path):
             continue
         test = gz_lines(ntrex_path(args.data, r["set"]))
-        train = [ln.split("\t", 1)[1] for ln in gz_lines(path, 3000 + args.train_lines)[3000:] if "\t" in ln]
-        if not train:  # a small language: training reads all of its pairs
-            train = [ln.split("\t", 1)[1] for ln in gz_lines(path, args.train_lines) if "\t" in ln]
+        skip = HOLDOUT if manifest.get(r["lang"], {}).get("pairs", 0) >= 10 * HOLDOUT else 0
+        train = [ln.split("\t", 1)[1] for ln in gz_lines(path, skip + args.train_lines)[skip:] if "\t" in ln]
         chars = flagged(Counter("".join(test)), Counter("".join(train)))[: args.top] or [(None, 0.0, 0.0)]
         for i, (c, a, b) in enumerate(chars):
             m = manifest.get(r["lang"], {})

@@ -309,20 +309,27 @@ def spearman(x, y) -> tuple[float, float, int]:
 def read_xsim_table(path: str) -> list[dict]:
     """The NTREX rows of ``docs/results/xsim-full.md``: set, language code, training pairs,
     the default's and e5-small's xsim error (%). The columns are found by the header's names
-    (``default``, bold or not, and ``e5-small``): the table's other columns change as models are
-    shipped."""
+    (``train pairs``, ``default`` — the bold one where a header has several — and ``e5-small``):
+    the table's other columns change as models are shipped. A row is read only under a header
+    that has all three."""
     rows, cols = [], None
     with open(path, encoding="utf-8") as f:
         for line in f:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if cells and cells[0] == "set":
+            if cells[0] == "set":
                 names = [re.sub(r"\(.*\)", "", c).replace("*", "").strip() for c in cells]
-                cols = (names.index("default"), names.index("e5-small")) if {"default", "e5-small"} <= set(names) else None
+                bold = [i for i, c in enumerate(cells) if c.startswith("**default**")]
+                need = {"train pairs", "default", "e5-small"}
+                cols = ((names.index("train pairs"), bold[0] if bold else names.index("default"),
+                         names.index("e5-small")) if need <= set(names) else None)
+                continue
+            if cells[0] not in ("ntrex", "pud") and not cells[0].startswith("-"):
+                cols = None  # another table's rows
                 continue
             m = re.fullmatch(r"(\S+) \((\S+)\)", cells[1]) if cols and len(cells) > max(cols) and cells[0] == "ntrex" else None
             if m:
-                rows.append({"set": m[1], "lang": m[2], "pairs": int(cells[2].replace(",", "")),
-                             "default": float(cells[cols[0]]), "e5": float(cells[cols[1]])})
+                rows.append({"set": m[1], "lang": m[2], "pairs": int(cells[cols[0]].replace(",", "")),
+                             "default": float(cells[cols[1]]), "e5": float(cells[cols[2]])})
     return rows
 
 

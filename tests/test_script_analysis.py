@@ -176,5 +176,11 @@ def test_pick_languages_from_the_xsim_table(tmp_path):
         "|---|---|---:|---:|---:|---:|\n"
         "| ntrex | mya (my) | 40,461 | 90.6 | 87.6 | 19.6 |\n", encoding="utf-8")
     assert read_xsim_table(str(md)) == [{"set": "mya", "lang": "my", "pairs": 40461, "default": 87.6, "e5": 19.6}]
+    # two "default" columns: the bold one; columns found by name, in any order
+    md.write_text(
+        "| set | language | default (old) | e5-small | **default** | train pairs |\n"
+        "|---|---|---:|---:|---:|---:|\n"
+        "| ntrex | mya (my) | 90.6 | 19.6 | 87.6 | 40,461 |\n", encoding="utf-8")
+    assert read_xsim_table(str(md)) == [{"set": "mya", "lang": "my", "pairs": 40461, "default": 87.6, "e5": 19.6}]
     picked = pick_languages(rows, n=2)
     assert [(r["set"], r["group"]) for r in picked] == [("mya", "worst"), ("lao", "worst"), ("deu", "control")]

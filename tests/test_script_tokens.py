@@ -202,3 +202,27 @@ def test_compiled_featuriser_equals_the_reference_with_variants_folded():
     f = Featurizer(cfg, backend="numba")
     np.testing.assert_array_equal(f.featurize(["boʻldi"], "uz")[0], f.featurize(["bo'ldi"], "uz")[0])
     assert "fold_variants" not in FeatureConfig().to_dict()
+
+
+def test_settings_are_checked():
+    from bimine.encoders.transformer import TransformerConfig
+    from bimine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fold_variants must be true or false"):
+        FeatureConfig(fold_variants="false")  # a string would count as true
+    with pytest.raises(ConfigError, match="nospace_char_ngrams set"):
+        FeatureConfig(by_script=True, short_syllable_ngrams=True, nospace_char_ngrams=None)  # no n-grams at all
+    tf = TransformerConfig().features
+    with pytest.raises(ValueError, match="join_zero_width is a DAN option"):
+        TransformerConfig(features=replace(tf, join_zero_width=True))
+
+
+def test_training_text_ids_follow_the_folds():
+    """Two texts that differ only in what the featuriser folds have the same features, so they
+    share an id: never each other's in-batch or hard negatives."""
+    from bimine.training.data import _text_ids
+
+    texts = ["boʻldi", "bo‘ldi", "ស្រុក\u200bខ្មែរ", "ស្រុកខ្មែរ", "other"]
+    assert _text_ids(texts).tolist() == [0, 1, 2, 3, 4]
+    f = Featurizer(FeatureConfig(buckets=1 << 10, marks_in_words=True, join_zero_width=True, fold_variants=True))
+    assert _text_ids(texts, f).tolist() == [0, 0, 1, 1, 2]

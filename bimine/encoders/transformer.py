@@ -93,6 +93,9 @@ class TransformerConfig:
             raise ValueError("features.word_ngrams must be [1]: a token has no word bigrams")
         if self.features.subwords:
             raise ValueError("features.subwords is a DAN option: a transformer token is a word, not its pieces")
+        text = [k for k in ("join_zero_width", "fold_variants") if getattr(self.features, k)]
+        if text:  # the transformer cuts its tokens with its own tokeniser, which does not read them
+            raise ValueError(f"features.{text[0]} is a DAN option: the transformer's tokens do not follow it")
 
     #: one encoder for every language (the trainer's DAN option ``shared``)
     shared = True

@@ -122,8 +122,12 @@ class FeatureConfig:
         if self.subword_sample < 1:
             raise ConfigError("features.subword_sample must be >= 1")
         self._check_subword_source()
-        if self.short_syllable_ngrams and not self.by_script:
-            raise ConfigError("features.short_syllable_ngrams chooses n-gram lengths by script: it needs by_script: true")
+        for name in ("marks_in_words", "join_zero_width", "fold_variants", "short_syllable_ngrams"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"features.{name} must be true or false, got {getattr(self, name)!r}")
+        if self.short_syllable_ngrams and (not self.by_script or self.nospace_char_ngrams is None):
+            raise ConfigError("features.short_syllable_ngrams gives Hangul and Ethiopic the n-gram lengths of "
+                              "nospace_char_ngrams: it needs by_script: true and nospace_char_ngrams set")
         if not 1 <= self.num_hashes <= 4:
             raise ConfigError("features.num_hashes must be 1 to 4")
         if any(n not in (1, 2) for n in self.word_ngrams):
@@ -142,7 +146,7 @@ class FeatureConfig:
             if not self.subwords:
                 raise ConfigError("features.subword_vocab: teacher needs features.subwords set to the teacher "
                                   "vocabulary's piece count: 191076 lower-cased, 227837 lower-cased with "
-                                  "marks_in_words: true (bimine train checks it; docs/decisions.md, "
+                                  "marks_in_words: true, 227131 with fold_variants too (bimine train checks it; docs/decisions.md, "
                                   "'Teacher pieces (option)')")
             if self.subword_sample != FeatureConfig.subword_sample:
                 raise ConfigError("features.subword_sample is the sample the pieces are learnt from; with "

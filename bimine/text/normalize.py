@@ -49,8 +49,10 @@ ZERO_WIDTH_DROP = dict.fromkeys(ZERO_WIDTH_SPACES)
 # - the Hebrew maqaf as a hyphen;
 # - Malayalam chillus written as consonant + virama + ZWJ (Unicode before 5.1) as the atomic
 #   chillu letters NTREX uses.
-SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u02bb\u02bc\u02bd\u00b4\u2032\u2039\u203a"
-DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u00ab\u00bb\u2033\u301d\u301e\u301f"
+# (The folds run after NFKC, which has already made the acute accent U+00B4 a space and a
+# combining mark, and the double prime U+2033 two primes: neither is listed.)
+SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u02bb\u02bc\u02bd\u2032\u2039\u203a"
+DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u00ab\u00bb\u301d\u301e\u301f"
 VARIANT_FOLD = {
     **{ord(c): "'" for c in SINGLE_QUOTES}, **{ord(c): '"' for c in DOUBLE_QUOTES},
     0x17B2: "\u17b1", 0x0EA3: "\u0ea5", 0x0643: "\u06a9", 0x064A: "\u06cc", 0x05BE: "-",

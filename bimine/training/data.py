@@ -75,17 +75,23 @@ class PairGroup:
         return len(self.src.texts)
 
 
-def _text_ids(texts: list[str]) -> np.ndarray:
+def _text_ids(texts: list[str], featurizer: Featurizer | None = None) -> np.ndarray:
+    """One id per distinct text (normalised: two texts with the same id are never each other's
+    negatives); with a featuriser's folds (``join_zero_width``, ``fold_variants``), texts that
+    differ only in what it folds share an id, as they share their features."""
+    fc = featurizer.config if featurizer is not None else None
+    zw, fv = (fc.join_zero_width, fc.fold_variants) if fc is not None else (False, False)
     table: dict[str, int] = {}
     return np.fromiter(
-        (table.setdefault(normalize_text(t), len(table)) for t in texts), dtype=np.int64, count=len(texts)
+        (table.setdefault(normalize_text(t, True, False, zw, fv), len(table)) for t in texts), dtype=np.int64,
+        count=len(texts)
     )
 
 
 def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int = 4096, *,
                precompute: bool = True, text_ids: np.ndarray | None = None) -> Side:
     if not precompute:
-        return Side(texts, None, None, _text_ids(texts), featurizer, lang)
+        return Side(texts, None, None, _text_ids(texts, featurizer), featurizer, lang)
     ids_parts, lens = [], []
     for i in range(0, len(texts), chunk):
         ids, off = featurizer.featurize(texts[i : i + chunk], lang)
@@ -95,7 +101,7 @@ def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int =
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     if lens:
         np.cumsum(np.concatenate(lens), out=offsets[1:])
-    text_ids = _text_ids(texts) if text_ids is None else text_ids
+    text_ids = _text_ids(texts, featurizer) if text_ids is None else text_ids
     # int32 storage (half the memory of millions of featurised sentences); batches are int64
     return Side(texts, ids.astype(np.int32 if featurizer.config.rows < 2**31 else np.int64), offsets, text_ids)
 
