@@ -79,8 +79,8 @@ def _text_ids(texts: list[str], featurizer: Featurizer | None = None) -> np.ndar
     """One id per distinct text (normalised: two texts with the same id are never each other's
     negatives); with a featuriser's folds (``join_zero_width``, ``fold_variants``), texts that
     differ only in what it folds share an id, as they share their features."""
-    fc = featurizer.config if featurizer is not None else None
-    zw, fv = (fc.join_zero_width, fc.fold_variants) if fc is not None else (False, False)
+    fc = getattr(featurizer, "config", None)  # a DAN's FeatureConfig; the transformer's has no folds
+    zw, fv = getattr(fc, "join_zero_width", False), getattr(fc, "fold_variants", False)
     table: dict[str, int] = {}
     return np.fromiter(
         (table.setdefault(normalize_text(t, True, False, zw, fv), len(table)) for t in texts), dtype=np.int64,
