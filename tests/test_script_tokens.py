@@ -82,11 +82,6 @@ JOINED = [
 ]
 
 
-@pytest.mark.parametrize("case,sentence,joined", JOINED, ids=[c[0] for c in JOINED])
-def test_zero_width_spaces_joined_by_hand(case, sentence, joined):
-    assert normalize_text(sentence, marks=True, join_zero_width=True) == joined
-
-
 def test_joined_khmer_has_the_same_features_with_and_without_zero_width_spaces():
     pytest.importorskip("numba")
     cfg = FeatureConfig(buckets=1 << 16, marks_in_words=True, join_zero_width=True, by_script=True)
@@ -186,9 +181,12 @@ VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("case,sentence,folded", VARIANTS, ids=[c[0] for c in VARIANTS])
-def test_variants_folded_by_hand(case, sentence, folded):
-    assert normalize_text(sentence, marks=True, fold_variants=True) == folded
+FOLDS = [(*c, "join_zero_width") for c in JOINED] + [(*c, "fold_variants") for c in VARIANTS]
+
+
+@pytest.mark.parametrize("case,sentence,folded,setting", FOLDS, ids=[c[0] for c in FOLDS])
+def test_folds_by_hand(case, sentence, folded, setting):
+    assert normalize_text(sentence, marks=True, **{setting: True}) == folded
 
 
 def test_compiled_featuriser_equals_the_reference_with_variants_folded():
