@@ -56,6 +56,10 @@ def resolve_backend(backend: str | None = None) -> str:
     return b
 
 
+#: the text-path switches of a FeatureConfig: off by default, and then absent from a model's config
+TEXT_SWITCHES = ("marks_in_words", "join_zero_width", "fold_variants", "short_syllable_ngrams")
+
+
 @dataclass(frozen=True)
 class FeatureConfig:
     """Which n-grams a sentence is made of, and into how many buckets they are hashed.
@@ -122,7 +126,7 @@ class FeatureConfig:
         if self.subword_sample < 1:
             raise ConfigError("features.subword_sample must be >= 1")
         self._check_subword_source()
-        for name in ("marks_in_words", "join_zero_width", "fold_variants", "short_syllable_ngrams"):
+        for name in TEXT_SWITCHES:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"features.{name} must be true or false, got {getattr(self, name)!r}")
         if self.short_syllable_ngrams and (not self.by_script or self.nospace_char_ngrams is None):
@@ -164,9 +168,7 @@ class FeatureConfig:
         d = asdict(self)
         if not self.subwords:  # the config of a model without subwords reads as before
             del d["subwords"], d["subword_sample"]
-        if not self.marks_in_words:  # nor one trained with marks cut off (its model id unchanged)
-            del d["marks_in_words"]
-        for k in ("join_zero_width", "fold_variants", "short_syllable_ngrams"):  # off: a model's config (and id) reads as before
+        for k in TEXT_SWITCHES:  # nor one trained with marks cut off or without a fold (its model id unchanged)
             if not d[k]:
                 del d[k]
         for k in ("subword_vocab", "subword_init"):  # nor one with learnt pieces, randomly started

@@ -22,7 +22,9 @@ def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zer
     zero-width spaces U+200B/U+FEFF spaces. ``join_zero_width`` and ``fold_variants``: see
     :func:`fold_text`."""
     if not s.isascii():
-        s = fold_text(unicodedata.normalize("NFKC", s), join_zero_width, fold_variants)
+        s = unicodedata.normalize("NFKC", s)
+        if join_zero_width or fold_variants:  # off (every model so far): nothing to look up per text
+            s = fold_text(s, join_zero_width, fold_variants)
         if marks:
             return " ".join(_marks_token_re().findall((s.lower() if lowercase else s).translate(ZERO_WIDTH_SPACES)))
     if lowercase:
