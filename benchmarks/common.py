@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 from bimine.encoders import load_encoder
+from bimine.text.zawgyi import cache_text
 
 
 class CachedEncoder:
@@ -52,18 +53,20 @@ class CachedEncoder:
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         index, emb = self._load(lang)
-        missing = list(dict.fromkeys(s for s in sentences if s not in index))
+        # a Zawgyi line's key names its conversion: a vector cached before it is never read
+        keys = [cache_text(s) for s in sentences]
+        missing = list(dict.fromkeys((k, s) for k, s in zip(keys, sentences) if k not in index))
         if missing:
-            new = self.enc.encode(missing, lang)
+            new = self.enc.encode([s for _, s in missing], lang)
             emb = new if emb.size == 0 else np.concatenate([emb, new])
-            for s in missing:
-                index[s] = len(index)
+            for k, _ in missing:
+                index[k] = len(index)
             self._mem[lang] = (index, emb)
             texts = sorted(index, key=index.get)
             f = os.path.join(self.dir, f"{lang}.npz")
             np.savez(f + ".tmp.npz", texts=np.frombuffer(json.dumps(texts).encode("utf-8"), dtype=np.uint8), emb=emb)
             os.replace(f + ".tmp.npz", f)
-        return emb[[index[s] for s in sentences]]
+        return emb[[index[k] for k in keys]]
 
 
 def recall_at_k(approx_ids: np.ndarray, exact_ids: np.ndarray, k: int) -> float:

@@ -37,6 +37,7 @@ from benchmarks.common import CachedEncoder
 from bimine.errors import BimineError
 from bimine.langs import normalize_lang
 from bimine.text.io import read_lines
+from bimine.text.zawgyi import cache_text
 
 OLD_DEFAULT_REV = "222e5ea"
 NTREX = "dev/ntrex128/NTREX-128"
@@ -122,9 +123,11 @@ def save_resume(path: str | None, model_id: str, part: str, results: dict[str, d
 
 
 def texts_digest(en: list[str], xx: list[str]) -> str:
-    """SHA-256 of a set's sentence pairs, as measured (after dropping pairs with an empty side)."""
+    """SHA-256 of a set's sentence pairs, as measured (after dropping pairs with an empty side;
+    a Zawgyi line as the encoders read it, :func:`bimine.text.zawgyi.cache_text`: figures
+    measured before they converted it are measured again)."""
     h = hashlib.sha256()
-    for a, b in zip(en, xx):
+    for a, b in zip(map(cache_text, en), map(cache_text, xx)):
         h.update(a.encode("utf-8", "surrogatepass") + b"\t" + b.encode("utf-8", "surrogatepass") + b"\n")
     return h.hexdigest()
 

@@ -45,6 +45,7 @@ from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
 from bimine.text.subwords import from_tensors
 from bimine.text.translit import table_from_tensors
+from bimine.text.zawgyi import to_unicode
 from bimine.weights import check_safetensors, load_safetensors, read_json
 
 
@@ -464,7 +465,9 @@ class DANEncoder:
             return self._executor
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
-        """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows."""
+        """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows (a
+        Burmese line in Zawgyi is read as its Unicode text: :mod:`bimine.text.zawgyi`)."""
+        sentences = to_unicode(sentences)
         tower = self.config.tower_for(lang)
         table, layers = self._towers[tower]
         n = len(sentences)

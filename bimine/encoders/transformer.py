@@ -37,6 +37,7 @@ from bimine.errors import ConfigError
 from bimine.text.features import FeatureConfig, Featurizer
 from bimine.text.normalize import TOKEN_RE, no_space_table
 from bimine.text.translit import table_from_tensors
+from bimine.text.zawgyi import to_unicode
 from bimine.weights import load_safetensors, read_json
 
 POOLINGS = ("max", "mean", "first", "attention")
@@ -409,6 +410,7 @@ class TransformerEncoder:
         return nn.functional.normalize(out, dim=1).numpy()
 
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         # similar lengths together: less padding (the length of the text stands in for its tokens)
         order = np.argsort([len(s) for s in sentences], kind="stable")

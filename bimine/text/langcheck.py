@@ -21,6 +21,7 @@ from bimine.langs import (
     related_languages,
 )
 from bimine.text.io import open_binary
+from bimine.text.zawgyi import is_zawgyi
 
 log = logging.getLogger(__name__)
 
@@ -216,27 +217,21 @@ def _myanmar(line: str) -> bool:
 def zawgyi_warning_line(source, *, column: int | None = None, sample: int = 200, min_lines: int = 20,
                         share: float = 0.5) -> str | None:
     """``warning: ...`` when most sampled Myanmar-script lines of ``source`` are written in the
-    Zawgyi font encoding rather than Unicode (Google's detector, ``myanmartools``: a line counts
-    when its Zawgyi probability is above 0.95), else None. Zawgyi stores Burmese in the Myanmar
-    code points but in another order and with other meanings, so text in it is not the text any
-    encoder was trained on (the NTREX Myanmar set is 99.6 % Zawgyi, the Myanmar Bible 0.0 %;
-    docs/decisions.md, issue 56). Nothing is said for fewer than ``min_lines`` Myanmar lines, or
-    without ``myanmartools``."""
+    Zawgyi font encoding rather than Unicode (:func:`bimine.text.zawgyi.is_zawgyi`), else None.
+    The encoders read each Zawgyi line as its Unicode text, but the output keeps the text as it
+    was read, so the user learns that it is Zawgyi (the NTREX Myanmar set is 99.9 % Zawgyi, the
+    recipe's Burmese 0.25 %; docs/decisions.md, issue 56). Nothing is said for fewer than
+    ``min_lines`` Myanmar lines."""
     lines = [x for x in sample_lines(source, sample, column=column, min_letters=5) if _myanmar(x)]
     if len(lines) < min_lines:
         return None
-    try:
-        from myanmartools import ZawgyiDetector  # loaded on use: only for Myanmar text
-    except ImportError:
-        return None
-    detector = ZawgyiDetector()
-    zawgyi = sum(detector.get_zawgyi_probability(x) > 0.95 for x in lines)
+    zawgyi = sum(map(is_zawgyi, lines))
     if zawgyi <= share * len(lines):
         return None
     where = str(source) if isinstance(source, (str, os.PathLike)) else "<lines>"
     return (f"warning: {where}: {round(100 * zawgyi / len(lines))}% of {len(lines)} sampled Myanmar lines are in the "
-            "Zawgyi font encoding, not Unicode; models read Unicode Burmese, so convert the text first (e.g. ICU's "
-            "Zawgyi-my transform)")
+            "Zawgyi font encoding, not Unicode; the models read each Zawgyi line as its Unicode text (ICU's "
+            "Zawgyi-my transform), but the output keeps the text as written")
 
 
 class LanguageChecks:

