@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from bimine.text.features import FeatureConfig, Featurizer
-from bimine.text.normalize import normalize_text
+from bimine.text.normalize import TextNorm, normalize_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def test_the_subword_sample_is_tokenised_as_the_model_will_be():
     from bimine.text.subwords import sample_sentences
 
     by_lang = {"hi": [["नमस्ते दुनिया"]]}
-    assert sample_sentences(by_lang, 10, 0, marks=True) == ["नमस्ते दुनिया"]
+    assert sample_sentences(by_lang, 10, 0, TextNorm(marks=True)) == ["नमस्ते दुनिया"]
     assert sample_sentences(by_lang, 10, 0) == ["नमस ् त े द ु न ि य ा"]
 
 
@@ -113,8 +113,8 @@ def test_join_zero_width_is_off_unless_a_model_says_so():
 
     assert "join_zero_width" not in FeatureConfig(marks_in_words=True).to_dict()  # model ids read as before
     assert FeatureConfig.from_dict({"marks_in_words": True, "join_zero_width": True}).to_dict()["join_zero_width"]
-    assert sample_sentences({"km": [["ស្រុក\u200bខ្មែរ"]]}, 10, 0, marks=True, join_zero_width=True) == ["ស្រុកខ្មែរ"]
-    assert sample_sentences({"km": [["ស្រុក\u200bខ្មែរ"]]}, 10, 0, marks=True) == ["ស្រុក ខ្មែរ"]
+    assert sample_sentences({"km": [["ស្រុក\u200bខ្មែរ"]]}, 10, 0, TextNorm(marks=True, join_zero_width=True)) == ["ស្រុកខ្មែរ"]
+    assert sample_sentences({"km": [["ស្រុក\u200bខ្មែរ"]]}, 10, 0, TextNorm(marks=True)) == ["ស្រុក ខ្មែរ"]
 
 
 def test_a_classifier_on_pieces_cuts_as_its_encoder_with_zero_width_joined():

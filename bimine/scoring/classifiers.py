@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from bimine.errors import ConfigError
+from bimine.text.normalize import TextNorm
 from bimine.text.tokens import tokenize
 from bimine.weights import read_safetensors, save_safetensors
 
@@ -91,25 +92,21 @@ PIECES_TENSOR = "tokens.subwords"  #: the SentencePiece model of a ``tokens: pie
 
 class PieceTokenizer:
     """Text -> subword pieces of a stored SentencePiece model (an encoder's own, for example the
-    default model's), cut as that encoder cuts them (:func:`bimine.text.normalize.normalize_text`,
-    each word on its own); piece ``p`` is row ``p + 1`` (row 0 is padding). At most
-    ``max_tokens`` pieces a sentence."""
+    default model's), cut as that encoder cuts them (its normalisation ``norm``,
+    :class:`bimine.text.normalize.TextNorm`, then each word on its own); piece ``p`` is row
+    ``p + 1`` (row 0 is padding). At most ``max_tokens`` pieces a sentence."""
 
-    def __init__(self, model: bytes, vocab: int, max_tokens: int, lowercase: bool = True, marks: bool = True,
-                 join_zero_width: bool = False, fold_variants: bool = False):
+    def __init__(self, model: bytes, vocab: int, max_tokens: int, norm: TextNorm = TextNorm(marks=True)):
         from bimine.text.subwords import Pieces
 
         self.pieces = Pieces(model, vocab)
         self.model = model
-        self.max_tokens, self.lowercase, self.marks = max_tokens, lowercase, marks
-        self.join_zero_width, self.fold_variants = join_zero_width, fold_variants
+        self.max_tokens, self.norm = max_tokens, norm
 
     def many(self, texts: list[str]) -> list[list[int]]:
-        from bimine.text.normalize import normalize_text
-
         out = []
         for a in range(0, len(texts), 4096):
-            norm = [normalize_text(t, self.lowercase, self.marks, self.join_zero_width, self.fold_variants) for t in texts[a: a + 4096]]
+            norm = [self.norm(t) for t in texts[a: a + 4096]]
             ids, off = self.pieces.encode(norm)
             ids = (ids + 1).tolist()
             out += [ids[off[i]: min(off[i + 1], off[i] + self.max_tokens)] for i in range(len(norm))]
@@ -128,9 +125,9 @@ def tokenizer(config: dict, model: bytes | None = None):
         return TokenHasher(config["buckets"], config["max_tokens"])
     if model is None:
         raise ConfigError("the BiGRU cuts text into subword pieces, but its file holds no piece model")
-    return PieceTokenizer(model, config["buckets"] - 1, config["max_tokens"], config.get("lowercase", True),
-                          config.get("marks_in_words", True), config.get("join_zero_width", False),
-                          config.get("fold_variants", False))
+    norm = TextNorm(config.get("lowercase", True), config.get("marks_in_words", True),
+                    config.get("join_zero_width", False), config.get("fold_variants", False))
+    return PieceTokenizer(model, config["buckets"] - 1, config["max_tokens"], norm)
 
 
 # ---------------------------------------------------------------- modules

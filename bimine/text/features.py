@@ -29,11 +29,10 @@ from bimine.errors import ConfigError
 from bimine.langs import uses_spaces
 from bimine.text.normalize import (
     ZERO_WIDTH_SPACES,
+    TextNorm,
     append_rows,
-    fold_text,
     is_mark,
     no_space_table,
-    normalize_text,
 )
 from bimine.text.subwords import Pieces
 
@@ -160,6 +159,11 @@ class FeatureConfig:
                               "that piece: it needs features.subword_vocab: teacher")
 
     @property
+    def text_norm(self) -> TextNorm:
+        """How this config normalises text (:class:`bimine.text.normalize.TextNorm`)."""
+        return TextNorm(self.lowercase, self.marks_in_words, self.join_zero_width, self.fold_variants)
+
+    @property
     def rows(self) -> int:
         """Rows of the embedding table: the hash buckets, then one per subword piece."""
         return self.buckets + self.subwords
@@ -277,6 +281,7 @@ class Featurizer:
         model of a ``subwords`` model (stored in its weights; a training run builds it and
         sets it with :meth:`set_subword_model` before featurising)."""
         self.config = config
+        self.norm = config.text_norm  # once: normalize() runs per text on the reference paths
         self.backend = resolve_backend(backend)
         cfg = config
         self.pieces = None
@@ -311,8 +316,7 @@ class Featurizer:
 
     def normalize(self, s: str) -> str:
         """``s`` as this featuriser's config normalises it (:func:`normalize_text`)."""
-        c = self.config
-        return normalize_text(s, c.lowercase, c.marks_in_words, c.join_zero_width, c.fold_variants)
+        return self.norm(s)
 
     def featurize(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
         if self.config.subwords and self.pieces is None:
@@ -371,8 +375,7 @@ class Featurizer:
         big = "\n".join(sentences)
         if big.count("\n") == n - 1:
             if not big.isascii():
-                big = fold_text(unicodedata.normalize("NFKC", big), self.config.join_zero_width,
-                                self.config.fold_variants)
+                big = self.norm.fold(unicodedata.normalize("NFKC", big))
             if self.config.lowercase:
                 big = big.lower()
             if big.count("\n") == n - 1:

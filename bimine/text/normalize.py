@@ -8,11 +8,38 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class TextNorm:
+    """How a model normalises its text before cutting it: the text settings of its
+    ``FeatureConfig`` (``lowercase``, ``marks_in_words``, ``join_zero_width``, ``fold_variants``;
+    :meth:`bimine.text.features.FeatureConfig.text_norm`), in one value for everything that must
+    read text as the featuriser does (the subword sample, the teacher's pieces, the BiGRU's
+    tokenizer, the training text ids). Calling it normalises a text (:func:`normalize_text`)."""
+
+    lowercase: bool = True
+    marks: bool = False
+    join_zero_width: bool = False
+    fold_variants: bool = False
+
+    def __call__(self, s: str) -> str:
+        return normalize_text(s, self.lowercase, self.marks, self.join_zero_width, self.fold_variants)
+
+    def fold(self, s: str) -> str:
+        """``s`` (after NFKC) with the folds alone (:func:`fold_text`)."""
+        return fold_text(s, self.join_zero_width, self.fold_variants)
+
+    @property
+    def folds(self) -> bool:
+        """Whether any fold is on (off for every model before issue 56's third round)."""
+        return self.join_zero_width or self.fold_variants
 
 
 def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,

@@ -25,7 +25,7 @@ import threading
 import numpy as np
 
 from bimine.errors import ConfigError
-from bimine.text.normalize import append_rows, normalize_text
+from bimine.text.normalize import TextNorm, append_rows
 
 TENSOR = "subwords.model"
 
@@ -39,13 +39,12 @@ def _spm():
 
 
 def sample_sentences(texts_by_lang: dict[str, list[list[str]]], per_language: int, seed: int,
-                     lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,
-                     fold_variants: bool = False) -> list[str]:
+                     norm: TextNorm = TextNorm()) -> list[str]:
     """Up to ``per_language`` distinct normalised sentences of each language (drawn with a
     seeded generator from all its texts, in every language pair it appears in), in a fixed
-    order: each language gets its share of the vocabulary, whatever its size. ``lowercase``:
-    the featuriser's own (``features.lowercase``), so the pieces are learnt from the text they
-    will cut; ``marks``, ``join_zero_width`` and ``fold_variants``: its own, for the same reason."""
+    order: each language gets its share of the vocabulary, whatever its size. ``norm``: the
+    featuriser's own normalisation (``FeatureConfig.text_norm``), so the pieces are learnt from
+    the text they will cut."""
     out: list[str] = []
     for k, lang in enumerate(sorted(texts_by_lang)):
         seen: dict[str, None] = {}
@@ -56,7 +55,7 @@ def sample_sentences(texts_by_lang: dict[str, list[list[str]]], per_language: in
         rng = np.random.default_rng([seed, 4243, k])
         pick = rng.permutation(len(distinct))[:per_language] if len(distinct) > per_language else range(len(distinct))
         for i in sorted(pick):
-            s = normalize_text(distinct[i], lowercase, marks, join_zero_width, fold_variants)
+            s = norm(distinct[i])
             if s:
                 out.append(s)
     return out

@@ -359,8 +359,7 @@ def _bigru_tokenizer(cfg: ClassifierTrainConfig):
     for k in ("join_zero_width", "fold_variants"):  # absent when off: a classifier's config reads as before
         if getattr(feats, k):
             conf[k] = True
-    return (PieceTokenizer(model, vocab, cfg.max_tokens, feats.lowercase, bool(feats.marks_in_words),
-                           feats.join_zero_width, feats.fold_variants), conf, rows)
+    return PieceTokenizer(model, vocab, cfg.max_tokens, feats.text_norm), conf, rows
 
 
 class _Tokenized:

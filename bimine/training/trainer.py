@@ -672,8 +672,7 @@ class Trainer:
             for g in groups:
                 by_lang.setdefault(g.src_lang, []).append(g.src.texts)
                 by_lang.setdefault(g.tgt_lang, []).append(g.tgt.texts)
-            sample = subwords.sample_sentences(by_lang, fc.subword_sample, self.cfg.train.seed, fc.lowercase,
-                                              fc.marks_in_words, fc.join_zero_width, fc.fold_variants)
+            sample = subwords.sample_sentences(by_lang, fc.subword_sample, self.cfg.train.seed, fc.text_norm)
             model = subwords.train_model(sample, fc.subwords, self.cfg.train.threads)
             log.info(f"subword vocabulary: {fc.subwords} pieces from {len(sample)} sentences of "
                      f"{len(by_lang)} languages in {time.time() - t0:.0f}s")
