@@ -47,13 +47,18 @@ def test_zawgyi_lines_warn_and_unicode_lines_do_not(tmp_path):
     assert zawgyi_warning_line(few) is None  # too few lines to say
 
 
-def test_embed_warns_on_zawgyi_text(tmp_path):
-    z = tmp_path / "z.my"
-    z.write_text("\n".join(_lines(ZAWGYI)) + "\n", encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(z), "--lang", "my", "-o", str(tmp_path / "z.npy")],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert "sampled Myanmar lines are in the Zawgyi font encoding" in r.stderr
+def test_embed_warns_on_zawgyi_text_and_embeds_it_as_unicode(tmp_path):
+    out = {}
+    for name, words in (("z", ZAWGYI), ("u", UNICODE)):
+        f = tmp_path / f"{name}.my"
+        f.write_text("\n".join(_lines(words)) + "\n", encoding="utf-8")
+        r = subprocess.run([sys.executable, "-m", "bimine", "embed", str(f), "--lang", "my", "-o",
+                            str(tmp_path / f"{name}.npy")], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[name] = (np.load(tmp_path / f"{name}.npy"), r.stderr)
+    assert "sampled Myanmar lines are in the Zawgyi font encoding" in out["z"][1]
+    assert "Zawgyi" not in out["u"][1]
+    assert np.array_equal(out["z"][0], out["u"][0])
 
 
 def test_the_ntrex_myanmar_reference_is_zawgyi():
