@@ -58,6 +58,20 @@ DIVERGENCE_CORPORA = [
     "multi30k/multi30k.en-fr", "gnome-help/gnome-help.en-fr", "bible-sword/pairs/bible.en-fr"]
 
 
+# `bimine train-divergence`'s options as docs/divergence.md gives them (issue 58: short lines among
+# the positives, --min-words 1); tests/test_ship_default.py checks that the two agree
+DIVERGENCE_OPTIONS = ["--src-lang", "en", "--tgt-lang", "fr", "--min-words", "1", "--positives", "5000",
+                      "--kind", "vdpwi", "--hard", "0.5", "--threshold", "0.1", "--calibration-pairs", "0"]
+
+
+def divergence_args(train: str, aligner: str, out: str) -> list[str]:
+    """The arguments of the shipped divergence model's ``bimine train-divergence``."""
+    files = []
+    for c in DIVERGENCE_CORPORA:
+        files += ["--src", f"{train}/{c}.en.gz", "--tgt", f"{train}/{c}.fr.gz"]
+    return ["train-divergence", *files, *DIVERGENCE_OPTIONS, "--aligner", aligner, "-o", out]
+
+
 def model_id(folder: Path) -> str:
     from bimine.encoders import load_encoder
 
@@ -167,14 +181,8 @@ def main() -> int:
         elif step == "combiner":
             run(module("benchmarks.fit_combiner"), log)
         elif step == "divergence":
-            files = []
-            for c in DIVERGENCE_CORPORA:
-                files += ["--src", f"{TRAIN}/{c}.en.gz", "--tgt", f"{TRAIN}/{c}.fr.gz"]
             aligner = REPO / ".bench" / "ship" / "aligner.en-fr.safetensors"  # encoder-independent: shared
-            run(bimine("train-divergence", *files, "--src-lang", "en", "--tgt-lang", "fr", "--min-words", "5",
-                       "--positives", "5000", "--aligner", str(aligner), "--kind", "vdpwi", "--hard", "0.5",
-                       "--threshold", "0.1", "--calibration-pairs", "0", "-o", str(SHIPPED / "divergence.safetensors")),
-                log)
+            run(bimine(*divergence_args(TRAIN, str(aligner), str(SHIPPED / "divergence.safetensors"))), log)
             run(module("benchmarks.divergence_threshold", "--write"), log)  # the thresholds, on the raw scale
             run(module("benchmarks.divergence_calibration", "--write"), log)  # the map from held-out dev pairs
         elif step == "rescorer":
