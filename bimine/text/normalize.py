@@ -36,11 +36,6 @@ class TextNorm:
         """``s`` (after NFKC) with the folds alone (:func:`fold_text`)."""
         return fold_text(s, self.join_zero_width, self.fold_variants)
 
-    @property
-    def folds(self) -> bool:
-        """Whether any fold is on (off for every model before issue 56's third round)."""
-        return self.join_zero_width or self.fold_variants
-
 
 def normalize_text(s: str, lowercase: bool = True, marks: bool = False, join_zero_width: bool = False,
                    fold_variants: bool = False) -> str:
