@@ -201,7 +201,7 @@ def embed_file(
                 progress=bar,
                 workers=workers,
             ):
-                raw.write(np.ascontiguousarray(emb, dtype="<f4").tobytes())
+                raw.write(memoryview(np.ascontiguousarray(emb, dtype="<f4")).cast("B"))  # no bytes copy of the batch
                 n += len(emb)
             raw.seek(0)
             if _write_header(raw, n, encoder.dim) != header_len:

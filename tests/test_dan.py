@@ -301,3 +301,28 @@ _CHILD_ENCODER = None
 
 def _encode_in_child(sents):
     return _CHILD_ENCODER._thread_count(), _CHILD_ENCODER.encode(sents, "en")
+
+
+def _kernel_signatures() -> dict[str, int]:
+    from bimine.encoders import _dan_kernels
+    from bimine.text import _kernels, _piece_kernels
+
+    return {f"{m.__name__}.{name}": len(d.signatures) for m in (_kernels, _piece_kernels, _dan_kernels)
+            for name, d in vars(m).items() if hasattr(d, "signatures") and hasattr(d, "py_func")}
+
+
+def test_warm_up_loads_the_kernels_a_real_batch_uses(shipped):
+    """The background warm-up of a loaded encoder (``_warm_kernels``) runs each kernel of the
+    encode path with the array types of a real batch: after it, encoding text of many scripts
+    (romanised words and new words included) needs no further kernel signature. Its thread
+    swallows errors (the real call raises them), so this runs it in the open."""
+    from bimine.encoders.dan import _wait_for_warm_up, _warm_kernels
+
+    fast, _ = shipped
+    _wait_for_warm_up()
+    _warm_kernels(fast.featurizer, *fast._towers[fast.config.towers()[0]])
+    before = _kernel_signatures()
+    assert before["bimine.text._kernels.featurize"] >= 1 and before["bimine.text._piece_kernels.emit"] >= 1
+    assert before["bimine.encoders._dan_kernels.pool_int4"] >= 1
+    fast.encode(MULTI + ["Привет, мир", "こんにちは世界", "unseenwordzzq qqxyzzy"], "en")
+    assert _kernel_signatures() == before

@@ -224,3 +224,14 @@ def test_training_text_ids_follow_the_folds():
     assert _text_ids(texts).tolist() == [0, 1, 2, 3, 4]
     f = Featurizer(FeatureConfig(buckets=1 << 10, marks_in_words=True, join_zero_width=True, fold_variants=True))
     assert _text_ids(texts, f).tolist() == [0, 0, 1, 1, 2]
+
+
+def test_the_mark_scan_of_three_planes_finds_every_mark():
+    """``MARK_PLANES`` leaves out the planes Unicode keeps for ideographs, unassigned or private:
+    on this Python's Unicode data a scan of all 17 planes finds no mark beyond them."""
+    from bimine.text.normalize import mark_code_points
+
+    every = mark_code_points((range(0x110000),))
+    assert mark_code_points() == every
+    assert 0x0301 in every and 0x200D in every and 0xE0100 in every  # acute, ZWJ, a variation selector
+    assert 0x0041 not in every

@@ -26,6 +26,7 @@ import ctypes
 import glob
 import hashlib
 import json
+import logging
 import mmap
 import multiprocessing
 import os
@@ -43,10 +44,12 @@ from bimine.encoders.base import weights_digest
 from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
-from bimine.text.subwords import from_tensors
+from bimine.text.subwords import from_tensors, warm_piece_kernels
 from bimine.text.translit import table_from_tensors
 from bimine.text.zawgyi import to_unicode
 from bimine.weights import check_safetensors, load_safetensors, read_json
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -236,6 +239,48 @@ def _forward(h: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]], fused: 
     return _l2_normalize(h)
 
 
+def _warm_kernels(featurizer: Featurizer, table: EmbeddingTable, layers: list) -> None:
+    """Run the compiled kernels of ``encode`` once on a two-word batch, so that numba loads
+    them from its cache (or compiles them) for the very array types of a real batch."""
+    text = ["warm up"]
+    cps = featurizer.normalized_codepoints(text)
+    ids, offsets = featurizer._featurize_numba(text, "und", cps)
+    if featurizer.config.subwords:
+        warm_piece_kernels(*cps, ids, offsets, featurizer.config.buckets)
+    _forward(table.pool(ids, offsets), layers, fused=True)
+
+
+_WARMING: set[threading.Thread] = set()
+
+
+def _warm_in_background(featurizer: Featurizer, table: EmbeddingTable, layers: list) -> None:
+    """Load the kernels in a thread while the caller goes on (SentencePiece reading its model,
+    the language check): numba's start (~0.4 s, mostly its first use in a process) then
+    overlaps with them. A failure here is left to the first real call to raise; a fork waits
+    for the thread (a child must not inherit numba's compiler lock held by a thread it lacks)."""
+
+    def run() -> None:
+        try:
+            _warm_kernels(featurizer, table, layers)
+        except Exception:  # the same call in encode() raises it where the user sees it
+            log.debug("kernel warm-up failed", exc_info=True)
+        finally:
+            _WARMING.discard(threading.current_thread())
+
+    t = threading.Thread(target=run, name="bimine-warm-up", daemon=True)
+    _WARMING.add(t)
+    t.start()
+
+
+def _wait_for_warm_up() -> None:
+    for t in list(_WARMING):
+        t.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_wait_for_warm_up)
+
+
 SLICE_ROWS = 512  # rows encoded by one thread at a time (see DANEncoder.encode)
 
 
@@ -342,8 +387,8 @@ class DANEncoder:
             pieces = from_tensors(weights)
             if pieces is None:
                 raise ConfigError("the model's features use subwords, but its weights hold no subwords.model")
-        self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table,
-                                     subword_model=pieces)
+        # the SentencePiece model is set last: the kernels load in the background meanwhile
+        self.featurizer = Featurizer(config.features, backend=self.backend, translit_table=table)
         if model_id is None and weights_file is None:  # built in memory: named by its tensors
 
             model_id = "dan-" + weights_digest(weights, config.to_dict())
@@ -371,6 +416,10 @@ class DANEncoder:
                     f"({config.features.rows}, {config.embed_dim})"
                 )
             self._towers[t] = (table, layers)
+        if self.backend == "numba":
+            _warm_in_background(self.featurizer, *self._towers[config.towers()[0]])
+        if pieces is not None:
+            self.featurizer.set_subword_model(pieces)
 
     @property
     def uses_language(self) -> bool:

@@ -43,13 +43,14 @@ def poorly_served(encoder, langs: list[str]) -> list[tuple[str, float | None]]:
     (:data:`SERVED_XSIM`), with the figure (``None``: no figure, the model was not trained or
     measured on it). English, the figures' pivot, and ``und`` (no language given) are left out. A
     model without figures says nothing (an empty list)."""
+    shown = [lang for lang in dict.fromkeys(langs) if lang not in (PIVOT, "und", None)]
+    if not shown:  # nothing to look up: the figures (and the model id they are checked by) are not read
+        return []
     figures = language_figures(encoder)
     if figures is None:
         return []
     out = []
-    for lang in dict.fromkeys(langs):
-        if lang in (PIVOT, "und", None):
-            continue
+    for lang in shown:
         err = (figures.get(lang) or {}).get("ntrex_xsim")
         if err is None or err > SERVED_XSIM:
             out.append((lang, err))

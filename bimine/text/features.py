@@ -382,7 +382,8 @@ class Featurizer:
                 cp = np.frombuffer(big.encode("utf-32-le"), dtype=np.uint32)
                 return K.token_stream(cp, _CLASSES[self.config.marks_in_words].ready(cp), n)
         joined = "\n".join(f" {self.normalize(s)} " for s in sentences)
-        c = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        # writable, as token_stream's array: the kernels then have one signature for both paths
+        c = np.frombuffer(bytearray(joined.encode("utf-32-le")), dtype=np.uint32)
         starts = np.concatenate([[0], np.flatnonzero(c == _SEP) + 1, [len(c) + 1]]).astype(np.int64)
         return c, starts
 

@@ -114,10 +114,22 @@ def is_mark(c: int) -> bool:
     return c in JOINERS or unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
 
 
+#: The planes that can hold a combining mark: the Basic and Supplementary Multilingual Planes and
+#: the Supplementary Special-purpose Plane (variation selectors). Unicode's roadmap keeps planes 2
+#: and 3 for ideographs, 4 to 13 unassigned and 15 and 16 for private use, so a scan of these
+#: finds every mark in a sixth of the time (tests/test_normalize.py checks it against all planes).
+MARK_PLANES = (range(0x20000), range(0xE0000, 0xF0000))
+
+
+def mark_code_points(planes=MARK_PLANES) -> list[int]:
+    """The code points of :func:`is_mark`, in order."""
+    return [c for r in planes for c in r if is_mark(c)]
+
+
 @lru_cache(maxsize=1)
 def _marks_token_re() -> re.Pattern:
     """``TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
-    cps = [c for c in range(0x110000) if is_mark(c)]
+    cps = mark_code_points()
     ranges, start, prev = [], cps[0], cps[0]
     for c in cps[1:] + [-1]:
         if c != prev + 1:

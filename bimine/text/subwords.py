@@ -164,6 +164,27 @@ class WordCache:
             K.rehash(self.table, self.slot_hash, ns)
 
 
+def warm_piece_kernels(c: np.ndarray, starts: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                       buckets: int) -> None:
+    """Load (or compile) the word cache's kernels for the array types of a real batch
+    (``c``/``starts``/``ids``/``offsets`` as :meth:`Pieces.append` gets them), on a throwaway
+    cache and without SentencePiece: each missed word gets one made-up piece. Lets an encoder
+    load them in the background while SentencePiece reads its model."""
+    from bimine.text import _piece_kernels as K  # numba kernels: compiled on first use, not at import
+
+    wc = WordCache(buckets)
+    for _ in range(2):  # the second pass finds the words the first inserted
+        out, off, misses = K.emit(c, starts, ids, offsets, wc.table, wc.slot_hash, wc.slot_word,
+                                  wc.slot_piece, wc.word_cp, wc.piece_ids)
+        if not len(misses):
+            return
+        pieces, piece_off = flatten([[0]] * len(misses))
+        pieces += buckets
+        wc.make_room(len(misses), int((misses[:, 1] - misses[:, 0]).sum()), len(pieces))
+        K.insert(c, misses, pieces, piece_off, wc.table, wc.slot_hash, wc.slot_word, wc.slot_piece,
+                 wc.word_cp, wc.piece_ids, wc.counts)
+
+
 class Pieces:
     """Piece ids of normalised sentences with a stored SentencePiece model."""
 
