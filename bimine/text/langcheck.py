@@ -29,11 +29,21 @@ _IDENTIFIER = None
 
 
 def _identify() -> tuple:
-    """(classify(text) -> label, the identifier's labels), loading py3langid once (~0.5 s)."""
+    """(classify(text) -> label, the identifier's labels), loading py3langid once: ~0.5 s from
+    its LZMA-compressed model, ~0.1 s from the uncompressed copy in the user's cache
+    (:func:`cached_identifier`)."""
     global _IDENTIFIER
     if _IDENTIFIER is None:
         import py3langid  # loaded on use: py3langid is heavy or optional
 
+        ident = None
+        try:
+            ident = cached_identifier()
+        except Exception as e:  # any other py3langid layout, an unwritable cache: py3langid's own load
+            log.debug(f"py3langid's model read without the cache: {e}")
+        if ident is not None:
+            _IDENTIFIER = (lambda text: ident.classify(text)[0], list(dict.fromkeys(ident.nb_classes)))
+            return _IDENTIFIER
         labels = []
         try:
             from py3langid.langid import _get_identifier  # loaded on use: py3langid is heavy or optional
@@ -43,6 +53,65 @@ def _identify() -> tuple:
             labels = [lang for lang, _ in py3langid.rank("a")]
         _IDENTIFIER = (lambda text: py3langid.classify(text)[0], labels)
     return _IDENTIFIER
+
+
+_MODEL_ARRAYS = ("ptc", "pc", "classes", "nextmove", "nextmove_row", "out_feat")
+
+
+def cached_identifier(cache: str | None = None):
+    """py3langid's identifier built from an uncompressed copy of its model, kept in the user's
+    cache (``~/.cache/bimine/langid/<digest>/``, 68 MB for py3langid 0.4's model) and made on
+    first use. Decompressing the model (LZMA, ~0.35 s) is most of py3langid's load, and it
+    competes for a core with the job the check runs beside. The folder is named by the sha256
+    of py3langid's model file and its version, so another model never reads this copy; a copy
+    is written to a temporary folder and renamed when complete. Raises for a py3langid whose
+    model is not the npz-in-LZMA layout of 0.4 (the caller then lets py3langid load it)."""
+    import hashlib
+    import json
+    import shutil
+    import tempfile
+    import time
+    from importlib.metadata import version
+
+    import numpy as np
+    from py3langid import langid, modelio  # loaded on use: py3langid is heavy or optional
+
+    from bimine.jitcache import user_cache_dir
+
+    src = langid.MODEL_DIR / langid.MODEL_FILE
+    with open(src, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    root = cache or user_cache_dir("langid")
+    folder = os.path.join(root, hashlib.sha256(f"{version('py3langid')} {digest}".encode()).hexdigest()[:16])
+    if not os.path.isfile(os.path.join(folder, "source.json")):
+        for old in os.listdir(root):  # what runs killed while writing left (an hour old or more)
+            path = os.path.join(root, old)
+            if old.startswith(".tmp-") and time.time() - os.path.getmtime(path) > 3600:
+                shutil.rmtree(path, ignore_errors=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=root)
+        try:
+            with tempfile.TemporaryFile(dir=tmp) as raw:
+                import lzma
+
+                with lzma.open(src) as z:
+                    shutil.copyfileobj(z, raw, length=1 << 20)
+                raw.seek(0)
+                with np.load(raw, allow_pickle=False) as data:
+                    for name in _MODEL_ARRAYS:
+                        np.save(os.path.join(tmp, f"{name}.npy"), data[name], allow_pickle=False)
+            with open(os.path.join(tmp, "source.json"), "w") as f:  # written last: the copy is complete
+                json.dump({"model": str(src), "sha256": digest, "py3langid": version("py3langid")}, f)
+            if os.path.isdir(folder) and not os.path.isfile(os.path.join(folder, "source.json")):
+                shutil.rmtree(folder, ignore_errors=True)  # not a copy this code wrote (renames are whole)
+            try:
+                os.rename(tmp, folder)
+            except OSError:  # another process made it first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    a = {name: np.load(os.path.join(folder, f"{name}.npy"), allow_pickle=False) for name in _MODEL_ARRAYS}
+    return langid.LanguageIdentifier(a["ptc"], a["pc"], a["classes"].tolist(), modelio._to_array(a["nextmove"]),
+                                     a["out_feat"].tolist(), tk_row=modelio._to_array(a["nextmove_row"]))
 
 
 _MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh", b"\x28\xb5\x2f\xfd")
