@@ -28,6 +28,8 @@ from benchmarks.harness import write_json
 
 NTREX = {"fr": "fra", "de": "deu", "es": "spa", "ru": "rus", "ar": "arb", "zh": "zho_Hans", "hi": "hin",
          "ko": "kor", "fa": "fas", "ja": "jpn", "km": "khm", "ps": "pus"}
+MORE = {"ta": "tam", "ml": "mal", "bn": "ben", "mr": "mar", "te": "tel", "kn": "kan", "si": "sin", "ne": "nep",
+        "gu": "guj", "pa": "pan", "ur": "urd", "he": "heb", "am": "amh", "th": "tha", "lo": "lao", "my": "mya"}
 
 
 def read_gz(path: str) -> list[str]:
@@ -50,11 +52,16 @@ def score(src: list[str], tgt: list[str], xx: str, work: str) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=DEFAULT_DATA)
-    ap.add_argument("--langs", nargs="+", default=list(NTREX))
+    ap.add_argument("--langs", nargs="+", default=list(NTREX),
+                    help=f"languages (default: {' '.join(NTREX)}; also {' '.join(MORE)})")
     ap.add_argument("--pairs", type=int, default=300)
     ap.add_argument("--cuts", type=float, nargs="+", default=[0.5, 0.2])
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    codes = {**NTREX, **MORE}
+    unknown = [x for x in args.langs if x not in codes]
+    if unknown:
+        raise SystemExit(f"filter_cut: no NTREX-128 set for {', '.join(unknown)}; known: {' '.join(codes)}")
     d = os.path.join(args.data, "dev", "ntrex128", "NTREX-128")
     if not os.path.isdir(d):
         print(f"filter_cut: skipped, {d} not found")
@@ -72,7 +79,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bimine-filter-cut-") as work:
         for xx in args.langs:
-            tgt = read_gz(os.path.join(d, f"newstest2019-ref.{NTREX[xx]}.txt.gz"))[:args.pairs]
+            tgt = read_gz(os.path.join(d, f"newstest2019-ref.{codes[xx]}.txt.gz"))[:args.pairs]
             genuine = score(en, tgt, xx, work)
             shuffled = score(en, tgt[half:] + tgt[:half], xx, work)
             err = (langs.get(xx) or {}).get("ntrex_xsim")

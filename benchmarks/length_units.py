@@ -6,8 +6,9 @@ For the NTREX-128 languages written without spaces (and a few with spaces, for r
 median ratio of the target's length units to the English source's words, and the share of the
 genuine translations that the default ``length_ratio`` rule (longer / shorter > 3) and
 ``max_length`` (> 200 units) would reject: with the units of ``bimine.filtering.rules.length_units``
-and with one unit per character of those scripts (the rule before issue 42). Skips when the shared
-data is absent.
+and with one unit per character of those scripts (the rule before issue 42). A second table does
+the same for scripts written with spaces whose words hold combining marks, against words cut at
+each mark (the units before issue 56's fix). Skips when the shared data is absent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from benchmarks.filter_cut import read_gz
 from benchmarks.filter_dev import DEFAULT_DATA
 
 LANGS = ("khm", "tha", "lao", "mya", "bod", "zho_Hans", "zho_Hant", "jpn", "kor", "fra", "deu", "rus")
+# scripts written with spaces whose words hold combining marks (vowel signs, viramas, vowel marks)
+MARKED = ("hin", "mar", "nep", "ben", "guj", "pan", "tam", "tel", "kan", "mal", "sin", "urd", "fas", "arb", "heb",
+          "amh", "fra", "deu", "rus")
 
 
 def main() -> None:
@@ -38,18 +42,33 @@ def main() -> None:
         rest, n = _NO_SPACE_RE.subn(" ", s)
         return n + len(_WORD_RE.findall(rest))
 
+    def marks_cut(s: str) -> int:  # before issue 56's fix: a word ends at each combining mark
+        rest, n = _NO_SPACE_RE.subn(" ", s)
+        return -(-n // 6) + len(_WORD_RE.findall(rest)) if n else len(_WORD_RE.findall(rest))
+
     en = read_gz(os.path.join(d, "newstest2019-src.eng.txt.gz"))[:args.pairs]
     ew = np.array([length_units(s) for s in en], dtype=float)
     print("| NTREX-128 | pairs | units / English words (median) | fail length_ratio 3 | fail max_length 200 | "
           "one unit per character: ratio | fail length_ratio 3 | fail max_length 200 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for code in LANGS:
+    table(d, en, ew, LANGS, (length_units, per_char))
+    print()
+    print("| NTREX-128 | pairs | units / English words (median) | fail length_ratio 3 | fail max_length 200 | "
+          "words cut at each mark: ratio | fail length_ratio 3 | fail max_length 200 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    table(d, en, ew, MARKED, (length_units, marks_cut))
+
+
+def table(d: str, en: list[str], ew: np.ndarray, langs, counts) -> None:
+    """One row a language: each count's median units over English words and the shares of the
+    genuine pairs that length_ratio 3 and max_length 200 reject."""
+    for code in langs:
         path = os.path.join(d, f"newstest2019-ref.{code}.txt.gz")
         if not os.path.exists(path):
             continue
         tgt = read_gz(path)[:len(en)]
         cells = []
-        for count in (length_units, per_char):
+        for count in counts:
             u = np.array([count(s) for s in tgt], dtype=float)
             ratio = np.maximum(u, ew) / np.maximum(np.minimum(u, ew), 1)
             cells += [f"{np.median(u / np.maximum(ew, 1)):.2f}", f"{100 * (ratio > 3).mean():.1f} %",

@@ -40,6 +40,25 @@ def test_length_units():
     assert length_units("一") == 1
 
 
+def test_marks_stay_inside_their_word():
+    """A combining mark (a vowel sign, a virama, an Arabic vowel mark, a decomposed accent) or
+    ZWJ continues the word it follows and starts none: cut at each mark (before issue 56's
+    fix), a Hindi sentence counted two to three times its words and genuine pairs failed the
+    length ratio."""
+    assert length_units("हॉलीवुड शादियां शायद ही कभी टिकती हैं।") == 7  # was 14
+    assert length_units("नमस्ते दुनिया") == 2
+    assert length_units("كَتَبَ الوَلَدُ") == 2  # Arabic with its vowel marks
+    assert length_units("Cre\u0300me bru\u0302le\u0301e") == 2  # accents as combining marks
+    assert length_units("ශ්\u200dරී") == 1  # Sinhala with a ZWJ
+    assert length_units("\u0301 a") == 1  # a mark after a space starts no word
+    pairs = [("Hollywood marriages rarely last.", "हॉलीवुड शादियां शायद ही कभी टिकती हैं।"),
+             ("Marriage customs differ by country.", "विवाह के रीति-रिवाज देश के अनुसार भिन्न होते हैं।")]
+    s, ok = run(LengthRatio(), pairs)
+    assert all(ok) and max(s) < 3, s  # 1.75 and 2.0; were 3.5 and 4.2, both dropped
+    tgt = [b for _, b in pairs]
+    assert _units(tgt).tolist() == [float(length_units(t)) for t in tgt]
+
+
 def test_khmer_and_thai_translations_pass_the_length_rules():
     """One unit per character made 99 % of NTREX's English-Khmer pairs fail length_ratio 3 (a
     Khmer word is about 6 code points): python -m benchmarks.length_units."""

@@ -5,7 +5,8 @@ numba loop reads each code point once, looking it up in tables built from Python
 ``str`` methods (so that ``\\w``, ``str.split()`` and ``str.casefold()`` mean here exactly
 what they mean in :mod:`bimine.filtering.rules`' reference functions):
 
-* ``units``: :func:`~bimine.filtering.rules.length_units` (``\\w+`` runs, plus the characters of
+* ``units``: :func:`~bimine.filtering.rules.length_units` (``\\w+`` runs, a combining mark
+  continuing a run but never starting one, plus the characters of
   scripts written without spaces, each of which also ends a run, in sixths of a unit: 4 per Han
   character, 2 per kana, 1 per Thai, Lao, Tibetan, Myanmar or Khmer code point; rounded up);
 * ``nonspace``: characters that are not white space (``len("".join(s.split()))``);
@@ -34,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from bimine.filtering._cache import cached_arrays
-from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, mark_code_points
 
 ALNUM = 1  # str.isalnum(): re's \w without "_"
 SPACE = 2  # str.isspace(): what str.split() splits on
@@ -43,9 +44,10 @@ CONTROL = 8  # category Cc (C0, DEL, C1) or Cs (surrogates); fixed by Unicode's 
 DECIMAL = 16  # str.isdecimal(): re's \d
 SYLLABLE = 32  # of a no-space script that writes a syllable with several code points (1/6 unit each)
 KANA = 64  # Hiragana and Katakana (1/3 unit each); other no-space characters: Han (2/3 unit each)
+MARK = 128  # a combining mark or ZWNJ/ZWJ (bimine.text.normalize.is_mark): inside the word it follows
 MULTI = 0x110000  # fold[c] >= MULTI: the folded letters are multi[fold[c] - MULTI]
 
-_VERSION = 2  # of the tables' layout and meaning: part of the cache key
+_VERSION = 3  # of the tables' layout and meaning: part of the cache key (3: MARK)
 _TABLES = None
 
 
@@ -62,6 +64,7 @@ def _build_tables() -> dict[str, np.ndarray]:
         flags[a : b + 1] |= SYLLABLE
     for a, b in KANA_RANGES:
         flags[a : b + 1] |= KANA
+    flags[np.array(mark_code_points(), dtype=np.int64)] |= MARK
     flags[0x00:0x20] |= CONTROL
     flags[0x7F:0xA0] |= CONTROL
     flags[0xD800:0xE000] |= CONTROL
@@ -171,7 +174,7 @@ def text_stats(cps, offsets, flags, fold, multi):
                 if not in_word:
                     u += 1
                 in_word = True
-            else:
+            elif not (f & MARK):  # a mark continues the word it follows, and starts none
                 in_word = False
             # white space, the duplicate key
             if f & SPACE:

@@ -3,9 +3,9 @@ and the hard rules of Bicleaner and OpusFilter).
 
 Each rule is a :class:`~bimine.scoring.base.PairFilter`: a score per pair, the direction
 that means clean, a default threshold and a drop reason. Lengths are counted in *units*:
-words (runs of letters/digits) in scripts written with spaces, characters in scripts written
-without them (Han, kana, Thai, Lao, Khmer, Myanmar, Tibetan), so that ratios between, say,
-Chinese and English stay near 1-2.
+words (runs of letters/digits, with the combining marks that follow a letter) in scripts written
+with spaces, characters in scripts written without them (Han, kana, Thai, Lao, Khmer, Myanmar,
+Tibetan), so that ratios between, say, Chinese and English stay near 1-2.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
 from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
-from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, marks_class
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
 _WORD_RE = re.compile(r"\w+")
@@ -34,21 +35,31 @@ _SYLLABLE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in SYLLABL
 _KANA_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in KANA_RANGES) + "]")
 
 
+@lru_cache(maxsize=1)
+def _marked_word_re() -> re.Pattern:
+    """A word of any script: a ``\\w`` character, then ``\\w`` characters and combining marks
+    (with ZWNJ/ZWJ: :func:`bimine.text.normalize.is_mark`). A mark never starts a word."""
+    cls = marks_class()
+    return re.compile(rf"\w[\w{cls}]*")
+
+
 def length_units(s: str) -> int:
-    """Words (``\\w+`` runs) outside scripts written without spaces, plus, for those scripts, their
-    characters in units of about one word (Han 1.5 characters, kana 3, Thai, Lao, Tibetan, Myanmar
-    and Khmer 6; rounded up over the text): ``"The cat sleeps."`` 3, ``"猫在睡觉。"`` 3,
-    ``"iPhone手机"`` 3. One unit per character, as before issue 42, made every genuine English-Khmer
-    pair fail a length ratio of 3."""
+    """Words outside scripts written without spaces (``\\w`` runs, the combining marks after a
+    letter inside its word: Devanagari's vowel signs and virama, Arabic's vowel marks), plus,
+    for those scripts, their characters in units of about one word (Han 1.5 characters, kana 3,
+    Thai, Lao, Tibetan, Myanmar and Khmer 6; rounded up over the text): ``"The cat sleeps."`` 3,
+    ``"猫在睡觉。"`` 3, ``"iPhone手机"`` 3, ``"नमस्ते दुनिया"`` 2. One unit per character, as before
+    issue 42, made every genuine English-Khmer pair fail a length ratio of 3; a word cut at each
+    mark, as before issue 56, made a Hindi sentence two to three times its length in words."""
     if s.isascii():
         return len(_WORD_RE.findall(s))
     rest, n = _NO_SPACE_RE.subn(" ", s)
     if not n:
-        return len(_WORD_RE.findall(rest))
+        return len(_marked_word_re().findall(rest))
     syllable = len(_SYLLABLE_RE.findall(s))
     kana = len(_KANA_RE.findall(s))
     sixths = syllable * SIXTHS["syllable"] + kana * SIXTHS["kana"] + (n - syllable - kana) * SIXTHS["han"]
-    return -(-sixths // 6) + len(_WORD_RE.findall(rest))
+    return -(-sixths // 6) + len(_marked_word_re().findall(rest))
 
 
 class TextStats(NamedTuple):

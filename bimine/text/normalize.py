@@ -117,7 +117,7 @@ def is_mark(c: int) -> bool:
 #: The planes that can hold a combining mark: the Basic and Supplementary Multilingual Planes and
 #: the Supplementary Special-purpose Plane (variation selectors). Unicode's roadmap keeps planes 2
 #: and 3 for ideographs, 4 to 13 unassigned and 15 and 16 for private use, so a scan of these
-#: finds every mark in a sixth of the time (tests/test_normalize.py checks it against all planes).
+#: finds every mark in a sixth of the time (tests/test_script_tokens.py checks it against all planes).
 MARK_PLANES = (range(0x20000), range(0xE0000, 0xF0000))
 
 
@@ -127,8 +127,9 @@ def mark_code_points(planes=MARK_PLANES) -> list[int]:
 
 
 @lru_cache(maxsize=1)
-def _marks_token_re() -> re.Pattern:
-    """``TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
+def marks_class() -> str:
+    """The combining marks and ZWNJ/ZWJ (:func:`is_mark`) as the inside of a regular
+    expression's character class, in ranges."""
     cps = mark_code_points()
     ranges, start, prev = [], cps[0], cps[0]
     for c in cps[1:] + [-1]:
@@ -136,7 +137,13 @@ def _marks_token_re() -> re.Pattern:
             ranges.append(re.escape(chr(start)) if start == prev else f"{re.escape(chr(start))}-{re.escape(chr(prev))}")
             start = c
         prev = c
-    cls = "".join(ranges)
+    return "".join(ranges)
+
+
+@lru_cache(maxsize=1)
+def _marks_token_re() -> re.Pattern:
+    """``TOKEN_RE`` with the combining marks and ZWNJ/ZWJ counted as word characters."""
+    cls = marks_class()
     return re.compile(rf"[\w{cls}]+|[^\w\s{cls}]", re.UNICODE)
 
 
