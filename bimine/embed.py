@@ -17,6 +17,7 @@ from bimine.cleanup import die_with_parent, sweep_leftovers
 from bimine.encoders.base import Encoder
 from bimine.encoders.registry import load_encoder
 from bimine.errors import InputError
+from bimine.jitcache import wait_for_background
 from bimine.langs import normalize_lang
 from bimine.outputs import atomic_path, check_output_file
 from bimine.progress import bar as progress_bar
@@ -122,6 +123,7 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
     spec = getattr(encoder, "spec", None)
     global _INHERITED_ENCODER
     _INHERITED_ENCODER = None if spec is not None else encoder
+    wait_for_background()  # the kernels an encoder loads in the background: in the open, so Ctrl-C works
     pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(spec, os.getpid()))
     pending: deque = deque()  # bounded: memory stays at a few batches
     try:
@@ -201,7 +203,7 @@ def embed_file(
                 progress=bar,
                 workers=workers,
             ):
-                raw.write(memoryview(np.ascontiguousarray(emb, dtype="<f4")).cast("B"))  # no bytes copy of the batch
+                raw.write(np.ascontiguousarray(emb, dtype="<f4"))  # the array's own buffer: no bytes copy of the batch
                 n += len(emb)
             raw.seek(0)
             if _write_header(raw, n, encoder.dim) != header_len:

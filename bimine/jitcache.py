@@ -16,9 +16,14 @@ bimine do not share entries. ``bimine/__init__.py`` calls it, before any kernel 
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import sys
 import tempfile
+import threading
+
+log = logging.getLogger(__name__)
 
 
 def user_cache_dir(name: str = "numba") -> str:
@@ -51,3 +56,43 @@ def use_user_cache() -> str:
     if config is not None and not getattr(config, "CACHE_DIR", ""):
         config.CACHE_DIR = folder
     return folder
+
+
+# Kernels loaded in the background (an encoder starts them as it loads: bimine.encoders.dan).
+_WARMING: set = set()
+_WARMING_LOCK = threading.Lock()
+
+
+def in_background(fn, name: str) -> None:
+    """Run ``fn()`` (loading or compiling kernels: nothing the caller waits for) in a thread. A
+    failure is left to the first real call to raise (logged at debug level here). Every fork
+    waits for these threads (a child must not inherit numba's compiler lock held by a thread it
+    lacks), and so does the interpreter's exit (LLVM must not run while Python tears down)."""
+
+    def run() -> None:
+        try:
+            fn()
+        except Exception:  # the same call in the real work raises it where the user sees it
+            log.debug(f"{name} failed", exc_info=True)
+        finally:
+            with _WARMING_LOCK:
+                _WARMING.discard(threading.current_thread())
+
+    t = threading.Thread(target=run, name=name, daemon=True)
+    with _WARMING_LOCK:  # added once started, and before it can remove itself
+        t.start()
+        _WARMING.add(t)
+
+
+def wait_for_background() -> None:
+    """Wait for the threads of :func:`in_background`. Called before bimine forks its workers (so
+    that Ctrl-C while waiting stops the command as usual), and by the fork and exit hooks."""
+    with _WARMING_LOCK:
+        threads = list(_WARMING)
+    for t in threads:
+        t.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=wait_for_background)
+atexit.register(wait_for_background)

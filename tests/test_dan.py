@@ -316,13 +316,37 @@ def test_warm_up_loads_the_kernels_a_real_batch_uses(shipped):
     encode path with the array types of a real batch: after it, encoding text of many scripts
     (romanised words and new words included) needs no further kernel signature. Its thread
     swallows errors (the real call raises them), so this runs it in the open."""
-    from bimine.encoders.dan import _wait_for_warm_up, _warm_kernels
+    from bimine.encoders.dan import _warm_kernels
+    from bimine.jitcache import wait_for_background
 
     fast, _ = shipped
-    _wait_for_warm_up()
+    wait_for_background()
     _warm_kernels(fast.featurizer, *fast._towers[fast.config.towers()[0]])
     before = _kernel_signatures()
     assert before["bimine.text._kernels.featurize"] >= 1 and before["bimine.text._piece_kernels.emit"] >= 1
     assert before["bimine.encoders._dan_kernels.pool_int4"] >= 1
     fast.encode(MULTI + ["Привет, мир", "こんにちは世界", "unseenwordzzq qqxyzzy"], "en")
     assert _kernel_signatures() == before
+
+
+def test_loading_the_encoder_loads_its_kernels_in_the_background():
+    """In a fresh process, loading the shipped model starts the warm-up thread, and once it
+    is done the kernels have their signatures without any encode call."""
+    import subprocess
+    import sys
+
+    code = (
+        "from bimine.encoders.dan import DANEncoder\n"
+        "from bimine.encoders.base import default_model_path\n"
+        "from bimine.jitcache import wait_for_background\n"
+        "enc = DANEncoder.load(default_model_path(), backend='numba')\n"
+        "wait_for_background()\n"
+        "from bimine.text import _kernels, _piece_kernels\n"
+        "from bimine.encoders import _dan_kernels\n"
+        "print(len(_kernels.featurize.signatures), len(_piece_kernels.emit.signatures),\n"
+        "      len(_dan_kernels.pool_int4.signatures))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    a, b, c = r.stdout.split()
+    assert int(a) >= 1 and int(b) >= 1 and int(c) >= 1, r.stdout

@@ -59,3 +59,30 @@ def test_an_incomplete_copy_is_made_again_and_old_temporaries_are_swept(tmp_path
     assert ident.classify(TEXTS[1])[0] == "fr"
     assert not old.exists() and fresh.exists()
     assert (folder / "source.json").is_file()
+
+
+def test_the_language_check_reads_the_copy_in_the_user_cache(tmp_path):
+    """``_identify`` (what the commands' language check uses) builds the identifier from the
+    copy in the user's cache folder: it falls back silently, so this checks the copy is made."""
+    import subprocess
+    import sys
+
+    code = ("from bimine.text.langcheck import _identify\n"
+            "classify, labels = _identify()\n"
+            "print(classify('Le chat dort sur le canapé depuis ce matin.'), len(labels))\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "fr" and int(r.stdout.split()[1]) > 90
+    copies = list((tmp_path / "bimine" / "langid").glob("*/source.json"))
+    assert len(copies) == 1
+
+
+def test_a_damaged_copy_is_removed_and_made_again(tmp_path):
+    cached_identifier(str(tmp_path))
+    (folder,) = list(tmp_path.iterdir())
+    (folder / "pc.npy").write_bytes(b"damaged")  # complete (source.json) but unreadable
+    with pytest.raises(ValueError):  # numpy: not a .npy file
+        cached_identifier(str(tmp_path))  # _identify then loads py3langid's own model for this run
+    assert not folder.exists()
+    assert cached_identifier(str(tmp_path)).classify(TEXTS[1])[0] == "fr"  # the next run makes it again

@@ -37,6 +37,9 @@ def registered() -> click.Group:
     return cli
 
 
+_FREEZE_AT_EXIT = False
+
+
 def main() -> None:
     from bimine.cleanup import Terminated, exit_cleanly_on_sigterm
 
@@ -45,7 +48,10 @@ def main() -> None:
     # (numba's compiler state among them: ~0.2 s of each run). Exit hooks run before it, so this
     # one freezes them: their memory goes back with the process, as it would anyway. Nothing
     # changes for a caller that goes on in the same interpreter.
-    atexit.register(gc.freeze)
+    global _FREEZE_AT_EXIT
+    if not _FREEZE_AT_EXIT:
+        _FREEZE_AT_EXIT = True
+        atexit.register(gc.freeze)
     try:
         registered()()
     except (Interrupted, Terminated) as e:

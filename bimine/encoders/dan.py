@@ -26,7 +26,6 @@ import ctypes
 import glob
 import hashlib
 import json
-import logging
 import mmap
 import multiprocessing
 import os
@@ -42,14 +41,13 @@ import numpy as np
 from bimine.cores import usable_cores
 from bimine.encoders.base import weights_digest
 from bimine.errors import ConfigError
+from bimine.jitcache import in_background
 from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
 from bimine.text.subwords import from_tensors, warm_piece_kernels
 from bimine.text.translit import table_from_tensors
 from bimine.text.zawgyi import to_unicode
 from bimine.weights import check_safetensors, load_safetensors, read_json
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -250,37 +248,6 @@ def _warm_kernels(featurizer: Featurizer, table: EmbeddingTable, layers: list) -
     _forward(table.pool(ids, offsets), layers, fused=True)
 
 
-_WARMING: set[threading.Thread] = set()
-
-
-def _warm_in_background(featurizer: Featurizer, table: EmbeddingTable, layers: list) -> None:
-    """Load the kernels in a thread while the caller goes on (SentencePiece reading its model,
-    the language check): numba's start (~0.4 s, mostly its first use in a process) then
-    overlaps with them. A failure here is left to the first real call to raise; a fork waits
-    for the thread (a child must not inherit numba's compiler lock held by a thread it lacks)."""
-
-    def run() -> None:
-        try:
-            _warm_kernels(featurizer, table, layers)
-        except Exception:  # the same call in encode() raises it where the user sees it
-            log.debug("kernel warm-up failed", exc_info=True)
-        finally:
-            _WARMING.discard(threading.current_thread())
-
-    t = threading.Thread(target=run, name="bimine-warm-up", daemon=True)
-    _WARMING.add(t)
-    t.start()
-
-
-def _wait_for_warm_up() -> None:
-    for t in list(_WARMING):
-        t.join()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_wait_for_warm_up)
-
-
 SLICE_ROWS = 512  # rows encoded by one thread at a time (see DANEncoder.encode)
 
 
@@ -416,8 +383,9 @@ class DANEncoder:
                     f"({config.features.rows}, {config.embed_dim})"
                 )
             self._towers[t] = (table, layers)
-        if self.backend == "numba":
-            _warm_in_background(self.featurizer, *self._towers[config.towers()[0]])
+        if self.backend == "numba":  # numba's start (~0.4 s) overlaps with SentencePiece reading its model
+            warm = self._towers[config.towers()[0]]
+            in_background(lambda: _warm_kernels(self.featurizer, *warm), "bimine-warm-up")
         if pieces is not None:
             self.featurizer.set_subword_model(pieces)
 

@@ -15,6 +15,7 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from bimine.cleanup import stop_workers, worker_init
+from bimine.jitcache import wait_for_background
 from bimine.scoring.base import PairFilter
 
 _INHERITED: list[PairFilter] = []  # in a forked worker: the filters it was started with (never set in the parent)
@@ -34,6 +35,7 @@ class LocalBlockPool:
 
     def __init__(self, filters: list[PairFilter], workers: int) -> None:
         self.workers = workers
+        wait_for_background()  # an encoder's kernels loading in the background: in the open, so Ctrl-C works
         self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_worker,
                                          initargs=(filters, os.getpid()))
 

@@ -86,8 +86,11 @@ def cached_identifier(cache: str | None = None):
     if not os.path.isfile(os.path.join(folder, "source.json")):
         for old in os.listdir(root):  # what runs killed while writing left (an hour old or more)
             path = os.path.join(root, old)
-            if old.startswith(".tmp-") and time.time() - os.path.getmtime(path) > 3600:
-                shutil.rmtree(path, ignore_errors=True)
+            try:
+                if old.startswith(".tmp-") and time.time() - os.path.getmtime(path) > 3600:
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:  # another process swept it first
+                pass
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=root)
         try:
             with tempfile.TemporaryFile(dir=tmp) as raw:
@@ -109,7 +112,11 @@ def cached_identifier(cache: str | None = None):
                 pass
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    a = {name: np.load(os.path.join(folder, f"{name}.npy"), allow_pickle=False) for name in _MODEL_ARRAYS}
+    try:
+        a = {name: np.load(os.path.join(folder, f"{name}.npy"), allow_pickle=False) for name in _MODEL_ARRAYS}
+    except Exception:
+        shutil.rmtree(folder, ignore_errors=True)  # a damaged copy: py3langid's own load now, a new copy next time
+        raise
     return langid.LanguageIdentifier(a["ptc"], a["pc"], a["classes"].tolist(), modelio._to_array(a["nextmove"]),
                                      a["out_feat"].tolist(), tk_row=modelio._to_array(a["nextmove_row"]))
 
