@@ -164,25 +164,39 @@ class WordCache:
             K.rehash(self.table, self.slot_hash, ns)
 
 
-def warm_piece_kernels(c: np.ndarray, starts: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-                       buckets: int) -> None:
-    """Load (or compile) the word cache's kernels for the array types of a real batch
-    (``c``/``starts``/``ids``/``offsets`` as :meth:`Pieces.append` gets them), on a throwaway
-    cache and without SentencePiece: each missed word gets one made-up piece. Lets an encoder
-    load them in the background while SentencePiece reads its model."""
+def fill_word_cache(wc: WordCache, c: np.ndarray, starts: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                    buckets: int, words) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(ids, offsets)`` with each sentence's pieces (rows ``buckets + piece``) after its
+    features, the words not in ``wc`` cut by ``words`` (a list of words -> their piece lists) and
+    added to it; ``None`` when the batch holds more distinct new words than the cache can."""
     from bimine.text import _piece_kernels as K  # numba kernels: compiled on first use, not at import
 
-    wc = WordCache(buckets)
-    for _ in range(2):  # the second pass finds the words the first inserted
-        out, off, misses = K.emit(c, starts, ids, offsets, wc.table, wc.slot_hash, wc.slot_word,
-                                  wc.slot_piece, wc.word_cp, wc.piece_ids)
+    for _ in range(3):
+        out, off, misses = K.emit(c, starts, ids, offsets, wc.table, wc.slot_hash,
+                                  wc.slot_word, wc.slot_piece, wc.word_cp, wc.piece_ids)
         if not len(misses):
-            return
-        pieces, piece_off = flatten([[0]] * len(misses))
+            return out, off
+        first: dict[str, int] = {}  # each distinct word once
+        for k, (a, b) in enumerate(misses.tolist()):
+            first.setdefault(c[a:b].tobytes().decode("utf-32-le"), k)
+        if len(first) > wc.max_words:  # more new words than a cache holds: no cache for this batch
+            return None
+        misses = misses[list(first.values())]
+        pieces, piece_off = flatten(words(list(first)))
         pieces += buckets
         wc.make_room(len(misses), int((misses[:, 1] - misses[:, 0]).sum()), len(pieces))
         K.insert(c, misses, pieces, piece_off, wc.table, wc.slot_hash, wc.slot_word, wc.slot_piece,
                  wc.word_cp, wc.piece_ids, wc.counts)
+    return None
+
+
+def warm_piece_kernels(c: np.ndarray, starts: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+                       buckets: int) -> None:
+    """Load (or compile) the word cache's kernels for the array types of a real batch
+    (``c``/``starts``/``ids``/``offsets`` as :meth:`Pieces.append` gets them): the same fill
+    on a throwaway cache, without SentencePiece (each word gets one made-up piece). Lets an
+    encoder load them in the background while SentencePiece reads its model."""
+    fill_word_cache(WordCache(buckets), c, starts, ids, offsets, buckets, lambda ws: [[0]] * len(ws))
 
 
 class Pieces:
@@ -230,25 +244,9 @@ class Pieces:
         """``(ids, offsets)`` with each sentence's pieces (as rows ``buckets + piece``) after its
         features. ``c``/``starts``: the normalised batch of the compiled featuriser
         (``Featurizer.normalized_codepoints``)."""
-        from bimine.text import _piece_kernels as K  # numba kernels: compiled on first use, not at import
-
-        wc = self.cache(buckets)
-        for _ in range(3):
-            out, off, misses = K.emit(c, starts, ids, offsets, wc.table, wc.slot_hash,
-                                      wc.slot_word, wc.slot_piece, wc.word_cp, wc.piece_ids)
-            if not len(misses):
-                return out, off
-            first: dict[str, int] = {}  # each distinct word once
-            for k, (a, b) in enumerate(misses.tolist()):
-                first.setdefault(c[a:b].tobytes().decode("utf-32-le"), k)
-            if len(first) > wc.max_words:  # more new words than a cache holds: no cache for this batch
-                break
-            misses = misses[list(first.values())]
-            pieces, piece_off = flatten(self.words(list(first)))
-            pieces += buckets
-            wc.make_room(len(misses), int((misses[:, 1] - misses[:, 0]).sum()), len(pieces))
-            K.insert(c, misses, pieces, piece_off, wc.table, wc.slot_hash, wc.slot_word, wc.slot_piece,
-                     wc.word_cp, wc.piece_ids, wc.counts)
+        done = fill_word_cache(self.cache(buckets), c, starts, ids, offsets, buckets, self.words)
+        if done is not None:
+            return done
         # a batch with more distinct new words than the cache holds
         norm = [t.strip(" ") for t in c[: starts[-1] - 1].tobytes().decode("utf-32-le").split("\n")]
         ids2, off2 = self.encode(norm)
