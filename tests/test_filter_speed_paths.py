@@ -375,7 +375,7 @@ def test_duplicate_table_grows():
 # ---------------------------------------------------------------- the disk cache of derived tables
 
 def test_cache_is_used_only_for_its_exact_key(tmp_path, monkeypatch):
-    from bimine.filtering._cache import cached_arrays
+    from bimine.diskcache import cached_arrays
 
     monkeypatch.setenv("BIMINE_CACHE_DIR", str(tmp_path))
     calls = []
@@ -415,7 +415,7 @@ def test_cached_langid_tables_equal_freshly_built_ones(tmp_path, monkeypatch):
         for name in ("nextmove", "rowbase", "output", "ptc", "pc"):
             assert np.array_equal(getattr(m, name), fresh[name]), name
         assert m.classes == fresh["classes"].tolist()
-    from bimine.filtering._cache import file_digest
+    from bimine.diskcache import file_digest
 
     key = next(tmp_path.glob("py3langid-*/key.txt")).read_text()
     assert f"sha256 {file_digest(langid._model_file())}" in key  # another model file: another entry

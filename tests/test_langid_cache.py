@@ -1,6 +1,7 @@
-"""The uncompressed copy of py3langid's model in the user's cache (``cached_identifier``): the
-identifier built from it ranks every text exactly as py3langid's own; the copy is read, not
-rewritten, on the next use; an incomplete copy is made again; what killed runs left is swept."""
+"""The uncompressed copy of py3langid's model in the user's cache (``cached_identifier``, an
+entry of :mod:`bimine.diskcache`): the identifier built from it ranks every text exactly as
+py3langid's own; the copy is read, not rewritten, on the next use; an incomplete or damaged
+copy is made again; what killed writers left is swept."""
 
 from __future__ import annotations
 
@@ -26,17 +27,28 @@ TEXTS = [
 ]
 
 
-def test_the_cached_identifier_ranks_as_py3langid(tmp_path):
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIMINE_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _entry(cache):
+    (entry,) = [p for p in cache.iterdir() if p.name.startswith("py3langid-model-") and ".tmp-" not in p.name]
+    return entry
+
+
+def test_the_cached_identifier_ranks_as_py3langid(cache):
     from py3langid.langid import _get_identifier
 
     ref = _get_identifier()
-    made = cached_identifier(str(tmp_path))
-    (folder,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".tmp-")]
-    assert (folder / "source.json").is_file() and (folder / "ptc.npy").is_file()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []  # no temporary left
-    stamp = os.path.getmtime(folder / "ptc.npy")
-    read = cached_identifier(str(tmp_path))  # the second use reads the copy
-    assert os.path.getmtime(folder / "ptc.npy") == stamp
+    made = cached_identifier()
+    entry = _entry(cache)
+    assert (entry / "key.txt").is_file() and (entry / "ptc.npy").is_file()
+    assert not [p for p in cache.iterdir() if ".tmp-" in p.name]  # no temporary left
+    stamp = os.path.getmtime(entry / "ptc.npy")
+    read = cached_identifier()  # the second use reads the copy
+    assert os.path.getmtime(entry / "ptc.npy") == stamp
     for ident in (made, read):
         assert list(ident.nb_classes) == list(ref.nb_classes)
         for text in TEXTS:
@@ -44,21 +56,32 @@ def test_the_cached_identifier_ranks_as_py3langid(tmp_path):
             assert ident.classify(text) == ref.classify(text), text
 
 
-def test_an_incomplete_copy_is_made_again_and_old_temporaries_are_swept(tmp_path):
-    cached_identifier(str(tmp_path))
-    (folder,) = list(tmp_path.iterdir())
-    (folder / "source.json").unlink()  # as a copy whose writer was killed before the end
-    (folder / "ptc.npy").write_bytes(b"not an array")
-    old = tmp_path / ".tmp-old"
+def test_an_incomplete_copy_is_made_again_and_old_temporaries_are_swept(cache):
+    cached_identifier()
+    entry = _entry(cache)
+    (entry / "key.txt").unlink()  # as a copy whose writer was killed before the end
+    (entry / "ptc.npy").write_bytes(b"not an array")
+    old = cache / f"{entry.name}.tmp-1"
     old.mkdir()
     an_hour_ago = time.time() - 7200
     os.utime(old, (an_hour_ago, an_hour_ago))
-    fresh = tmp_path / ".tmp-fresh"  # maybe another process writing now: kept
+    fresh = cache / f"{entry.name}.tmp-2"  # maybe another process writing now: kept
     fresh.mkdir()
-    ident = cached_identifier(str(tmp_path))
+    ident = cached_identifier()
     assert ident.classify(TEXTS[1])[0] == "fr"
     assert not old.exists() and fresh.exists()
-    assert (folder / "source.json").is_file()
+    assert (entry / "key.txt").is_file()
+
+
+def test_a_damaged_copy_is_made_again(cache):
+    cached_identifier()
+    entry = _entry(cache)
+    (entry / "pc.npy").write_bytes(b"damaged")  # complete (key.txt) but unreadable
+    assert cached_identifier().classify(TEXTS[1])[0] == "fr"  # rebuilt at once, not skipped
+    assert cached_identifier().classify(TEXTS[2])[0] == "de"
+    import numpy as np
+
+    assert np.load(entry / "pc.npy").shape == (len(cached_identifier().nb_classes),)
 
 
 def test_the_language_check_reads_the_copy_in_the_user_cache(tmp_path):
@@ -70,19 +93,9 @@ def test_the_language_check_reads_the_copy_in_the_user_cache(tmp_path):
     code = ("from bimine.text.langcheck import _identify\n"
             "classify, labels = _identify()\n"
             "print(classify('Le chat dort sur le canapé depuis ce matin.'), len(labels))\n")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env = {k: v for k, v in os.environ.items() if k != "BIMINE_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0] == "fr" and int(r.stdout.split()[1]) > 90
-    copies = list((tmp_path / "bimine" / "langid").glob("*/source.json"))
-    assert len(copies) == 1
-
-
-def test_a_damaged_copy_is_removed_and_made_again(tmp_path):
-    cached_identifier(str(tmp_path))
-    (folder,) = list(tmp_path.iterdir())
-    (folder / "pc.npy").write_bytes(b"damaged")  # complete (source.json) but unreadable
-    with pytest.raises(ValueError):  # numpy: not a .npy file
-        cached_identifier(str(tmp_path))  # _identify then loads py3langid's own model for this run
-    assert not folder.exists()
-    assert cached_identifier(str(tmp_path)).classify(TEXTS[1])[0] == "fr"  # the next run makes it again
+    assert len(list((tmp_path / "bimine").glob("py3langid-model-*/key.txt"))) == 1

@@ -22,7 +22,7 @@ what they mean in :mod:`bimine.filtering.rules`' reference functions):
   (any case), without which the URL pattern cannot match.
 
 The tables (a flag byte and a case-folding entry per code point, 5.5 MB) take ~0.3 s to build
-from ``str`` methods and are cached on disk (:mod:`bimine.filtering._cache`) keyed by the
+from ``str`` methods and are cached on disk (:mod:`bimine.diskcache`) keyed by the
 Python version and its Unicode database.
 """
 
@@ -34,7 +34,7 @@ import unicodedata
 import numpy as np
 from numba import njit
 
-from bimine.filtering._cache import cached_arrays
+from bimine.diskcache import cached_arrays
 from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, mark_code_points
 
 ALNUM = 1  # str.isalnum(): re's \w without "_"

@@ -28,8 +28,8 @@ from importlib.metadata import version
 
 import numpy as np
 
+from bimine.diskcache import cached_arrays, file_digest
 from bimine.errors import ConfigError
-from bimine.filtering._cache import cached_arrays, file_digest
 from bimine.langs import is_lang_code, normalize_lang, related_languages
 from bimine.scoring.base import PairFilter
 
@@ -123,7 +123,7 @@ def _aligned(a: np.ndarray, align: int = 64) -> np.ndarray:
 def _model() -> LangidModel:
     """The derived tables (:class:`LangidModel`), from the disk cache when they were built
     from this very model file (SHA-256) by this py3langid version and this code's layout
-    (:mod:`bimine.filtering._cache`); else from py3langid's model (~0.7 s), then cached."""
+    (:mod:`bimine.diskcache`); else from py3langid's model (~0.7 s), then cached."""
     global _MODEL
     if _MODEL is None:
         path = _model_file()

@@ -58,67 +58,41 @@ def _identify() -> tuple:
 _MODEL_ARRAYS = ("ptc", "pc", "classes", "nextmove", "nextmove_row", "out_feat")
 
 
-def cached_identifier(cache: str | None = None):
-    """py3langid's identifier built from an uncompressed copy of its model, kept in the user's
-    cache (``~/.cache/bimine/langid/<digest>/``, 68 MB for py3langid 0.4's model) and made on
-    first use. Decompressing the model (LZMA, ~0.35 s) is most of py3langid's load, and it
-    competes for a core with the job the check runs beside. The folder is named by the sha256
-    of py3langid's model file and its version, so another model never reads this copy; a copy
-    is written to a temporary folder and renamed when complete. Raises for a py3langid whose
-    model is not the npz-in-LZMA layout of 0.4 (the caller then lets py3langid load it)."""
-    import hashlib
-    import json
-    import shutil
-    import tempfile
-    import time
+def cached_identifier():
+    """py3langid's identifier built from an uncompressed copy of its model arrays, kept in the
+    user's cache by :func:`bimine.diskcache.cached_arrays` (an entry ``py3langid-model-<hash>``,
+    66 MB for py3langid 0.4's model) and made on first use. Decompressing the model (LZMA,
+    ~0.35 s) is most of py3langid's load, and it competes for a core with the job the check runs
+    beside. The entry's key holds py3langid's version and the model file's sha256, so another
+    model never reads this copy. Raises for a py3langid whose model is not the npz-in-LZMA
+    layout of 0.4 (the caller then lets py3langid load it)."""
     from importlib.metadata import version
 
-    import numpy as np
     from py3langid import langid, modelio  # loaded on use: py3langid is heavy or optional
 
-    from bimine.jitcache import user_cache_dir
+    from bimine.diskcache import cached_arrays, file_digest
 
-    src = langid.MODEL_DIR / langid.MODEL_FILE
-    with open(src, "rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    root = cache or user_cache_dir("langid")
-    folder = os.path.join(root, hashlib.sha256(f"{version('py3langid')} {digest}".encode()).hexdigest()[:16])
-    if not os.path.isfile(os.path.join(folder, "source.json")):
-        for old in os.listdir(root):  # what runs killed while writing left (an hour old or more)
-            path = os.path.join(root, old)
-            try:
-                if old.startswith(".tmp-") and time.time() - os.path.getmtime(path) > 3600:
-                    shutil.rmtree(path, ignore_errors=True)
-            except OSError:  # another process swept it first
-                pass
-        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=root)
-        try:
-            with tempfile.TemporaryFile(dir=tmp) as raw:
-                import lzma
-
-                with lzma.open(src) as z:
-                    shutil.copyfileobj(z, raw, length=1 << 20)
-                raw.seek(0)
-                with np.load(raw, allow_pickle=False) as data:
-                    for name in _MODEL_ARRAYS:
-                        np.save(os.path.join(tmp, f"{name}.npy"), data[name], allow_pickle=False)
-            with open(os.path.join(tmp, "source.json"), "w") as f:  # written last: the copy is complete
-                json.dump({"model": str(src), "sha256": digest, "py3langid": version("py3langid")}, f)
-            if os.path.isdir(folder) and not os.path.isfile(os.path.join(folder, "source.json")):
-                shutil.rmtree(folder, ignore_errors=True)  # not a copy this code wrote (renames are whole)
-            try:
-                os.rename(tmp, folder)
-            except OSError:  # another process made it first
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        a = {name: np.load(os.path.join(folder, f"{name}.npy"), allow_pickle=False) for name in _MODEL_ARRAYS}
-    except Exception:
-        shutil.rmtree(folder, ignore_errors=True)  # a damaged copy: py3langid's own load now, a new copy next time
-        raise
+    src = str(langid.MODEL_DIR / langid.MODEL_FILE)
+    key = f"py3langid model arrays v1; py3langid {version('py3langid')}; model {src} sha256 {file_digest(src)}"
+    a = cached_arrays("py3langid-model", key, lambda: _decompressed(src))
     return langid.LanguageIdentifier(a["ptc"], a["pc"], a["classes"].tolist(), modelio._to_array(a["nextmove"]),
                                      a["out_feat"].tolist(), tk_row=modelio._to_array(a["nextmove_row"]))
+
+
+def _decompressed(src: str) -> dict:
+    """The arrays of py3langid's model file (npz inside LZMA), read through a temporary file."""
+    import lzma
+    import shutil
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryFile() as raw:
+        with lzma.open(src) as z:
+            shutil.copyfileobj(z, raw, length=1 << 20)
+        raw.seek(0)
+        with np.load(raw, allow_pickle=False) as data:
+            return {name: data[name] for name in _MODEL_ARRAYS}
 
 
 _MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh", b"\x28\xb5\x2f\xfd")

@@ -1,5 +1,6 @@
-"""Arrays derived from something slow to load or build (py3langid's model, Unicode tables),
-kept on disk so that each ``bimine filter`` process does not pay for them again.
+"""Arrays derived from something slow to load or build (py3langid's model for the filter's
+compiled walk and, uncompressed, for the file language check; Unicode tables), kept on disk so
+that each ``bimine`` process does not pay for them again.
 
 An entry is a folder ``<name>-<hash of key>`` holding one ``.npy`` file per array and
 ``key.txt``, the full description of what the arrays were derived from (versions, the source
@@ -10,14 +11,17 @@ memory-mapped read-only: a process reads only the pages it touches, and processe
 The folder is ``$BIMINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/bimine``, else
 ``~/.cache/bimine``; ``BIMINE_CACHE_DIR=off`` turns the cache off. A folder that cannot be
 written only costs the rebuild. An entry is written under a temporary name and renamed when
-complete; plain ``.npy`` files, never pickle.
+complete (a temporary left by a writer that was killed is removed by the next writer of that
+entry once it is an hour old); plain ``.npy`` files, never pickle.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -65,6 +69,12 @@ def cached_arrays(name: str, key: str, build: Callable[[], dict[str, np.ndarray]
     if found is not None:
         return found
     arrays = build()
+    for old in glob.glob(glob.escape(entry) + ".tmp-*"):  # what killed writers left
+        try:
+            if time.time() - os.path.getmtime(old) > 3600:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:  # another process swept it first
+            pass
     tmp = f"{entry}.tmp-{os.getpid()}"
     try:
         shutil.rmtree(tmp, ignore_errors=True)
