@@ -38,7 +38,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.text.normalize import TextNorm
-from bimine.text.tokens import tokenize
+from bimine.text.tokens import TOKENS_VERSION, check_version, tokenize
 from bimine.weights import read_safetensors, save_safetensors
 
 KINDS = ("confidence", "fc", "bigru")
@@ -59,17 +59,19 @@ def pad_batch(seqs: list) -> tuple:
 
 class TokenHasher:
     """Token -> row of the embedding table: crc32 of the UTF-8 bytes into ``buckets - 1``
-    rows (row 0 is padding). Deterministic across processes and platforms."""
+    rows (row 0 is padding). Deterministic across processes and platforms. ``version``: the
+    token version (:mod:`bimine.text.tokens`) the model was trained with."""
 
-    def __init__(self, buckets: int, max_tokens: int):
+    def __init__(self, buckets: int, max_tokens: int, version: int = TOKENS_VERSION):
         self.buckets = buckets
         self.max_tokens = max_tokens
+        self.version = version
         self._cache: dict[str, int] = {}
 
     def ids(self, s: str) -> list[int]:
         out = []
         cache = self._cache
-        for tok in tokenize(s)[: self.max_tokens]:
+        for tok in tokenize(s, self.version)[: self.max_tokens]:
             i = cache.get(tok)
             if i is None:
                 i = zlib.crc32(tok.encode("utf-8")) % (self.buckets - 1) + 1
@@ -121,8 +123,12 @@ class PieceTokenizer:
 
 def tokenizer(config: dict, model: bytes | None = None):
     """The tokenizer of a BiGRU ``config`` (``model``: the SentencePiece bytes of ``tokens: pieces``)."""
-    if config.get("tokens", "hashed") == "hashed":
-        return TokenHasher(config["buckets"], config["max_tokens"])
+    if config.get("tokens", "hashed") == "hashed":  # a file without a token version was made with version 1
+        try:
+            version = check_version(config.get("token_version", 1), "the BiGRU's config")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        return TokenHasher(config["buckets"], config["max_tokens"], version)
     if model is None:
         raise ConfigError("the BiGRU cuts text into subword pieces, but its file holds no piece model")
     norm = TextNorm(config.get("lowercase", True), config.get("marks_in_words", True),

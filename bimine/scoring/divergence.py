@@ -54,6 +54,7 @@ from bimine.scoring.vdpwi import (
     torch_device,
     vdpwi_network,
 )
+from bimine.text.tokens import check_version
 from bimine.weights import read_safetensors, save_safetensors
 
 FORMAT = 1
@@ -105,6 +106,12 @@ class DivergenceModel:
     _aligner: object = field(default=None, repr=False)
     device: str | None = field(default=None, repr=False)  # vdpwi: None = a CUDA GPU if there, else the CPU
     _clf: object = field(default=None, repr=False)
+
+    @property
+    def token_version(self) -> int:
+        """The token version the model was trained with (:mod:`bimine.text.tokens`; a file
+        without one was made with version 1)."""
+        return self.config.get("token_version", 1)
 
     @property
     def threshold(self) -> float:
@@ -167,6 +174,10 @@ class DivergenceModel:
             raise ConfigError(f"{path}: unknown divergence model kind {kind!r}")
         config = meta.pop("config")
         meta.pop("format")
+        try:
+            check_version(config.get("token_version", 1), str(path))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         return cls(kind, config, weights, meta)
 
     def check_encoder(self, encoder) -> None:
@@ -227,7 +238,8 @@ class DivergenceModel:
             sv, tv = Vocab(c["src_vocab"][1:]), Vocab(c["tgt_vocab"][1:])
             models = {k: IBMModel.from_arrays(self.weights, k, a, b, c["length_cap"])
                       for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv)))}
-            self._aligner = WordAligner(models["e2f"], models["f2e"], dict_threshold=c["dict_threshold"])
+            self._aligner = WordAligner(models["e2f"], models["f2e"], dict_threshold=c["dict_threshold"],
+                                        token_version=self.token_version)
             self._clf = LinearClassifier.from_arrays(self.weights, "clf")
 
     def _ensure_vdpwi(self, encoder):
@@ -250,8 +262,8 @@ class DivergenceModel:
         self.check_encoder(encoder)
         net, vectors = self._ensure_vdpwi(encoder)
         mw = int(self.config["vdpwi"]["max_words"])
-        sw = [sentence_words(s, mw) for s in src]
-        tw = [sentence_words(t, mw) for t in tgt]
+        sw = [sentence_words(s, mw, self.token_version) for s in src]
+        tw = [sentence_words(t, mw, self.token_version) for t in tgt]
         return predict_pairs(net, [max(len(a), len(b)) for a, b in zip(sw, tw)],
                              lambda idx: (vectors.lookup([sw[i] for i in idx], src_lang),
                                           vectors.lookup([tw[i] for i in idx], tgt_lang)), batch)

@@ -22,6 +22,7 @@ import numpy as np
 
 from bimine.scoring.ibm import WordAligner, words
 from bimine.scoring.logistic import sigmoid
+from bimine.text.tokens import TOKENS_VERSION
 
 SYMS = ("intersection", "union", "grow-diag-final-and")
 SIDE_FEATURES = ("unaligned", "unaligned_ratio", "fert1", "fert2", "fert3", "longest_unaligned", "longest_aligned")
@@ -58,16 +59,17 @@ def _coverage(ws: list[str], other: set[str], trans: dict[str, set[str]]) -> flo
     return sum(1 for w in ws if trans.get(w, set()) & other) / len(ws)
 
 
-def feature_tokens(s: str) -> list[str]:
-    """The word tokens of ``s`` the features look at (punctuation dropped, at most 200)."""
-    return words(s, 200)
+def feature_tokens(s: str, version: int = TOKENS_VERSION) -> list[str]:
+    """The word tokens of ``s`` the features look at (punctuation dropped, at most 200), in token
+    version ``version`` (the aligner's)."""
+    return words(s, 200, version)
 
 
 def pair_features(src: list[str], tgt: list[str], aligner: WordAligner) -> np.ndarray:
     """``(n, 48)`` float64 features (:func:`feature_names`) of the pairs, links and dictionary
     from the IBM Model 2 ``aligner``."""
-    s_tok = [feature_tokens(x) for x in src]
-    t_tok = [feature_tokens(x) for x in tgt]
+    s_tok = [feature_tokens(x, aligner.token_version) for x in src]
+    t_tok = [feature_tokens(x, aligner.token_version) for x in tgt]
     links = {sym: aligner.align(s_tok, t_tok, sym) for sym in SYMS}
     return features_from_links(s_tok, t_tok, links, aligner.translations("src"), aligner.translations("tgt"))
 

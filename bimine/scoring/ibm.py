@@ -33,7 +33,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
-from bimine.text.tokens import tokenize
+from bimine.text.tokens import TOKENS_VERSION, check_version, tokenize
 from bimine.weights import read_safetensors, save_safetensors
 
 FORMAT = 1
@@ -45,10 +45,11 @@ def is_word(token: str) -> bool:
     return any(c.isalnum() for c in token)
 
 
-def words(s: str, limit: int | None = None) -> list[str]:
+def words(s: str, limit: int | None = None, version: int = TOKENS_VERSION) -> list[str]:
     """The word tokens of ``s`` (punctuation dropped), the first ``limit`` of them: what
-    lengths, dictionary coverage, the M&M features and the VDPWI model count."""
-    return [t for t in tokenize(s) if is_word(t)][:limit]
+    lengths, dictionary coverage, the M&M features and the VDPWI model count. ``version``: the
+    token version (:mod:`bimine.text.tokens`) of the model that reads them."""
+    return [t for t in tokenize(s, version) if is_word(t)][:limit]
 
 
 class Vocab:
@@ -267,7 +268,12 @@ class WordAligner:
     src_lang: str = ""
     tgt_lang: str = ""
     dict_threshold: float = 0.1
+    token_version: int = TOKENS_VERSION  #: the token version its vocabularies were made with (:mod:`bimine.text.tokens`)
     _dict: tuple[dict, dict] | None = field(default=None, repr=False)
+
+    def words(self, s: str, limit: int | None = None) -> list[str]:
+        """The word tokens of ``s`` as this aligner's vocabularies were cut (:func:`words`)."""
+        return words(s, limit, self.token_version)
 
     def align(self, src: list[list[str]], tgt: list[list[str]], method: str = "grow-diag-final-and",
               ) -> list[set[tuple[int, int]]]:
@@ -319,7 +325,7 @@ class WordAligner:
                                    m.t_vals[keep].astype(np.float32).astype(np.float64), m.a_keys,
                                    None if m.a_vals is None else m.a_vals.astype(np.float32).astype(np.float64),
                                    m.model, m.length_cap, list(m.history)))
-        return WordAligner(models[0], models[1], self.src_lang, self.tgt_lang, self.dict_threshold)
+        return WordAligner(models[0], models[1], self.src_lang, self.tgt_lang, self.dict_threshold, self.token_version)
 
     # ------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
@@ -328,6 +334,7 @@ class WordAligner:
             "src_lang": self.src_lang,
             "tgt_lang": self.tgt_lang,
             "dict_threshold": self.dict_threshold,
+            "token_version": self.token_version,
             "src_vocab": self.e2f.src_vocab.tokens,
             "tgt_vocab": self.e2f.tgt_vocab.tokens,
             "models": {k: {"model": m.model, "length_cap": m.length_cap, "history": m.history}
@@ -351,4 +358,8 @@ class WordAligner:
         models = {k: IBMModel.from_arrays(arrays, k, a, b, meta["models"][k]["length_cap"], meta["models"][k]["model"],
                                           meta["models"][k].get("history"))
                   for k, (a, b) in (("e2f", (sv, tv)), ("f2e", (tv, sv)))}
-        return cls(models["e2f"], models["f2e"], meta["src_lang"], meta["tgt_lang"], meta["dict_threshold"])
+        try:  # a file without a version was made before version 2
+            version = check_version(meta.get("token_version", 1), str(path))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        return cls(models["e2f"], models["f2e"], meta["src_lang"], meta["tgt_lang"], meta["dict_threshold"], version)

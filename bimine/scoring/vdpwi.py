@@ -29,6 +29,7 @@ import numpy as np
 
 from bimine.devices import check_device
 from bimine.scoring.ibm import words
+from bimine.text.tokens import TOKENS_VERSION
 
 
 @dataclass
@@ -51,8 +52,9 @@ class VDPWIConfig:
         return cls(**d)
 
 
-def sentence_words(s: str, max_words: int) -> list[str]:
-    return words(s, max_words)
+def sentence_words(s: str, max_words: int, version: int = TOKENS_VERSION) -> list[str]:
+    """The first ``max_words`` word tokens of ``s`` in token version ``version`` (the model's)."""
+    return words(s, max_words, version)
 
 
 class WordVectors:

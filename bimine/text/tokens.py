@@ -1,29 +1,67 @@
-"""Word tokens: lowercased ``\\w+`` runs and single punctuation marks, each character of a
-script written without spaces a token of its own. The BiGRU pair classifier, the IBM word
-aligner and the divergence models read sentences through :func:`tokenize`."""
+"""Word tokens: lowercased words and single punctuation marks, each character of a script
+written without spaces a token of its own. The BiGRU pair classifier, the IBM word aligner and
+the divergence models read sentences through :func:`tokenize`.
+
+Two versions, because models store tokens (the IBM aligner's vocabulary, the BiGRU's hashed
+rows): a model file records the version it was trained with (a file without one was made
+with version 1), and reads text with it.
+
+* ``1`` (before issue 56): ``\\w+`` runs. Python's ``\\w`` leaves out the combining marks, so a
+  Devanagari, Bengali, Tamil or Myanmar word was cut at each vowel sign and virama, and each
+  mark was a "punctuation" token of its own: ``"हिंदी"`` gave ``ह ि ं द ी``, and the word
+  tokens (:func:`bimine.scoring.ibm.words`) kept only the bare consonants ``ह द``.
+* ``2`` (:data:`TOKENS_VERSION`, what new models record): a combining mark or ZWNJ/ZWJ
+  (:func:`bimine.text.normalize.is_mark`) continues the token it follows, as in the DAN's
+  features with ``marks_in_words`` and in the length rules: ``"हिंदी"`` is one token, and a
+  character of a script without spaces is one token with the marks that follow it (Thai
+  ``"กั"``, Myanmar ``"မြ"``).
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from bimine.text.normalize import NO_SPACE_RANGES
+from bimine.text.normalize import NO_SPACE_RANGES, marks_class
 
-
-def _no_space_re():
-    return re.compile("([" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "])")
-
+TOKENS_VERSION = 2  #: the version new models record
+VERSIONS = (1, 2)
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-_NO_SPACE = None
+_NO_SPACE_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES)
 
 
-def tokenize(s: str) -> list[str]:
-    """Lowercased ``\\w+`` runs and single punctuation marks; each character of a script
-    written without spaces is a token of its own."""
-    global _NO_SPACE
+@lru_cache(maxsize=1)
+def _no_space_re() -> re.Pattern:
+    return re.compile(f"([{_NO_SPACE_CLASS}])")
+
+
+@lru_cache(maxsize=1)
+def _marked_res() -> tuple[re.Pattern, re.Pattern]:
+    """Version 2: a no-space character with the marks after it; a word of ``\\w`` characters
+    and marks, or one other non-space character."""
+    cls = marks_class()
+    return (re.compile(f"([{_NO_SPACE_CLASS}][{cls}]*)"),
+            re.compile(rf"[\w{cls}]+|[^\w\s{cls}]"))
+
+
+def check_version(version, where: str = "tokens") -> int:
+    """``version`` if bimine knows it; a ValueError naming ``where`` otherwise (a model made by a
+    newer bimine)."""
+    if version not in VERSIONS:
+        raise ValueError(f"{where}: token version {version!r}, this bimine reads {', '.join(map(str, VERSIONS))} "
+                         "(a model made by a newer bimine: upgrade bimine)")
+    return version
+
+
+def tokenize(s: str, version: int = TOKENS_VERSION) -> list[str]:
+    """The lowercased tokens of ``s``: words and single punctuation marks, each character of a
+    script written without spaces a token of its own (see the module's docstring for the
+    two versions)."""
     s = s.lower()
-    if not s.isascii():
-        if _NO_SPACE is None:
-            _NO_SPACE = _no_space_re()
-        s = _NO_SPACE.sub(r" \1 ", s)
-    return _TOKEN_RE.findall(s)
+    if s.isascii():
+        return _TOKEN_RE.findall(s)
+    if version == 1:
+        return _TOKEN_RE.findall(_no_space_re().sub(r" \1 ", s))
+    no_space, token = _marked_res()
+    return token.findall(no_space.sub(r" \1 ", s))

@@ -8,7 +8,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.scoring.ibm import IBMModel, Vocab, WordAligner, alignment_key, corpus_links
-from bimine.text.tokens import tokenize
+from bimine.text.tokens import TOKENS_VERSION, tokenize
 
 
 def _link_tables(s_ids: list[np.ndarray], t_ids: list[np.ndarray], n_f: int, model: int,
@@ -113,8 +113,8 @@ def train_aligner(src: list[str], tgt: list[str], *, model: int = 2, iterations:
                   ) -> WordAligner:
     """Tokenise the pairs (sentences longer than ``max_tokens`` tokens are cut there) and train
     both directions: Model 1 for ``iterations``, then (model 2) Model 2 for ``iterations``."""
-    s = [tokenize(x)[:max_tokens] for x in src]
-    t = [tokenize(x)[:max_tokens] for x in tgt]
+    s = [tokenize(x, TOKENS_VERSION)[:max_tokens] for x in src]
+    t = [tokenize(x, TOKENS_VERSION)[:max_tokens] for x in tgt]
     sv, tv = Vocab(), Vocab()
     e2f = train_ibm(s, t, model=model, iterations1=iterations, iterations2=iterations, src_vocab=sv, tgt_vocab=tv,
                     progress=(lambda i, n, ll: progress("e2f", i, n, ll)) if progress else None)
@@ -124,4 +124,4 @@ def train_aligner(src: list[str], tgt: list[str], *, model: int = 2, iterations:
         m.t_vals = m.t_vals.astype(np.float32).astype(np.float64)
         if m.a_vals is not None:
             m.a_vals = m.a_vals.astype(np.float32).astype(np.float64)
-    return WordAligner(e2f, f2e, src_lang, tgt_lang, dict_threshold)
+    return WordAligner(e2f, f2e, src_lang, tgt_lang, dict_threshold, TOKENS_VERSION)

@@ -39,6 +39,7 @@ from bimine.scoring.classifiers import (
 )
 from bimine.scoring.logistic import best_f1_threshold, fit_logistic_1d
 from bimine.text.sameness import same_file
+from bimine.text.tokens import TOKENS_VERSION
 from bimine.training.defaults import MIN_DEV_AUC
 from bimine.training.negatives import make_negatives
 
@@ -338,7 +339,8 @@ def _bigru_tokenizer(cfg: ClassifierTrainConfig):
     hashed words (003's words, no vocabulary), or the subword pieces of ``cfg.init_model`` (a DAN
     model with ``features.subwords``), each row started from that model's embedding of the piece."""
     if cfg.tokens == "hashed":
-        return TokenHasher(cfg.buckets, cfg.max_tokens), {"tokens": "hashed", "buckets": cfg.buckets, "emb": cfg.emb}, None
+        conf = {"tokens": "hashed", "buckets": cfg.buckets, "emb": cfg.emb, "token_version": TOKENS_VERSION}
+        return TokenHasher(cfg.buckets, cfg.max_tokens, TOKENS_VERSION), conf, None
     if cfg.tokens != "pieces":
         raise ConfigError(f"tokens: 'hashed' or 'pieces', got {cfg.tokens!r}")
     enc = load_encoder(cfg.init_model or "default")
@@ -402,6 +404,8 @@ def _bigru_digest(cfg: ClassifierTrainConfig, src, tgt, dev) -> str:
         h.update(b"\0")
     settings = {k: v for k, v in cfg.__dict__.items() if k not in ("epochs", "threads", "checkpoint", "resume",
                                                                      "checkpoint_seconds")}
+    if cfg.tokens == "hashed":  # its rows are of the tokens' version
+        settings["token_version"] = TOKENS_VERSION
     return json_digest({"pairs": h.hexdigest(), "settings": settings})
 
 

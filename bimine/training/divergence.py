@@ -47,6 +47,7 @@ from bimine.scoring.vdpwi import (
 )
 from bimine.store.store import json_digest
 from bimine.text.io import read_parallel
+from bimine.text.tokens import TOKENS_VERSION
 from bimine.training.aligner import train_aligner
 from bimine.training.checkpoint import (
     check_start,
@@ -277,7 +278,7 @@ def _examples_digest(examples, cfg: VDPWIConfig, t: VDPWITraining, encoder, src_
         h.update(f"{e.src}\t{e.tgt}\t{e.label!r}\n".encode())
     return json_digest({"examples": h.hexdigest(), "config": cfg.to_dict(), "batch": t.batch, "lr": t.lr,
                         "seed": t.seed, "dev_fraction": t.dev_fraction, "languages": [src_lang, tgt_lang],
-                        "encoder": getattr(encoder, "model_id", "")})
+                        "encoder": getattr(encoder, "model_id", ""), "token_version": TOKENS_VERSION})
 
 
 def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPWIConfig | None = None,
@@ -301,8 +302,8 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
     perm = rng.permutation(n)
     n_dev = max(1, int(round(dev_fraction * n)))
     dev_idx, tr_idx = perm[:n_dev], perm[n_dev:]
-    sw = [sentence_words(e.src, cfg.max_words) for e in examples]
-    tw = [sentence_words(e.tgt, cfg.max_words) for e in examples]
+    sw = [sentence_words(e.src, cfg.max_words, TOKENS_VERSION) for e in examples]
+    tw = [sentence_words(e.tgt, cfg.max_words, TOKENS_VERSION) for e in examples]
     y = np.array([e.label for e in examples], np.float32)
     vectors = WordVectors(encoder)
     vs = vectors.lookup(sw, src_lang)
@@ -373,7 +374,8 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
             "training": {"examples": n, "dev_examples": int(n_dev), "epochs": epochs, "best_epoch": best[2],
                          "dev_pearson": best[0], "seed": seed, "lr": lr, "batch": batch, "history": history,
                          "minutes": (time.time() - t0) / 60}}
-    return DivergenceModel("vdpwi", {"vdpwi": cfg.to_dict(), "dim": int(dim)}, weights, meta)
+    return DivergenceModel("vdpwi", {"vdpwi": cfg.to_dict(), "dim": int(dim), "token_version": TOKENS_VERSION},
+                           weights, meta)
 
 
 def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0, prune: float = 1e-4,
@@ -390,7 +392,7 @@ def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0
     weights = {**clf.arrays("clf"), **stored.e2f.arrays("e2f"), **stored.f2e.arrays("f2e")}
     config = {"src_vocab": aligner.e2f.src_vocab.tokens, "tgt_vocab": aligner.e2f.tgt_vocab.tokens,
               "length_cap": aligner.e2f.length_cap, "dict_threshold": aligner.dict_threshold,
-              "features": feature_names()}
+              "features": feature_names(), "token_version": aligner.token_version}
     meta = {"languages": [src_lang, tgt_lang], "threshold": 0.5,
             "training": {"examples": len(examples), "minutes": (time.time() - t0) / 60, "l2": l2, "prune": prune}}
     return DivergenceModel("mm", config, weights, meta)

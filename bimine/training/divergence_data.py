@@ -81,8 +81,8 @@ def candidate_mask(src: list[str], tgt: list[str], aligner: WordAligner, *, max_
                    min_coverage: float = 0.5) -> np.ndarray:
     """Boolean ``(n, n)`` matrix: ``[i, j]`` is True when ``(src[i], tgt[j])``, ``i != j``,
     passes the length-ratio and the two-sided dictionary-coverage filters (004 §3)."""
-    sw = [words(s) for s in src]
-    tw = [words(t) for t in tgt]
+    sw = [aligner.words(s) for s in src]  # cut as the aligner's dictionary was
+    tw = [aligner.words(t) for t in tgt]
     ls = np.array([len(w) for w in sw], np.float64)
     lt = np.array([len(w) for w in tw], np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,0 +1,180 @@
+"""Word tokens (``bimine.text.tokens``) of the BiGRU, the IBM aligner and the divergence models:
+version 2 keeps combining marks inside their word (before it, a Hindi word was cut at each vowel
+sign and the word tokens kept only its bare consonants). Each script's tokens written out by
+hand; version 1 is the tokeniser as it was, for the models made with it; a model file says which
+version it reads, and one without a version reads version 1."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+from safetensors.numpy import load_file, save_file
+
+from bimine.errors import ConfigError
+from bimine.scoring.ibm import WordAligner, words
+from bimine.text.normalize import NO_SPACE_RANGES
+from bimine.text.tokens import TOKENS_VERSION, tokenize
+
+# (script, sentence, version 2 tokens, version 1 tokens), the tokens separated by spaces
+CASES = [
+    ("Devanagari", "हिंदी भाषा में", "हिंदी भाषा में", "ह ि ं द ी भ ा ष ा म े ं"),
+    ("Bengali", "আমি ভাত খাই", "আমি ভাত খাই", "আম ি ভ া ত খ া ই"),
+    ("Tamil", "தமிழ் மொழி", "தமிழ் மொழி", "தம ி ழ ் ம ொ ழ ி"),
+    ("Malayalam", "മലയാളം ഭാഷ", "മലയാളം ഭാഷ", "മലയ ാ ള ം ഭ ാ ഷ"),
+    ("Telugu", "తెలుగు", "తెలుగు", "త ె ల ు గ ు"),
+    ("Sinhala with ZWJ", "ශ්\u200dරී", "ශ්\u200dරී", "ශ ් \u200d ර ී"),
+    ("Persian with ZWNJ", "می\u200cخواهم", "می\u200cخواهم", "می \u200c خواهم"),
+    ("Arabic with vowel marks", "كَتَبَ", "كَتَبَ", "ك َ ت َ ب َ"),
+    # scripts without spaces: a character and the marks after it
+    ("Thai", "สวัสดี", "ส วั ส ดี", "ส ว ั ส ด ี"),
+    ("Myanmar", "မြန်မာ", "မြ န် မာ", "မ ြ န ် မ ာ"),
+    ("Khmer", "ខ្មែរ", "ខ្ មែ រ", "ខ ្ ម ែ រ"),
+    ("Latin, decomposed accents", "e\u0301te\u0301", "e\u0301te\u0301", "e \u0301 te \u0301"),
+    ("Latin, composed", "Été, déjà!", "été , déjà !", "été , déjà !"),
+    ("Han and Latin", "我们去iPhone店", "我 们 去 iphone 店", "我 们 去 iphone 店"),
+    ("Ethiopic (no marks)", "አማርኛ ቋንቋ", "አማርኛ ቋንቋ", "አማርኛ ቋንቋ"),
+]
+
+
+@pytest.mark.parametrize("script,sentence,v2,v1", CASES, ids=[c[0] for c in CASES])
+def test_tokens_by_hand(script, sentence, v2, v1):
+    assert tokenize(sentence) == v2.split(" ")
+    assert tokenize(sentence, 1) == v1.split(" ")
+
+
+def test_word_tokens_keep_whole_words():
+    assert words("हिंदी भाषा में, अच्छा!") == ["हिंदी", "भाषा", "में", "अच्छा"]
+    # version 1 dropped every vowel sign: only bare consonants were left as "words"
+    assert words("हिंदी भाषा में, अच्छा!", version=1) == ["ह", "द", "भ", "ष", "म", "अच", "छ"]
+    assert words("தமிழ் மொழி", version=1) == ["தம", "ழ", "ம", "ழ"]
+
+
+_OLD_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+_OLD_NO_SPACE = re.compile("([" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "])")
+
+
+def _tokenize_before_version_2(s: str) -> list[str]:
+    """The tokeniser as it was before versions (what models without one were trained on)."""
+    s = s.lower()
+    if not s.isascii():
+        s = _OLD_NO_SPACE.sub(r" \1 ", s)
+    return _OLD_TOKEN_RE.findall(s)
+
+
+def test_version_1_is_the_tokeniser_models_without_a_version_were_trained_with():
+    rng = random.Random(0)
+    pool = "".join(c[1] for c in CASES) + "abc XYZ 123 .,;!? \t\u200b\u0301\u093f\u0e31" + "".join(
+        chr(c) for c in range(0x0900, 0x0980))
+    texts = [c[1] for c in CASES] + ["".join(rng.choice(pool) for _ in range(rng.randint(0, 40))) for _ in range(2000)]
+    texts += ["".join(chr(rng.randint(0x20, 0x2FFFF)) for _ in range(30)) for _ in range(500)]
+    for t in texts:
+        assert tokenize(t, 1) == _tokenize_before_version_2(t), t
+
+
+def test_version_2_differs_only_where_marks_are():
+    """Text without a combining mark or ZWNJ/ZWJ gets the same tokens in both versions, so
+    every model reads it as before."""
+    for t in ["The cat sleeps.", "Été, déjà!", "我们去iPhone店", "Привет, мир", "አማርኛ ቋንቋ", "שלום עולם"]:
+        assert tokenize(t) == tokenize(t, 1)
+
+
+HI = ["हिंदी भाषा", "अच्छा दिन", "हिंदी दिन", "अच्छा भाषा", "बड़ा दिन", "बड़ा भाषा"]
+EN = ["hindi language", "good day", "hindi day", "good language", "big day", "big language"]
+
+
+def _strip_version(path):
+    """Rewrite a word-alignment file as one written before token versions."""
+    with safe_open(str(path), "numpy") as f:
+        meta = dict(f.metadata())
+    arrays = load_file(str(path))
+    m = json.loads(meta["bimine_word_aligner"])
+    m.pop("token_version")
+    meta["bimine_word_aligner"] = json.dumps(m, ensure_ascii=False)
+    save_file(arrays, str(path), metadata=meta)
+    return m
+
+
+def test_a_new_aligner_has_whole_hindi_words_and_records_its_version(tmp_path):
+    from bimine.training.aligner import train_aligner
+
+    al = train_aligner(EN * 3, HI * 3, model=2, iterations=5, src_lang="en", tgt_lang="hi")
+    assert al.token_version == TOKENS_VERSION == 2
+    assert {"हिंदी", "भाषा", "अच्छा", "बड़ा"} <= set(al.e2f.tgt_vocab.tokens)
+    assert ("hindi", "हिंदी") in al.dictionary() and ("good", "अच्छा") in al.dictionary()
+    al.save(tmp_path / "al.safetensors")
+    assert WordAligner.load(tmp_path / "al.safetensors").token_version == 2
+
+
+def test_an_aligner_file_without_a_version_reads_text_as_it_was_trained(tmp_path, monkeypatch):
+    import bimine.training.aligner as aligner_mod
+
+    monkeypatch.setattr(aligner_mod, "TOKENS_VERSION", 1)  # an aligner as bimine made it before versions
+    old = aligner_mod.train_aligner(EN * 3, HI * 3, model=2, iterations=5, src_lang="en", tgt_lang="hi")
+    assert old.token_version == 1 and "हिंदी" not in old.e2f.tgt_vocab.tokens
+    p = tmp_path / "old.safetensors"
+    old.save(p)
+    assert "token_version" not in _strip_version(p)
+    back = WordAligner.load(p)
+    assert back.token_version == 1
+    vocab = set(back.e2f.tgt_vocab.tokens)
+    # every word token it cuts from its own training text is in its vocabulary: nothing reads
+    # as unknown; version 2 tokens would all be unknown to it
+    assert all(w in vocab for s in HI for w in back.words(s))
+    assert not any(w in vocab for s in HI for w in words(s))
+    src, tgt = [back.words(s) for s in EN], [back.words(s) for s in HI]
+    assert back.align(src, tgt) == old.align(src, tgt)
+
+
+def test_an_unknown_token_version_is_refused(tmp_path):
+    from bimine.training.aligner import train_aligner
+
+    p = tmp_path / "al.safetensors"
+    train_aligner(EN, HI, model=1, iterations=1).save(p)
+    with safe_open(str(p), "numpy") as f:
+        meta = dict(f.metadata())
+    m = json.loads(meta["bimine_word_aligner"])
+    m["token_version"] = 9
+    meta["bimine_word_aligner"] = json.dumps(m, ensure_ascii=False)
+    save_file(load_file(str(p)), str(p), metadata=meta)
+    with pytest.raises(ConfigError, match="token version 9"):
+        WordAligner.load(p)
+
+
+def test_the_bigru_hasher_reads_its_files_version():
+    from bimine.scoring.classifiers import TokenHasher, tokenizer
+
+    conf = {"tokens": "hashed", "buckets": 1000, "max_tokens": 64}
+    old, new = tokenizer(conf), tokenizer({**conf, "token_version": 2})
+    assert old.version == 1 and new.version == 2
+    s = "हिंदी भाषा"
+    assert old.ids(s) == TokenHasher(1000, 64, 1).ids(s) and len(old.ids(s)) == 9
+    assert new.ids(s) == TokenHasher(1000, 64, 2).ids(s) and len(new.ids(s)) == 2
+    assert old.ids("The cat.") == new.ids("The cat.")
+    with pytest.raises(ConfigError, match="token version 3"):
+        tokenizer({**conf, "token_version": 3})
+
+
+def test_a_divergence_model_records_the_version_and_an_older_file_reads_version_1(tmp_path):
+    from bimine.scoring.divergence import DivergenceModel
+    from bimine.training.aligner import train_aligner
+    from bimine.training.divergence import train_mm
+    from bimine.training.divergence_data import build_examples
+
+    al = train_aligner(EN * 3, HI * 3, model=2, iterations=5, src_lang="en", tgt_lang="hi")
+    ex, _ = build_examples(EN * 4, HI * 4, al, ratio=2, seed=0)
+    m = train_mm(ex, al, src_lang="en", tgt_lang="hi")
+    assert m.config["token_version"] == 2 and m.token_version == 2
+    p = tmp_path / "mm.safetensors"
+    m.save(p)
+    back = DivergenceModel.load(p)
+    assert np.allclose(back.score(EN, HI, src_lang="en", tgt_lang="hi"), m.score(EN, HI, src_lang="en", tgt_lang="hi"))
+    del back.config["token_version"]  # as a file made before versions reads
+    assert back.token_version == 1
+    back._aligner = None
+    back._ensure_mm()
+    assert back._aligner.token_version == 1
