@@ -37,11 +37,13 @@ from bimine.scoring.rescore import Rescorer, load_rescorer
 DATA = os.environ.get("BIMINE_SHARED_DATA", "../shared/data")
 
 
-def candidate_rows(split, encoder, xx: str, cfg: MineConfig, vectors=None):
+def candidate_rows(split, encoder, xx: str, cfg: MineConfig, vectors=None, text_version: int | None = None):
+    from bimine.scoring.rescore import TEXT_VERSION
     from bimine.scoring.vdpwi import WordVectors
 
     e = embed_split(split, encoder, xx, "en")
-    c = mine_candidates(e.x, e.y, split.src, split.tgt, vectors or WordVectors(encoder), xx, "en", cfg)
+    c = mine_candidates(e.x, e.y, split.src, split.tgt, vectors or WordVectors(encoder), xx, "en", cfg,
+                        TEXT_VERSION if text_version is None else text_version)
     pairs = [(split.src_ids[a], split.tgt_ids[b]) for a, b in zip(c.src.tolist(), c.tgt.tolist())]
     label = np.array([p in split.gold for p in pairs], dtype=np.int8)
     return c, pairs, label, e
@@ -84,7 +86,8 @@ def table6(splits: dict, encoder, xx: str, rescorer: Rescorer | None) -> dict:
         from bimine.scoring.vdpwi import WordVectors
 
         vectors = WordVectors(encoder)  # one cache of word vectors for both splits (they share many words)
-        got = {s: candidate_rows(sp, encoder, xx, MineConfig(score="eq9", strategy="max"), vectors)
+        got = {s: candidate_rows(sp, encoder, xx, MineConfig(score="eq9", strategy="max"), vectors,
+                                 rescorer.text_version)
                for s, sp in splits.items()}
         def texts(s):
             c = got[s][0]

@@ -178,3 +178,85 @@ def test_a_divergence_model_records_the_version_and_an_older_file_reads_version_
     back._aligner = None
     back._ensure_mm()
     assert back._aligner.token_version == 1
+
+
+# ---------------------------------------------------------------- the rescorer's text features
+
+def test_rescorer_text_features_count_whole_words_by_hand():
+    import math
+
+    from bimine.scoring.rescore import TEXT_FEATURES, _word_res, text_features
+
+    hi, en = "हिंदी भाषा में", "in Hindi language"
+    v2 = dict(zip(TEXT_FEATURES, text_features([hi], [en])[0]))
+    v1 = dict(zip(TEXT_FEATURES, text_features([hi], [en], 1)[0]))
+    assert v2["token_ratio"] == 0.0  # 3 words each
+    assert v1["token_ratio"] == pytest.approx(abs(math.log(5 / 3)))  # ह द भ ष म against 3
+    # the word-match features' words: whole words, each Han character alone, as before for Latin
+    assert _word_res(2)[1].findall("हिंदी भाषा 我们 café_x") == ["हिंदी", "भाषा", "我", "们", "café", "x"]
+    assert _word_res(1)[1].findall("हिंदी भाषा 我们 café_x") == ["ह", "द", "भ", "ष", "我", "们", "café", "x"]
+
+
+def test_rescorer_word_features_read_whole_hindi_words():
+    from bimine.scoring.rescore import WORD_FEATURES, word_features
+
+    class Words:
+        seen: list = []
+
+        def matrix(self, words, lang):
+            self.seen += list(words)
+            table = {"हिंदी": 0, "hindi": 0, "भाषा": 1, "language": 1}
+            v = np.zeros((len(words), 2), np.float32)
+            for n, w in enumerate(words):
+                if w in table:
+                    v[n, table[w]] = 1.0
+            return v
+
+    w = Words()
+    got = dict(zip(WORD_FEATURES, word_features(["हिंदी भाषा"], ["Hindi language"], w, "hi", "en")[0]))
+    assert got["matched_src"] == 1.0 and got["matched_tgt"] == 1.0
+    assert {"हिंदी", "भाषा"} <= set(w.seen)
+    old = dict(zip(WORD_FEATURES, word_features(["हिंदी भाषा"], ["Hindi language"], Words(), "hi", "en", version=1)[0]))
+    assert old["matched_src"] == 0.0  # bare consonants match nothing
+
+
+def test_a_rescorer_records_its_text_version_and_an_older_one_reads_version_1(tmp_path):
+    from bimine.errors import InputError
+    from bimine.scoring.rescore import FEATURES, TEXT_VERSION, Rescorer
+    from bimine.training.rescorer import train_rescorer
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, len(FEATURES)))
+    y = (x[:, 0] > 0).astype(int)
+    r = train_rescorer(x, y, trees=5)
+    assert r.meta["text_version"] == TEXT_VERSION == 2 and r.text_version == 2
+    r.save(tmp_path / "r")
+    assert Rescorer.load(tmp_path / "r").text_version == 2
+    meta_file = tmp_path / "r" / "rescorer.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["text_version"]
+    meta_file.write_text(json.dumps(meta))
+    assert Rescorer.load(tmp_path / "r").text_version == 1
+    meta["text_version"] = 7
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="text version 7"):
+        Rescorer.load(tmp_path / "r")
+
+
+def test_rescoring_computes_the_features_of_the_rescorers_version(monkeypatch):
+    import bimine.scoring.rescore as rs
+
+    got = []
+    monkeypatch.setattr(rs, "pair_features", lambda *a: got.append(a[-1]) or np.zeros((len(a[0]), len(rs.FEATURES))))
+
+    class Booster:
+        def predict(self, x):
+            return np.zeros(len(x))
+
+    class Enc:
+        model_id = "dan-x"
+
+    for meta, want in (({}, 1), ({"text_version": 2}, 2)):
+        r = rs.Rescorer(Booster(), {"features": list(rs.FEATURES), **meta})
+        rs.rescore_pairs(r, Enc(), ["हिंदी"], ["Hindi"], np.zeros((1, len(rs.KNN_FEATURES))), "hi", "en")
+        assert got[-1] == want

@@ -16,7 +16,7 @@ from bimine.index.sides import knn_both_ways, side_from_array
 from bimine.mining.select import select_pairs
 from bimine.mining.spec import MineConfig
 from bimine.scoring.margin import score_candidates
-from bimine.scoring.rescore import knn_features, pair_features, swap_sides
+from bimine.scoring.rescore import TEXT_VERSION, knn_features, pair_features, swap_sides
 from bimine.scoring.vdpwi import WordVectors
 
 
@@ -104,10 +104,11 @@ class Candidates:
 
 
 def mine_candidates(x: np.ndarray, y: np.ndarray, src_texts: list[str], tgt_texts: list[str], vectors,
-                    src_lang: str, tgt_lang: str, cfg=None) -> Candidates:
+                    src_lang: str, tgt_lang: str, cfg=None, text_version: int = TEXT_VERSION) -> Candidates:
     """Mine unit-norm embeddings ``x`` (sources) against ``y`` (targets) in memory with ``cfg``
     (a :class:`~bimine.mining.pipeline.MineConfig`; threshold ignored) and return every
-    selected candidate with its features (``vectors``: the encoder's word vectors)."""
+    selected candidate with its features (``vectors``: the encoder's word vectors; text features
+    of ``text_version``: a rescorer's own, for one that scores them)."""
     cfg = replace(cfg or MineConfig(), threshold=None)
     k = min(cfg.k, len(x), len(y))
     cfg = replace(cfg, k=k)
@@ -115,7 +116,7 @@ def mine_candidates(x: np.ndarray, y: np.ndarray, src_texts: list[str], tgt_text
     fwd, bwd = score_candidates(cfg.score, k, sxy, ixy, syx, iyx)
     s, i, j = select_pairs(fwd, ixy, bwd, iyx, cfg.strategy)
     f = pair_features([src_texts[a] for a in i.tolist()], [tgt_texts[b] for b in j.tolist()],
-                      knn_features(sxy, ixy, syx, iyx, k, i, j), vectors, src_lang, tgt_lang)
+                      knn_features(sxy, ixy, syx, iyx, k, i, j), vectors, src_lang, tgt_lang, text_version)
     return Candidates(s, i, j, f)
 
 

@@ -31,6 +31,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,7 @@ from bimine.scoring.cross_encoder import CrossRescorer
 from bimine.scoring.cross_files import read_stage_meta
 from bimine.scoring.margin import knn_mean
 from bimine.scoring.vdpwi import WordVectors
+from bimine.text.normalize import marks_class
 from bimine.weights import read_json
 
 FORMAT = 1
@@ -112,7 +114,12 @@ def knn_features(sxy: np.ndarray, ixy: np.ndarray, syx: np.ndarray, iyx: np.ndar
 
 _NUMBER = re.compile(r"\d+(?:[.,\u00a0\u202f' ]\d+)*")
 _NOT_DIGIT = re.compile(r"\D")
-_WORD = re.compile(r"\w+")
+# The text features' words have two versions, as the pair models' tokens (bimine.text.tokens):
+# 1, ``\w`` runs, cut an abugida's words at each vowel sign and virama (Python's ``\w`` leaves out
+# the combining marks); 2 keeps a combining mark or ZWNJ/ZWJ inside the word it follows. A
+# rescorer records the version it was trained with (``text_version``; none: 1).
+TEXT_VERSION = 2
+TEXT_VERSIONS = (1, 2)
 _PUNCT = "?!:;()\"%"
 _LINK = re.compile(r"(?:https?://|www\.)\S+|[^\s@]+@[^\s@]+\.\w+")
 
@@ -124,17 +131,28 @@ def _numbers(s: str) -> set[str]:
 _WIDE = re.compile("[\u2e80-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 
 
-# words: runs of letters and digits, and each Han or kana character (written without spaces)
-_WORD_TOKEN = re.compile("[\u2e80-\u9fff\uf900-\ufaff]|[^\\W_\u2e80-\u9fff\uf900-\ufaff]+")
+_WIDE_CLASS = "\u2e80-\u9fff\uf900-\ufaff"
 
 
-def _tokens(s: str) -> int:
-    n = len(_WORD.findall(s))
+@lru_cache(maxsize=2)
+def _word_res(version: int) -> tuple[re.Pattern, re.Pattern]:
+    """The words of ``version``: ``\\w`` runs (for the token ratio and the copied tokens), and
+    the word-match features' words (runs of letters and digits, and each Han or kana character,
+    written without spaces); version 2 with the combining marks after a letter inside its word."""
+    if version == 1:
+        return re.compile(r"\w+"), re.compile(f"[{_WIDE_CLASS}]|[^\\W_{_WIDE_CLASS}]+")
+    marks = marks_class()
+    return (re.compile(rf"\w[\w{marks}]*"),
+            re.compile(f"[{_WIDE_CLASS}]|[^\\W_{_WIDE_CLASS}](?:[^\\W_{_WIDE_CLASS}]|[{marks}])*"))
+
+
+def _tokens(s: str, version: int = TEXT_VERSION) -> int:
+    n = len(_word_res(version)[0].findall(s))
     # Chinese and Japanese, written without spaces: count characters (a word there is one to three of them)
     return max(n, len(_WIDE.findall(s)) // 2, 1)
 
 
-def _copies(s: str) -> set[str]:
+def _copies(s: str, version: int = TEXT_VERSION) -> set[str]:
     """Tokens that translations usually copy verbatim: those with a capital letter, or letters
     and digits (names, acronyms, codes), URLs and e-mail addresses (numbers alone are the
     number features' part). The first word of a sentence is left
@@ -143,7 +161,7 @@ def _copies(s: str) -> set[str]:
     if "@" in s or "www." in s or "://" in s:
         links = [w.rstrip(".,;:!?)]}'\"") for w in _LINK.findall(s)]
         s = _LINK.sub(" ", s)
-    tokens = _WORD.findall(s)
+    tokens = _word_res(version)[0].findall(s)
     out = set()
     for w in tokens:
         if w.isdigit() or (w.islower() and w.isalpha()):
@@ -167,9 +185,9 @@ def _end(s: str) -> str:
     return ch if ch in ".?!:;" else ("." if ch in "。" else "")
 
 
-def text_features(src: list[str], tgt: list[str]) -> np.ndarray:
+def text_features(src: list[str], tgt: list[str], version: int = TEXT_VERSION) -> np.ndarray:
     """The :data:`TEXT_FEATURES` of pairs of texts (NFKC-normalised first, so that full-width
-    punctuation and digits count as their ASCII forms)."""
+    punctuation and digits count as their ASCII forms), words of ``version``."""
     if len(src) != len(tgt):
         raise ValueError(f"{len(src)} sources but {len(tgt)} targets")
     out = np.zeros((len(src), len(TEXT_FEATURES)), dtype=np.float32)
@@ -178,12 +196,12 @@ def text_features(src: list[str], tgt: list[str]) -> np.ndarray:
         b = unicodedata.normalize("NFKC", b)
         la, lb = len(a), len(b)
         na, nb = _numbers(a), _numbers(b)
-        ca, cb = _copies(a), _copies(b)
+        ca, cb = _copies(a, version), _copies(b, version)
         pa, pb = _punct(a), _punct(b)
         out[n] = (
             math.log1p(la), math.log1p(lb),
             abs(math.log((la + 1) / (lb + 1))),
-            abs(math.log(_tokens(a) / _tokens(b))),
+            abs(math.log(_tokens(a, version) / _tokens(b, version))),
             len(na), len(nb),
             len(na & nb) / len(na | nb) if na or nb else 1.0,
             len(na ^ nb),
@@ -196,7 +214,7 @@ def text_features(src: list[str], tgt: list[str]) -> np.ndarray:
 
 
 def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_lang: str,
-                  max_words: int = 64, match: float = 0.5) -> np.ndarray:
+                  max_words: int = 64, match: float = 0.5, version: int = TEXT_VERSION) -> np.ndarray:
     """The :data:`WORD_FEATURES` of pairs: each word embedded alone by the sentence encoder
     (``vectors``: a :class:`bimine.scoring.vdpwi.WordVectors`, cached per word), then, for
     each side, the mean over its words of the best cosine to a word of the other side (a
@@ -208,8 +226,10 @@ def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_la
         word_match,  # numba kernels: compiled on first use, not at import
     )
 
+    word_re = _word_res(version)[1]  # words of ``version``
+
     def side(texts, lang):
-        ws = [_WORD_TOKEN.findall(t.lower())[:max_words] for t in texts]
+        ws = [word_re.findall(t.lower())[:max_words] for t in texts]
         vocab: dict[str, int] = {}
         ids = np.fromiter((vocab.setdefault(w, len(vocab)) for s in ws for w in s), dtype=np.int64)
         off = np.zeros(len(ws) + 1, dtype=np.int64)
@@ -275,6 +295,12 @@ class Rescorer:
     @property
     def threshold(self) -> float:
         return float(self.meta.get("threshold", 0.5))
+
+    @property
+    def text_version(self) -> int:
+        """The version of the text features' words it was trained with (a rescorer without one:
+        1, the words before combining marks were kept inside them)."""
+        return int(self.meta.get("text_version", 1))
 
     @property
     def encoder(self) -> str:
@@ -358,6 +384,9 @@ class Rescorer:
         meta = read_json(meta_path, "rescorer config")
         if meta.get("format") != FORMAT:
             raise InputError(f"{meta_path}: rescorer format {meta.get('format')!r}; this bimine reads format {FORMAT}")
+        if meta.get("text_version", 1) not in TEXT_VERSIONS:
+            raise InputError(f"{meta_path}: text version {meta['text_version']!r}, this bimine reads "
+                             f"{', '.join(map(str, TEXT_VERSIONS))} (a rescorer made by a newer bimine: upgrade bimine)")
         names = list(meta.get("features", ()))
         if not names or any(f not in FEATURES for f in names) or names != sorted(names, key=FEATURES.index):
             raise InputError(f"{meta_path}: the rescorer was trained on other features than this bimine computes")
@@ -469,7 +498,8 @@ def rescore_pairs(rescorer: Rescorer, encoder, src: list[str], tgt: list[str], k
         with bar(total=len(src), unit=" pairs", desc="rescore", enabled=progress) as b:
             for a in range(0, len(src), block):
                 z = slice(a, a + block)
-                out[z] = rescorer.predict(pair_features(src[z], tgt[z], knn[z], vectors, src_lang, tgt_lang))
+                out[z] = rescorer.predict(pair_features(src[z], tgt[z], knn[z], vectors, src_lang, tgt_lang,
+                                                        rescorer.text_version))
                 b.update(len(src[z]))
         if trees_cache is not None:
             _save_atomic(trees_cache, out)
@@ -495,9 +525,12 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
 # ------------------------------------------------------------------------------ candidates
 
 
-def pair_features(src: list[str], tgt: list[str], knn: np.ndarray, vectors, src_lang: str, tgt_lang: str) -> np.ndarray:
-    """Every feature of :data:`FEATURES` for pairs whose :data:`KNN_FEATURES` are ``knn``."""
-    return np.concatenate([knn, text_features(src, tgt), word_features(src, tgt, vectors, src_lang, tgt_lang)], axis=1)
+def pair_features(src: list[str], tgt: list[str], knn: np.ndarray, vectors, src_lang: str, tgt_lang: str,
+                  version: int = TEXT_VERSION) -> np.ndarray:
+    """Every feature of :data:`FEATURES` for pairs whose :data:`KNN_FEATURES` are ``knn`` (text
+    features of ``version``: a rescorer's :attr:`Rescorer.text_version`)."""
+    return np.concatenate([knn, text_features(src, tgt, version),
+                           word_features(src, tgt, vectors, src_lang, tgt_lang, version=version)], axis=1)
 
 
 _SWAP = [FEATURES.index(n.replace("_src", "_TMP").replace("_tgt", "_src").replace("_TMP", "_tgt")) for n in FEATURES]

@@ -31,7 +31,7 @@ from bimine.langs import normalize_lang
 from bimine.mining.planted import take_gold, training_rows
 from bimine.progress import bar
 from bimine.scoring.logistic import best_f1_threshold
-from bimine.scoring.rescore import DEFAULT_FEATURES, FEATURES, Rescorer, lightgbm_module
+from bimine.scoring.rescore import DEFAULT_FEATURES, FEATURES, TEXT_VERSION, Rescorer, lightgbm_module
 from bimine.text.io import read_lines
 from bimine.text.langcheck import LanguageChecks
 from bimine.training.cross_encoder import CrossTraining, train_cross, train_scratch_cross
@@ -352,7 +352,8 @@ def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = N
     data = lgb.Dataset(x[:, [FEATURES.index(f) for f in features]], label=np.asarray(y, np.float64),
                        feature_name=list(features), free_raw_data=True)
     booster = lgb.train(params, data, num_boost_round=trees)
-    meta = {"kind": "gbdt", "features": list(features), "encoder": encoder, "trees": trees, "leaves": leaves,
+    meta = {"kind": "gbdt", "features": list(features), "encoder": encoder, "text_version": TEXT_VERSION,
+            "trees": trees, "leaves": leaves,
             "learning_rate": learning_rate, "seed": seed, "train_rows": int(len(y)), "train_positives": int(np.sum(y))}
     r = Rescorer(booster, meta)
     if x_dev is not None and y_dev is not None and len(y_dev):
