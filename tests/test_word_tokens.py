@@ -260,3 +260,15 @@ def test_rescoring_computes_the_features_of_the_rescorers_version(monkeypatch):
         r = rs.Rescorer(Booster(), {"features": list(rs.FEATURES), **meta})
         rs.rescore_pairs(r, Enc(), ["हिंदी"], ["Hindi"], np.zeros((1, len(rs.KNN_FEATURES))), "hi", "en")
         assert got[-1] == want
+
+
+def test_replace_divergences_take_words_with_marks():
+    """The 'replace' hard divergence (004) swaps a word for a dictionary neighbour; a Hindi
+    word's vowel signs are not letters to ``str.isalpha``, so no Hindi word was ever replaced."""
+    from bimine.training.divergence_data import _replace, _replaceable
+
+    assert _replaceable("भाषा") and _replaceable("अच्छा") and _replaceable("house")
+    assert not _replaceable("दिन") and not _replaceable("x2y3z") and not _replaceable("\u093fभाषा")
+    rng = np.random.default_rng(0)
+    out = _replace("यह हिंदी भाषा है", rng, ["अच्छा"])
+    assert out in ("यह अच्छा भाषा है", "यह हिंदी अच्छा है")

@@ -27,6 +27,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.scoring.ibm import WordAligner, words
+from bimine.text.normalize import is_mark
 
 HARD_KINDS = ("delete", "replace", "append")
 
@@ -119,9 +120,15 @@ def _delete(s: str, rng: np.random.Generator) -> str | None:
     return " ".join(toks[:a] + toks[a + k:])
 
 
+def _replaceable(t: str) -> bool:
+    """A word of letters, with the combining marks inside it (a Hindi word's vowel signs are no
+    letters to ``str.isalpha``), of more than 3 characters."""
+    return len(t) > 3 and t[0].isalpha() and all(c.isalpha() or is_mark(ord(c)) for c in t)
+
+
 def _replace(s: str, rng: np.random.Generator, pool: list[str]) -> str | None:
     toks = s.split()
-    cands = [i for i, t in enumerate(toks) if len(t) > 3 and t.isalpha()]
+    cands = [i for i, t in enumerate(toks) if _replaceable(t)]
     if not cands or not pool:
         return None
     i = cands[int(rng.integers(len(cands)))]
@@ -137,8 +144,8 @@ def hard_negatives(src: list[str], tgt: list[str], aligner: WordAligner, *, n: i
     """``n`` finer-grained divergences made from the positives (see the module docstring),
     kinds taken in turn, the side changed chosen at random (seeded)."""
     rng = np.random.default_rng(seed + 1)
-    pools = {"src": sorted(w for w in aligner.translations("src") if len(w) > 3 and w.isalpha()),
-             "tgt": sorted(w for w in aligner.translations("tgt") if len(w) > 3 and w.isalpha())}
+    pools = {"src": sorted(w for w in aligner.translations("src") if _replaceable(w)),
+             "tgt": sorted(w for w in aligner.translations("tgt") if _replaceable(w))}
     out: list[Example] = []
     tries = 0
     while len(out) < n and tries < 20 * n + 100:
