@@ -305,6 +305,18 @@ def test_near_copy_catches_edited_copies_and_spares_translations():
     assert copy_share("Home", "Home") == 0.0
 
 
+def test_near_copy_counts_whole_words_of_scripts_with_marks():
+    """A Hindi sentence and its Marathi translation (both Devanagari) share no word; cut at each
+    vowel sign, they shared their bare consonants (म, ज, ह, ...) and scored 0.6."""
+    from bimine.filtering.rules import copy_share, copy_tokens
+
+    assert copy_tokens("मैं घर जा रहा हूं") == ["मैं", "घर", "जा", "रहा", "हूं"]
+    assert copy_share("मैं घर जा रहा हूं", "मी घरी जात आहे") == 0.0
+    assert copy_share("सरकार ने नई नीति की घोषणा की", "सरकारने नवीन धोरण जाहीर केले") == 0.0
+    # a copied Hindi sentence with one word edited is still a copy: 4 of its 5 words
+    assert copy_share("मैं घर जा रहा हूं", "मैं घर जा रहा था") == pytest.approx(4 / 5)
+
+
 def test_near_copy_is_off_between_close_relatives():
     from bimine.filtering.rules import NearCopy
 

@@ -151,12 +151,14 @@ class IdenticalSides(PairFilter):
 
 
 def copy_tokens(s: str) -> list[str]:
-    """The words of ``s`` that a translation would change (casefolded): ``\\w+`` runs with a
-    letter, leaving out numbers, names (capitalised after the first word) and code-like tokens
-    (an underscore, or capitals after the first letter: ``getValue``, ``UNESCO``), which a
-    translation keeps as they are."""
+    """The words of ``s`` that a translation would change (casefolded): words with a letter
+    (``\\w`` runs, the combining marks after a letter inside its word, as :func:`length_units`
+    counts them), leaving out numbers, names (capitalised after the first word) and code-like
+    tokens (an underscore, or capitals after the first letter: ``getValue``, ``UNESCO``), which a
+    translation keeps as they are. Cut at each mark, a Hindi and a Marathi sentence shared their
+    bare consonants: a genuine translation looked 60 % copied."""
     out = []
-    for k, m in enumerate(_WORD_RE.finditer(s)):
+    for k, m in enumerate((_WORD_RE if s.isascii() else _marked_word_re()).finditer(s)):
         t = m.group()
         if "_" in t or any(c.isdigit() for c in t) or not any(c.isalpha() for c in t):
             continue
