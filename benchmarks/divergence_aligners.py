@@ -155,10 +155,9 @@ def main() -> None:
         print("eflomal is not installed (pip install eflomal): its row is skipped")
     else:
         n = result["align_pairs"]
-        s_tok = [feature_tokens(x) for x in src[:n]] + [feature_tokens(e.src) for e in ex] + [feature_tokens(x)
-                                                                                          for x in en]
-        t_tok = [feature_tokens(x) for x in tgt[:n]] + [feature_tokens(e.tgt) for e in ex] + [feature_tokens(x)
-                                                                                          for x in fr]
+        v = al.token_version  # the IBM row's tokens (a cached aligner keeps its own)
+        s_tok = [feature_tokens(x, v) for x in [*src[:n], *(e.src for e in ex), *en]]
+        t_tok = [feature_tokens(x, v) for x in [*tgt[:n], *(e.tgt for e in ex), *fr]]
         a, b, secs = eflomal_links(s_tok, t_tok)
         gdfa = [symmetrize(x, z, "grow-diag-final-and") for x, z in zip(a[:n], b[:n])]
         fwd, bwd = count_dictionary(s_tok[:n], t_tok[:n], gdfa)

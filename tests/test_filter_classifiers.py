@@ -128,10 +128,10 @@ def test_confidence_never_changes_the_best_target():
 def test_tokens_are_words_punctuation_and_cjk_characters():
     assert tokenize("Hello, World!") == ["hello", ",", "world", "!"]
     assert tokenize("我们去iPhone店") == ["我", "们", "去", "iphone", "店"]
-    h = TokenHasher(1000, 3)
+    h = TokenHasher(1000, 3, 2)
     ids = h.ids("a b c d e")
     assert len(ids) == 3 and all(1 <= i < 1000 for i in ids)
-    assert h.ids("A") == TokenHasher(1000, 3).ids("a")
+    assert h.ids("A") == TokenHasher(1000, 3, 2).ids("a")
     x, lengths = h.batch(["a b", "", "c"])
     assert x.shape == (3, 2) and lengths.tolist() == [2, 0, 1] and x[1].tolist() == [0, 0]
 

@@ -14,14 +14,13 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
 from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
-from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, marks_class
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, marked_word_re
 
 _NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
 _WORD_RE = re.compile(r"\w+")
@@ -33,14 +32,6 @@ _WORD_RE = re.compile(r"\w+")
 SIXTHS = {"syllable": 1, "kana": 2, "han": 4}  # per character; every other no-space range counts as Han
 _SYLLABLE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in SYLLABLE_RANGES) + "]")
 _KANA_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in KANA_RANGES) + "]")
-
-
-@lru_cache(maxsize=1)
-def _marked_word_re() -> re.Pattern:
-    """A word of any script: a ``\\w`` character, then ``\\w`` characters and combining marks
-    (with ZWNJ/ZWJ: :func:`bimine.text.normalize.is_mark`). A mark never starts a word."""
-    cls = marks_class()
-    return re.compile(rf"\w[\w{cls}]*")
 
 
 def length_units(s: str) -> int:
@@ -55,11 +46,11 @@ def length_units(s: str) -> int:
         return len(_WORD_RE.findall(s))
     rest, n = _NO_SPACE_RE.subn(" ", s)
     if not n:
-        return len(_marked_word_re().findall(rest))
+        return len(marked_word_re().findall(rest))
     syllable = len(_SYLLABLE_RE.findall(s))
     kana = len(_KANA_RE.findall(s))
     sixths = syllable * SIXTHS["syllable"] + kana * SIXTHS["kana"] + (n - syllable - kana) * SIXTHS["han"]
-    return -(-sixths // 6) + len(_marked_word_re().findall(rest))
+    return -(-sixths // 6) + len(marked_word_re().findall(rest))
 
 
 class TextStats(NamedTuple):
@@ -158,7 +149,7 @@ def copy_tokens(s: str) -> list[str]:
     translation keeps as they are. Cut at each mark, a Hindi and a Marathi sentence shared their
     bare consonants: a genuine translation looked 60 % copied."""
     out = []
-    for k, m in enumerate((_WORD_RE if s.isascii() else _marked_word_re()).finditer(s)):
+    for k, m in enumerate((_WORD_RE if s.isascii() else marked_word_re()).finditer(s)):
         t = m.group()
         if "_" in t or any(c.isdigit() for c in t) or not any(c.isalpha() for c in t):
             continue

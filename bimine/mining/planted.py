@@ -163,11 +163,12 @@ def planted_corpus(pairs, encoder, src_lang: str, tgt_lang: str, *, gold: int = 
 
 
 def candidate_sets(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
-                   cfg=None, seed: int = 0, vectors=None):
+                   cfg=None, seed: int = 0, vectors=None, text_version: int = TEXT_VERSION):
     """For each ``(lang, pairs)`` of ``corpora`` (``pairs``: (other-language, English) pairs
     whose first ``gold`` usable ones the encoder never saw), a planted corpus
     (:func:`planted_corpus`) mined as ``cfg`` (default Eq. 9, max, k = 4): yields ``(lang,
-    split, candidates, label)``, ``label`` 1 for the candidates that are gold pairs."""
+    split, candidates, label)``, ``label`` 1 for the candidates that are gold pairs (text
+    features of ``text_version``)."""
     if vectors is None:
         vectors = WordVectors(encoder)
     for lang, pairs in corpora:
@@ -175,15 +176,15 @@ def candidate_sets(encoder, corpora, *, gold: int = 300, distractors: int = 6000
                                seed=seed, prefix=lang)
         x = encoder.encode(split.src, lang)
         y = encoder.encode(split.tgt, "en")
-        c = mine_candidates(x, y, split.src, split.tgt, vectors, lang, "en", cfg)
+        c = mine_candidates(x, y, split.src, split.tgt, vectors, lang, "en", cfg, text_version)
         label = np.array([(split.src_ids[a], split.tgt_ids[b]) in split.gold for a, b in zip(c.src.tolist(), c.tgt.tolist())],
                          dtype=np.int8)
         yield lang, split, c, label
 
 
 def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000, near: int = 10, pool: int = 20000,
-                  cfg=None, seed: int = 0, log=None, texts: list | None = None, sizes: list | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+                  cfg=None, seed: int = 0, log=None, texts: list | None = None, sizes: list | None = None,
+                  text_version: int = TEXT_VERSION) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Candidate features and labels for training a rescorer, from :func:`candidate_sets`: gold
     pairs are positives, every other selected candidate a negative; each row also enters with
     its sides swapped (:func:`swap_sides`), so the rescorer serves both directions. Returns
@@ -191,10 +192,11 @@ def training_rows(encoder, corpora, *, gold: int = 300, distractors: int = 6000,
     split train and dev by it) and each row's language. With ``texts`` (a list), each
     candidate's ``(source, target)`` texts are appended to it, in candidate-number order. With
     ``sizes`` (a list), each language's ``(lang, source sentences, target sentences, gold
-    pairs)`` is appended to it: a side smaller than ``gold + distractors`` ran out of pairs."""
+    pairs)`` is appended to it: a side smaller than ``gold + distractors`` ran out of pairs.
+    ``text_version``: of the text features (the rescorer trained on them records it)."""
     xs, ys, ids, langs = [], [], [], []
     for lang, split, c, label in candidate_sets(encoder, corpora, gold=gold, distractors=distractors, near=near,
-                                                pool=pool, cfg=cfg, seed=seed):
+                                                pool=pool, cfg=cfg, seed=seed, text_version=text_version):
         xs += [c.features, swap_sides(c.features)]
         ys += [label, label]
         if texts is not None:

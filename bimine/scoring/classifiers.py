@@ -38,7 +38,7 @@ import numpy as np
 
 from bimine.errors import ConfigError
 from bimine.text.normalize import TextNorm
-from bimine.text.tokens import TOKENS_VERSION, check_version, tokenize
+from bimine.text.tokens import check_version, tokenize
 from bimine.weights import read_safetensors, save_safetensors
 
 KINDS = ("confidence", "fc", "bigru")
@@ -62,7 +62,7 @@ class TokenHasher:
     rows (row 0 is padding). Deterministic across processes and platforms. ``version``: the
     token version (:mod:`bimine.text.tokens`) the model was trained with."""
 
-    def __init__(self, buckets: int, max_tokens: int, version: int = TOKENS_VERSION):
+    def __init__(self, buckets: int, max_tokens: int, version: int):
         self.buckets = buckets
         self.max_tokens = max_tokens
         self.version = version

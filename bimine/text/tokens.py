@@ -22,33 +22,26 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from bimine.text.normalize import NO_SPACE_RANGES, marks_class
+from bimine.text.normalize import NO_SPACE_RANGES, has_mark, marks_class, marks_token_re
 
 TOKENS_VERSION = 2  #: the version new models record
 VERSIONS = (1, 2)
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _NO_SPACE_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES)
+_NO_SPACE_RE = re.compile(f"([{_NO_SPACE_CLASS}])")
 
 
 @lru_cache(maxsize=1)
-def _no_space_re() -> re.Pattern:
-    return re.compile(f"([{_NO_SPACE_CLASS}])")
-
-
-@lru_cache(maxsize=1)
-def _marked_res() -> tuple[re.Pattern, re.Pattern]:
-    """Version 2: a no-space character with the marks after it; a word of ``\\w`` characters
-    and marks, or one other non-space character."""
-    cls = marks_class()
-    return (re.compile(f"([{_NO_SPACE_CLASS}][{cls}]*)"),
-            re.compile(rf"[\w{cls}]+|[^\w\s{cls}]"))
+def _no_space_marked_re() -> re.Pattern:
+    """Version 2: a character of a script without spaces with the marks that follow it."""
+    return re.compile(f"([{_NO_SPACE_CLASS}][{marks_class()}]*)")
 
 
 def check_version(version, where: str = "tokens") -> int:
     """``version`` if bimine knows it; a ValueError naming ``where`` otherwise (a model made by a
     newer bimine)."""
-    if version not in VERSIONS:
+    if type(version) is not int or version not in VERSIONS:
         raise ValueError(f"{where}: token version {version!r}, this bimine reads {', '.join(map(str, VERSIONS))} "
                          "(a model made by a newer bimine: upgrade bimine)")
     return version
@@ -57,11 +50,12 @@ def check_version(version, where: str = "tokens") -> int:
 def tokenize(s: str, version: int = TOKENS_VERSION) -> list[str]:
     """The lowercased tokens of ``s``: words and single punctuation marks, each character of a
     script written without spaces a token of its own (see the module's docstring for the
-    two versions)."""
+    two versions; another ``version`` is a ValueError)."""
+    if version != TOKENS_VERSION:
+        check_version(version)
     s = s.lower()
     if s.isascii():
         return _TOKEN_RE.findall(s)
-    if version == 1:
-        return _TOKEN_RE.findall(_no_space_re().sub(r" \1 ", s))
-    no_space, token = _marked_res()
-    return token.findall(no_space.sub(r" \1 ", s))
+    if version == 1 or not has_mark(s):  # without a mark both versions cut alike; version 1 is quicker
+        return _TOKEN_RE.findall(_NO_SPACE_RE.sub(r" \1 ", s))
+    return marks_token_re().findall(_no_space_marked_re().sub(r" \1 ", s))

@@ -123,7 +123,7 @@ def run_train_rescorer(job: RescorerJob, *, say: Callable[[str], None] | None = 
         sizes: list[tuple[str, int, int, int]] = []
         x, y, ids, row_langs = training_rows(encoder, corpora, gold=job.gold, distractors=job.distractors,
                                              near=job.near, pool=job.pool, seed=job.seed, log=say, texts=texts,
-                                             sizes=sizes)
+                                             sizes=sizes, text_version=TEXT_VERSION)
     rng = np.random.default_rng(job.seed)
     dev_ids = rng.random(int(ids.max()) + 1) < 0.2
     dev = dev_ids[ids]
@@ -132,7 +132,7 @@ def run_train_rescorer(job: RescorerJob, *, say: Callable[[str], None] | None = 
     t1 = time.time()
     r = train_rescorer(x[train], y[train], x_dev=x[dev], y_dev=y[dev], encoder=encoder.model_id,
                        features=FEATURES if job.all_features else DEFAULT_FEATURES, trees=job.trees,
-                       leaves=job.leaves, seed=job.seed, threads=job.threads,
+                       leaves=job.leaves, seed=job.seed, threads=job.threads, text_version=TEXT_VERSION,
                        extra_meta={"languages": sorted(set(row_langs)), "gold": job.gold,
                                    "distractors": job.distractors, "near": job.near, "min_words": job.min_words,
                                    "ratio": job.ratio, "candidates_seconds": round(t1 - t0, 1)})
@@ -332,10 +332,11 @@ def train_cross_stage(r: Rescorer, rows: PlantedRows, job: RescorerJob, say: Cal
 def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = None, y_dev: np.ndarray | None = None,
                    encoder: str = "", features: tuple[str, ...] = DEFAULT_FEATURES, trees: int = 300, leaves: int = 31,
                    learning_rate: float = 0.05, seed: int = 0, threads: int = 0,
-                   extra_meta: dict | None = None) -> Rescorer:
+                   extra_meta: dict | None = None, text_version: int = TEXT_VERSION) -> Rescorer:
     """Gradient-boosted trees on candidate features ``x`` (rows of :data:`FEATURES`; the trees
-    read ``features`` of them) with labels ``y`` (1 = gold pair); the stored threshold is the
-    best-F1 one on the dev rows when given."""
+    read ``features`` of them, their text features of ``text_version``, which the rescorer
+    records) with labels ``y`` (1 = gold pair); the stored threshold is the best-F1 one on the
+    dev rows when given."""
     lgb = lightgbm_module()
     features = tuple(f for f in FEATURES if f in set(features))
     x = np.asarray(x, np.float64)
@@ -352,7 +353,7 @@ def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = N
     data = lgb.Dataset(x[:, [FEATURES.index(f) for f in features]], label=np.asarray(y, np.float64),
                        feature_name=list(features), free_raw_data=True)
     booster = lgb.train(params, data, num_boost_round=trees)
-    meta = {"kind": "gbdt", "features": list(features), "encoder": encoder, "text_version": TEXT_VERSION,
+    meta = {"kind": "gbdt", "features": list(features), "encoder": encoder, "text_version": text_version,
             "trees": trees, "leaves": leaves,
             "learning_rate": learning_rate, "seed": seed, "train_rows": int(len(y)), "train_positives": int(np.sum(y))}
     r = Rescorer(booster, meta)
