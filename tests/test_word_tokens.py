@@ -88,16 +88,16 @@ HI = ["हिंदी भाषा", "अच्छा दिन", "हिंद
 EN = ["hindi language", "good day", "hindi day", "good language", "big day", "big language"]
 
 
-def _strip_version(path):
-    """Rewrite a word-alignment file as one written before token versions."""
+def _edit_meta(path, key: str, edit) -> dict:
+    """Rewrite the JSON metadata entry ``key`` of a safetensors file with ``edit`` (a function
+    that changes the dict in place), the arrays kept; returns the edited dict."""
     with safe_open(str(path), "numpy") as f:
         meta = dict(f.metadata())
-    arrays = load_file(str(path))
-    m = json.loads(meta["bimine_word_aligner"])
-    m.pop("token_version")
-    meta["bimine_word_aligner"] = json.dumps(m, ensure_ascii=False)
-    save_file(arrays, str(path), metadata=meta)
-    return m
+    d = json.loads(meta[key])
+    edit(d)
+    meta[key] = json.dumps(d, ensure_ascii=False)
+    save_file(load_file(str(path)), str(path), metadata=meta)
+    return d
 
 
 def test_a_new_aligner_has_whole_hindi_words_and_records_its_version(tmp_path):
@@ -119,7 +119,7 @@ def test_an_aligner_file_without_a_version_reads_text_as_it_was_trained(tmp_path
     assert old.token_version == 1 and "हिंदी" not in old.e2f.tgt_vocab.tokens
     p = tmp_path / "old.safetensors"
     old.save(p)
-    assert "token_version" not in _strip_version(p)
+    assert "token_version" not in _edit_meta(p, "bimine_word_aligner", lambda m: m.pop("token_version"))
     back = WordAligner.load(p)
     assert back.token_version == 1
     vocab = set(back.e2f.tgt_vocab.tokens)
@@ -137,12 +137,7 @@ def test_an_unknown_token_version_is_refused(tmp_path):
 
     p = tmp_path / "al.safetensors"
     train_aligner(EN, HI, model=1, iterations=1).save(p)
-    with safe_open(str(p), "numpy") as f:
-        meta = dict(f.metadata())
-    m = json.loads(meta["bimine_word_aligner"])
-    m["token_version"] = 9
-    meta["bimine_word_aligner"] = json.dumps(m, ensure_ascii=False)
-    save_file(load_file(str(p)), str(p), metadata=meta)
+    _edit_meta(p, "bimine_word_aligner", lambda m: m.update(token_version=9))
     with pytest.raises(ConfigError, match="token version 9"):
         WordAligner.load(p)
 
@@ -178,12 +173,7 @@ def test_a_divergence_model_records_the_version_and_an_older_file_reads_version_
     back = DivergenceModel.load(p)
     assert np.allclose(back.score(EN, HI, src_lang="en", tgt_lang="hi"), m.score(EN, HI, src_lang="en", tgt_lang="hi"))
     # a file written before versions: its config has none
-    with safe_open(str(p), "numpy") as f:
-        meta = dict(f.metadata())
-    d = json.loads(meta["bimine_divergence"])
-    del d["config"]["token_version"]
-    meta["bimine_divergence"] = json.dumps(d, ensure_ascii=False)
-    save_file(load_file(str(p)), str(p), metadata=meta)
+    _edit_meta(p, "bimine_divergence", lambda d: d["config"].pop("token_version"))
     old = DivergenceModel.load(p)
     assert old.token_version == 1
     old._ensure_mm()
