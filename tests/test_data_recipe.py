@@ -399,3 +399,44 @@ def test_holdout_pairs_are_never_read_for_training(tmp_path):
     assert got["fr"] == [a for a, _ in rows[3:]] and got["de"] == [a for a, _ in rows[:20]]
     with pytest.raises(ConfigError, match="holdout"):
         recipe.recipe_corpora(str(folder), holdout=-1)
+
+
+def test_source_caps_keep_the_first_pairs_of_a_source(tmp_path):
+    """``source_caps: {iso-codes: n}`` reads at most n of a language's pairs that the recipe's
+    iso-codes units gave it (Lao's pairs are mostly its names), every other pair as before, the
+    held-out ones still first."""
+    from bimine.text.features import FeatureConfig, Featurizer
+    from bimine.training.data import load_groups
+    from bimine.training.trainer import load_train_config
+
+    folder = tmp_path / "recipe"
+    (folder / "pairs").mkdir(parents=True)
+    (folder / "units" / "iso-codes").mkdir(parents=True)
+    (folder / "units" / "desktop").mkdir(parents=True)
+    names = [(f"Country {n}", f"ປະເທດ {n}") for n in range(40)]
+    sentences = [(f"Open the file number {n}.", f"ເປີດໄຟລ໌ {n}.") for n in range(20)]
+    rows = [p for pair in zip(names[:20], sentences) for p in pair] + names[20:]  # the file's (shuffled) order
+    _gz(folder / "pairs" / "en-lo.tsv.gz", [f"{a}\t{b}" for a, b in rows])
+    # the iso-codes units name the language by its own tag; a name another language also has is not Lao's
+    _gz(folder / "units" / "iso-codes" / "pycountry__1.tsv.gz",
+        [f"lo\t{a}\t{b}" for a, b in names] + ["th\tOpen the file number 1.\tເປີດໄຟລ໌ 1."])
+    _gz(folder / "units" / "desktop" / "x.tsv.gz", [f"lo\t{a}\t{b}" for a, b in sentences])
+    (folder / "manifest.json").write_text(json.dumps({"languages": {"lo": {"pairs": len(rows)}}}))
+
+    def loaded(recipe_entry):
+        cfg = load_train_config({"data": {"recipes": [{"path": "recipe", **recipe_entry}]}}, str(tmp_path))
+        (g,) = load_groups(cfg.data.train, Featurizer(FeatureConfig(buckets=1024)), str(tmp_path), precompute=False)
+        return list(zip(g.src.texts, g.tgt.texts))
+
+    assert loaded({}) == rows
+    got = loaded({"source_caps": {"iso-codes": 5}})
+    assert got == [p for p in rows if p in sentences or p in names[:5]]  # the first 5 names in file order
+    assert len(got) == 25
+    assert loaded({"source_caps": {"iso-codes": 0}}) == sentences
+    # held out first (6 of the 60 pairs >= 10 x 6), then the cap counts from there
+    got = loaded({"holdout": 6, "source_caps": {"iso-codes": 2}})
+    assert got == [p for p in rows[6:] if p in sentences or p in names[3:5]]  # names 0-2 were held out
+    with pytest.raises(ConfigError, match=r"source_caps: .* no units of source 'isocodes'.*desktop, iso-codes"):
+        loaded({"source_caps": {"isocodes": 5}})
+    with pytest.raises(ConfigError, match=r"source_caps.iso-codes: must be a whole number"):
+        loaded({"source_caps": {"iso-codes": -1}})

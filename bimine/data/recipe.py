@@ -803,6 +803,23 @@ def _build(out: str, names: list[str], keys: str | None, local: str | None, prog
     return {"extract": counts, "manifest": manifest}
 
 
+def source_pairs(folder: str, source: str) -> dict[str, set[tuple[str, str]]]:
+    """The ``(English, translation)`` pairs that ``source`` gave each language of the built recipe
+    ``folder``, read from its extracted units (``units/<source>/*.tsv.gz``, the rows the build
+    pooled as they are); a ConfigError when the recipe has no units of that source."""
+    files = sorted(glob.glob(os.path.join(folder, "units", source, "*.tsv.gz")))
+    if not files:
+        raise ConfigError(f"{folder}: no extracted units of source {source!r} (units/{source}/)")
+    out: dict[str, set[tuple[str, str]]] = {}
+    for path in files:
+        for line in _gz_lines(path):
+            tag, en, xx = line.split("\t")
+            lang = language_of(tag)
+            if lang is not None and lang != "en":
+                out.setdefault(lang, set()).add((en, xx))
+    return out
+
+
 def recipe_corpora(folder: str, *, min_pairs: int = 1, max_pairs: int | None = None,
                    languages: list[str] | None = None, holdout: int = 0) -> list[dict]:
     """Training corpus entries (``data.train`` items) for a built recipe folder: one per

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bimine.data.recipe import source_pairs
 from bimine.errors import ConfigError
 from bimine.langs import normalize_lang
 from bimine.text.features import Featurizer
@@ -20,7 +21,10 @@ log = logging.getLogger(__name__)
 @dataclass
 class CorpusSpec:
     """One parallel corpus: two aligned files (or a 2-column TSV when ``tgt`` is empty).
-    ``skip_pairs``: the first pairs (lines) of the files are not read (held out from training)."""
+    ``skip_pairs``: the first pairs (lines) of the files are not read (held out from training).
+    ``source_caps`` (a recipe's corpus, ``recipe`` its folder): ``{source: n}`` keeps the first
+    ``n`` pairs that the recipe's ``source`` gave this language (its units), after the held-out
+    ones; the other pairs are read as usual."""
 
     src: str
     src_lang: str
@@ -29,6 +33,8 @@ class CorpusSpec:
     max_pairs: int | None = None
     name: str | None = None
     skip_pairs: int = 0
+    source_caps: dict[str, int] = field(default_factory=dict)
+    recipe: str | None = None
 
 
 @dataclass
@@ -116,17 +122,30 @@ def load_groups(
     duplicate pairs, and group by language pair. ``precompute``: featurise every sentence
     now (fast batches, ~1.2 KB a pair) or when a batch needs it (see :class:`Side`)."""
     by_pair: dict[tuple[str, str], tuple[list[str], list[str], list[str]]] = {}
+    source_sets: dict[tuple[str, str], dict] = {}  # (recipe, source) -> lang -> its pairs
     for spec in specs:
         sl, tl = normalize_lang(spec.src_lang), normalize_lang(spec.tgt_lang)
         src = os.path.join(root, os.path.expandvars(spec.src))
         tgt = os.path.join(root, os.path.expandvars(spec.tgt)) if spec.tgt else None
         xs, ys, names = by_pair.setdefault((sl, tl), ([], [], []))
+        caps = []  # [source, its pairs of this language, cap, pairs of it read so far]
+        for source, cap in spec.source_caps.items():
+            if (spec.recipe, source) not in source_sets:
+                source_sets[spec.recipe, source] = source_pairs(spec.recipe, source)
+            caps.append([source, source_sets[spec.recipe, source].get(tl, set()), cap, 0])
         empty = kept = 0
         for n, (x, y) in enumerate(read_parallel(src, tgt)):
             if n < spec.skip_pairs:
                 continue
             if not x.strip() or not y.strip():
                 empty += 1
+                continue
+            over = False
+            for c in caps:
+                if (x, y) in c[1]:
+                    c[3] += 1
+                    over = over or c[3] > c[2]
+            if over:
                 continue
             xs.append(x)
             ys.append(y)
@@ -141,6 +160,9 @@ def load_groups(
             msg += f" after the first {spec.skip_pairs}, held out"
         if empty:
             msg += f", skipped {empty} with an empty side"
+        for source, _, cap, seen in caps:
+            if seen > cap:
+                msg += f", {source} capped at {cap:,} ({seen - cap:,} of its pairs left out)"
         log.info(msg)
     groups = []
     for (sl, tl), (xs, ys, names) in sorted(by_pair.items()):

@@ -64,13 +64,18 @@ class RecipeSpec:
     (the recipe writes every language's pairs in random order, so the first pairs are a sample).
     ``holdout``: the first ``holdout`` pairs of every language with at least 10x as many are
     left out of training: pairs the encoder never saw, for what is trained on its output
-    (a rescorer of mined pairs: its cosines of pairs it trained on are higher than of new ones)."""
+    (a rescorer of mined pairs: its cosines of pairs it trained on are higher than of new ones).
+    ``source_caps``: ``{source: n}``, at most ``n`` pairs of each language from that source of
+    the recipe (``iso-codes``: most of Lao's and Bashkir's pairs are names of countries,
+    languages and currencies), the first ones after the held-out pairs; a pair that the source
+    and another both gave counts as the source's."""
 
     path: str
     min_pairs: int = 1
     max_pairs: int | None = None
     holdout: int = 0
     languages: list[str] = field(default_factory=list)
+    source_caps: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -299,6 +304,17 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
                                      languages=[normalize_lang(x) for x in r.languages] or None)
         except ConfigError as e:
             raise ConfigError(f"data.recipes[{i}]: {e}") from None
+        for source, cap in r.source_caps.items():
+            if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+                raise ConfigError(f"data.recipes[{i}].source_caps.{source}: must be a whole number >= 0, got {cap!r}")
+            units = os.path.join(folder, "units")
+            if not os.path.isdir(os.path.join(units, source)):
+                have = sorted(os.listdir(units)) if os.path.isdir(units) else []
+                raise ConfigError(f"data.recipes[{i}].source_caps: {folder} has no units of source {source!r} "
+                                  f"(units/{source}/); its sources: {', '.join(have) or 'none'}")
+        for e in entries:
+            if r.source_caps:
+                e.update(source_caps=dict(r.source_caps), recipe=folder)
         cfg.data.train += [from_dict(CorpusSpec, e) for e in entries]
     t = cfg.data.sampling_temperature
     if t is not None and not (0 < t < math.inf):
