@@ -211,8 +211,9 @@ def test_rescorer_text_features_count_whole_words_by_hand():
     assert v2["token_ratio"] == 0.0  # 3 words each
     assert v1["token_ratio"] == pytest.approx(abs(math.log(5 / 3)))  # ह द भ ष म against 3
     # the word-match features' words: whole words, each Han character alone, as before for Latin
-    assert _word_res(2)[1].findall("हिंदी भाषा 我们 café_x") == ["हिंदी", "भाषा", "我", "们", "café", "x"]
-    assert _word_res(1)[1].findall("हिंदी भाषा 我们 café_x") == ["ह", "द", "भ", "ष", "我", "们", "café", "x"]
+    s = "हिंदी भाषा 我们 café_x"
+    assert _word_res(2, s)[1].findall(s) == ["हिंदी", "भाषा", "我", "们", "café", "x"]
+    assert _word_res(1, s)[1].findall(s) == ["ह", "द", "भ", "ष", "我", "们", "café", "x"]
 
 
 def test_rescorer_word_features_read_whole_hindi_words():

@@ -43,7 +43,7 @@ from bimine.scoring.cross_encoder import CrossRescorer
 from bimine.scoring.cross_files import read_stage_meta
 from bimine.scoring.margin import knn_mean
 from bimine.scoring.vdpwi import WordVectors
-from bimine.text.normalize import marks_class
+from bimine.text.normalize import has_mark, marked_word_re, marks_class
 from bimine.weights import read_json
 
 FORMAT = 1
@@ -134,20 +134,25 @@ _WIDE = re.compile("[\u2e80-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 _WIDE_CLASS = "\u2e80-\u9fff\uf900-\ufaff"
 
 
-@lru_cache(maxsize=2)
-def _word_res(version: int) -> tuple[re.Pattern, re.Pattern]:
-    """The words of ``version``: ``\\w`` runs (for the token ratio and the copied tokens), and
-    the word-match features' words (runs of letters and digits, and each Han or kana character,
-    written without spaces); version 2 with the combining marks after a letter inside its word."""
-    if version == 1:
-        return re.compile(r"\w+"), re.compile(f"[{_WIDE_CLASS}]|[^\\W_{_WIDE_CLASS}]+")
+_WORDS_1 = (re.compile(r"\w+"), re.compile(f"[{_WIDE_CLASS}]|[^\\W_{_WIDE_CLASS}]+"))
+
+
+@lru_cache(maxsize=1)
+def _words_2() -> tuple[re.Pattern, re.Pattern]:
     marks = marks_class()
-    return (re.compile(rf"\w[\w{marks}]*"),
-            re.compile(f"[{_WIDE_CLASS}]|[^\\W_{_WIDE_CLASS}](?:[^\\W_{_WIDE_CLASS}]|[{marks}])*"))
+    return marked_word_re(), re.compile(f"[{_WIDE_CLASS}]|[^\\W_{_WIDE_CLASS}](?:[^\\W_{_WIDE_CLASS}]|[{marks}])*")
+
+
+def _word_res(version: int, s: str) -> tuple[re.Pattern, re.Pattern]:
+    """The words of ``version`` for text ``s``: ``\\w`` runs (for the token ratio and the copied
+    tokens), and the word-match features' words (runs of letters and digits, and each Han or
+    kana character, written without spaces); version 2 with the combining marks after a letter
+    inside its word (text without a mark takes version 1's quicker patterns: the same words)."""
+    return _WORDS_1 if version == 1 or not has_mark(s) else _words_2()
 
 
 def _tokens(s: str, version: int = TEXT_VERSION) -> int:
-    n = len(_word_res(version)[0].findall(s))
+    n = len(_word_res(version, s)[0].findall(s))
     # Chinese and Japanese, written without spaces: count characters (a word there is one to three of them)
     return max(n, len(_WIDE.findall(s)) // 2, 1)
 
@@ -161,7 +166,7 @@ def _copies(s: str, version: int = TEXT_VERSION) -> set[str]:
     if "@" in s or "www." in s or "://" in s:
         links = [w.rstrip(".,;:!?)]}'\"") for w in _LINK.findall(s)]
         s = _LINK.sub(" ", s)
-    tokens = _word_res(version)[0].findall(s)
+    tokens = _word_res(version, s)[0].findall(s)
     out = set()
     for w in tokens:
         if w.isdigit() or (w.islower() and w.isalpha()):
@@ -226,10 +231,9 @@ def word_features(src: list[str], tgt: list[str], vectors, src_lang: str, tgt_la
         word_match,  # numba kernels: compiled on first use, not at import
     )
 
-    word_re = _word_res(version)[1]  # words of ``version``
-
     def side(texts, lang):
-        ws = [word_re.findall(t.lower())[:max_words] for t in texts]
+        low = [t.lower() for t in texts]
+        ws = [_word_res(version, t)[1].findall(t)[:max_words] for t in low]
         vocab: dict[str, int] = {}
         ids = np.fromiter((vocab.setdefault(w, len(vocab)) for s in ws for w in s), dtype=np.int64)
         off = np.zeros(len(ws) + 1, dtype=np.int64)
