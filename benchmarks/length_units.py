@@ -8,7 +8,10 @@ genuine translations that the default ``length_ratio`` rule (longer / shorter > 
 ``max_length`` (> 200 units) would reject: with the units of ``bimine.filtering.rules.length_units``
 and with one unit per character of those scripts (the rule before issue 42). A second table does
 the same for scripts written with spaces whose words hold combining marks, against words cut at
-each mark (the units before issue 56's fix). Skips when the shared data is absent.
+each mark (the units before issue 56's fix). A third gives the word tokens of the pair models
+(``bimine.scoring.ibm.words``: the IBM aligner, the divergence models, VDPWI) per English word,
+in token version 1 (words cut at each mark) and 2 (``bimine.text.tokens``). Skips when the shared
+data is absent.
 """
 
 from __future__ import annotations
@@ -57,6 +60,18 @@ def main() -> None:
           "words cut at each mark: ratio | fail length_ratio 3 | fail max_length 200 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     table(d, en, ew, MARKED, (length_units, marks_cut))
+    print()
+    from bimine.scoring.ibm import words
+
+    print("| NTREX-128 | pair-model word tokens per English word, version 1 | version 2 |")
+    print("|---|---:|---:|")
+    en_words = sum(len(words(s)) for s in en)
+    for code in MARKED + LANGS[:4]:
+        path = os.path.join(d, f"newstest2019-ref.{code}.txt.gz")
+        if os.path.exists(path):
+            tgt = read_gz(path)[:len(en)]
+            print(f"| {code} | " + " | ".join(f"{sum(len(words(s, version=v)) for s in tgt) / en_words:.2f}"
+                                            for v in (1, 2)) + " |")
 
 
 def table(d: str, en: list[str], ew: np.ndarray, langs, counts) -> None:
