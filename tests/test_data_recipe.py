@@ -440,3 +440,7 @@ def test_source_caps_keep_the_first_pairs_of_a_source(tmp_path):
         loaded({"source_caps": {"isocodes": 5}})
     with pytest.raises(ConfigError, match=r"source_caps.iso-codes: must be a whole number"):
         loaded({"source_caps": {"iso-codes": -1}})
+    cfg = load_train_config({"data": {"train": [{"src": "recipe/pairs/en-lo.tsv.gz", "src_lang": "en", "tgt_lang": "lo",
+                                                 "source_caps": {"iso-codes": 5}}]}}, str(tmp_path))
+    with pytest.raises(ConfigError, match=r"data.recipes\[\]\.source_caps"):
+        load_groups(cfg.data.train, Featurizer(FeatureConfig(buckets=1024)), str(tmp_path), precompute=False)

@@ -129,6 +129,9 @@ def load_groups(
         tgt = os.path.join(root, os.path.expandvars(spec.tgt)) if spec.tgt else None
         xs, ys, names = by_pair.setdefault((sl, tl), ([], [], []))
         caps = []  # [source, its pairs of this language, cap, pairs of it read so far]
+        if spec.source_caps and not spec.recipe:
+            raise ConfigError(f"{spec.name or src}: source_caps are of a recipe's sources: give them as "
+                              "data.recipes[].source_caps")
         for source, cap in spec.source_caps.items():
             if (spec.recipe, source) not in source_sets:
                 source_sets[spec.recipe, source] = source_pairs(spec.recipe, source)
