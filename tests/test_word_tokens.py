@@ -292,3 +292,27 @@ def test_replace_divergences_take_words_with_marks():
     rng = np.random.default_rng(0)
     out = _replace("यह हिंदी भाषा है", rng, ["अच्छा"])
     assert out in ("यह अच्छा भाषा है", "यह हिंदी अच्छा है")
+
+
+def test_checkpoints_are_keyed_by_the_token_version(monkeypatch):
+    """A BiGRU or VDPWI run stopped under one token version is not resumed under another: the
+    digest its checkpoint is checked against changes with the version."""
+    import bimine.training.classifier as clf
+    import bimine.training.divergence as dv
+    from bimine.scoring.vdpwi import VDPWIConfig
+    from bimine.training.divergence_data import Example
+
+    cfg = clf.ClassifierTrainConfig(kind="bigru")
+    pairs = (["a b"], ["c d"], (["e"], ["f"]))
+    ex = [Example("a b", "c d", 1.0, "positive")]
+
+    class Enc:
+        model_id = "dan-x"
+
+    now = clf._bigru_digest(cfg, *pairs), dv._examples_digest(ex, VDPWIConfig(), dv.VDPWITraining(), Enc(), "en", "fr")
+    assert now == (clf._bigru_digest(cfg, *pairs),
+                   dv._examples_digest(ex, VDPWIConfig(), dv.VDPWITraining(), Enc(), "en", "fr"))  # deterministic
+    monkeypatch.setattr(clf, "TOKENS_VERSION", 1)
+    monkeypatch.setattr(dv, "TOKENS_VERSION", 1)
+    before = clf._bigru_digest(cfg, *pairs), dv._examples_digest(ex, VDPWIConfig(), dv.VDPWITraining(), Enc(), "en", "fr")
+    assert before[0] != now[0] and before[1] != now[1]
