@@ -21,6 +21,7 @@ from bimine.langs import (
     related_languages,
 )
 from bimine.text.io import open_binary
+from bimine.text.normalize import is_mark
 from bimine.text.zawgyi import is_zawgyi
 
 log = logging.getLogger(__name__)
@@ -107,10 +108,13 @@ def _usable(line: str, column: int | None, min_letters: int) -> str | None:
         if len(cells) < column:
             return None
         line = cells[column - 1]
-    line = line.strip()
-    if sum(ch.isalpha() for ch in line[:400]) < min_letters:
+    line = line.strip()[:400]
+    letters = sum(ch.isalpha() for ch in line)
+    if letters < min_letters and not line.isascii():  # a vowel sign or virama is part of its word
+        letters += sum(not ch.isalpha() and is_mark(ord(ch)) for ch in line)
+    if letters < min_letters:
         return None
-    return line[:400]
+    return line
 
 
 def _spread(items: Sequence, n: int) -> list:
@@ -195,7 +199,7 @@ def check_language(
     """A one-line warning when ``source`` is clearly not in ``lang``, else None.
 
     Identifies the language of up to ``sample`` lines (see :func:`sample_lines`: lines of
-    at least 10 letters, evenly spread over a plain file, from the head of a compressed
+    at least 10 letters (vowel signs and other combining marks counted), evenly spread over a plain file, from the head of a compressed
     one) with py3langid, and warns only when both hold:
 
     - at most ``max_declared`` (10%) of them look like ``lang`` or a close relative that
