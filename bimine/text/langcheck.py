@@ -161,7 +161,8 @@ def _read_sample(path: str, n: int) -> list[str]:
 def sample_lines(
     source: str | os.PathLike | Iterable[str], n: int = 200, *, column: int | None = None, min_letters: int = 10
 ) -> list[str]:
-    """Up to ``n`` non-blank lines of ``source`` with at least ``min_letters`` letters, for a
+    """Up to ``n`` non-blank lines of ``source`` with at least ``min_letters`` letters (a
+    letter's combining marks counted: a short Hindi line is as usable as an English one), for a
     quick look at a corpus without reading it all.
 
     ``source``: a file (plain: lines evenly spread over it, read by seeking; compressed:
@@ -199,8 +200,8 @@ def check_language(
     """A one-line warning when ``source`` is clearly not in ``lang``, else None.
 
     Identifies the language of up to ``sample`` lines (see :func:`sample_lines`: lines of
-    at least 10 letters (vowel signs and other combining marks counted), evenly spread over a plain file, from the head of a compressed
-    one) with py3langid, and warns only when both hold:
+    at least 10 letters, vowel signs and other combining marks counted, evenly spread over a
+    plain file, from the head of a compressed one) with py3langid, and warns only when both hold:
 
     - at most ``max_declared`` (10%) of them look like ``lang`` or a close relative that
       identifiers confuse it with (no/nb/nn/da/sv, hr/sr/bs, ms/id, Arabic or Chinese
