@@ -20,9 +20,9 @@ import numpy as np
 
 from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
-from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, marked_word_re
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_CLASS, SYLLABLE_RANGES, marked_word_re
 
-_NO_SPACE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES) + "]")
+_NO_SPACE_RE = re.compile(f"[{NO_SPACE_CLASS}]")
 _WORD_RE = re.compile(r"\w+")
 # How many characters of a script written without spaces make one length unit (about one English
 # word, measured on NTREX-128 against the English source: python -m benchmarks.length_units):

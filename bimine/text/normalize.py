@@ -184,6 +184,10 @@ NO_SPACE_RANGES = (
 )
 
 
+#: ``NO_SPACE_RANGES`` as the inside of a regular expression's character class
+NO_SPACE_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES)
+
+
 # Among them, the syllabic scripts (Thai, Lao, Tibetan, Myanmar, Khmer and its symbols, Myanmar
 # extensions) and kana: the length rules count their characters as fractions of a word.
 SYLLABLE_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF),

@@ -22,20 +22,19 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from bimine.text.normalize import NO_SPACE_RANGES, has_mark, marks_class, marks_token_re
+from bimine.text.normalize import NO_SPACE_CLASS, has_mark, marks_class, marks_token_re
 
 TOKENS_VERSION = 2  #: the version new models record
 VERSIONS = (1, 2)
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-_NO_SPACE_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in NO_SPACE_RANGES)
-_NO_SPACE_RE = re.compile(f"([{_NO_SPACE_CLASS}])")
+_NO_SPACE_RE = re.compile(f"([{NO_SPACE_CLASS}])")
 
 
 @lru_cache(maxsize=1)
 def _no_space_marked_re() -> re.Pattern:
     """Version 2: a character of a script without spaces with the marks that follow it."""
-    return re.compile(f"([{_NO_SPACE_CLASS}][{marks_class()}]*)")
+    return re.compile(f"([{NO_SPACE_CLASS}][{marks_class()}]*)")
 
 
 def check_version(version, where: str = "tokens") -> int:
