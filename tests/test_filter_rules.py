@@ -81,6 +81,16 @@ def test_identical_sides():
     assert s == [1.0, 0.0, 0.0, 1.0] and ok == [False, True, True, False]
 
 
+def test_identical_sides_keep_vowel_signs():
+    """A Hindi word and a Marathi one that differ only in their vowel signs are not a copy (the
+    key once dropped the marks: कम and काम had one key); a ZWNJ changes no letter, so Persian
+    text with and without it is still the same text."""
+    pairs = [("कम", "काम"), ("मैं घर जा रहा हूँ।", "मैं घर जा रहा हूँ"), ("किताब", "कताब"),
+             ("می\u200cخواهم", "میخواهم"), ("ক্ষমা", "কষমা")]
+    s, ok = run(IdenticalSides(), pairs)
+    assert s == [0.0, 1.0, 0.0, 1.0, 0.0] and ok == [True, False, True, False, True]
+
+
 def test_length_ratio_and_lengths():
     pairs = [("The cat sleeps on the mat.", "Le chat dort."), ("one two three four", "一"), ("a", "b c d"),
              ("...", "x y z w")]

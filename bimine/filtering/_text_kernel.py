@@ -12,8 +12,8 @@ what they mean in :mod:`bimine.filtering.rules`' reference functions):
 * ``nonspace``: characters that are not white space (``len("".join(s.split()))``);
 * ``bad``: :func:`~bimine.filtering.rules.bad_chars` (categories Cc and Cs, U+FFFD, and the
   mojibake pairs of ``_MOJIBAKE_RE`` matched left to right without overlap);
-* ``key_len``, ``key_hash``: length and 64-bit hash of the identical rule's key (letters and
-  digits of ``s.casefold()``); equal keys give equal hashes, and a pair whose hashes agree is
+* ``key_len``, ``key_hash``: length and 64-bit hash of the identical rule's key (letters,
+  digits and combining marks of ``s.casefold()``); equal keys give equal hashes, and a pair whose hashes agree is
   confirmed on the strings themselves, so the rule stays exact;
 * ``dup1``, ``dup2``: two independent 64-bit hashes of ``" ".join(s.split())``, the text the
   duplicate rule compares (128 bits: collisions are far rarer than with the one 64-bit
@@ -47,7 +47,7 @@ KANA = 64  # Hiragana and Katakana (1/3 unit each); other no-space characters: H
 MARK = 128  # a combining mark or ZWNJ/ZWJ (bimine.text.normalize.is_mark): inside the word it follows
 MULTI = 0x110000  # fold[c] >= MULTI: the folded letters are multi[fold[c] - MULTI]
 
-_VERSION = 3  # of the tables' layout and meaning: part of the cache key (3: MARK)
+_VERSION = 4  # of the tables' layout and meaning: part of the cache key (3: MARK; 4: marks in the key)
 _TABLES = None
 
 
@@ -68,22 +68,25 @@ def _build_tables() -> dict[str, np.ndarray]:
     flags[0x00:0x20] |= CONTROL
     flags[0x7F:0xA0] |= CONTROL
     flags[0xD800:0xE000] |= CONTROL
-    # the identical rule's key: the letters and digits of casefold(c), per code point (casefold
-    # maps each character alone); above U+1FFFF it changes nothing (checked)
+    # the identical rule's key: the letters, digits and combining marks (not ZWNJ/ZWJ) of
+    # casefold(c), per code point (casefold maps each character alone); above U+1FFFF it
+    # changes nothing (checked)
+    keep = alnum.copy()
+    keep[np.array(mark_code_points(joiners=False), dtype=np.int64)] = True
     top = 0x20000
     whole = "".join(chars)
     if whole[top:].casefold() != whole[top:]:
         top = n
-    fold = np.where(alnum, np.arange(n, dtype=np.uint32), 0).astype(np.uint32)
+    fold = np.where(keep, np.arange(n, dtype=np.uint32), 0).astype(np.uint32)
     folded = list(map(str.casefold, chars[:top]))
     lengths = np.fromiter(map(len, folded), dtype=np.int64, count=top)
     single = np.flatnonzero(lengths == 1)
     codes = np.frombuffer("".join([folded[i] for i in single.tolist()]).encode("utf-32-le", "surrogatepass"),
                           dtype=np.uint32)
-    fold[single] = np.where(alnum[codes], codes, 0)
+    fold[single] = np.where(keep[codes], codes, 0)
     multi = [[0, 0, 0]]
     for i in np.flatnonzero(lengths != 1).tolist():
-        kept = [ord(ch) for ch in folded[i] if ch.isalnum()]
+        kept = [ord(ch) for ch in folded[i] if keep[ord(ch)]]
         if len(kept) <= 1:
             fold[i] = kept[0] if kept else 0
         else:

@@ -14,13 +14,14 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
 from bimine.langs import related_languages
 from bimine.scoring.base import PairFilter
-from bimine.text.normalize import KANA_RANGES, NO_SPACE_CLASS, SYLLABLE_RANGES, marked_word_re
+from bimine.text.normalize import KANA_RANGES, NO_SPACE_CLASS, SYLLABLE_RANGES, marked_word_re, marks_class
 
 _NO_SPACE_RE = re.compile(f"[{NO_SPACE_CLASS}]")
 _WORD_RE = re.compile(r"\w+")
@@ -112,17 +113,23 @@ class EmptySide(PairFilter):
         return np.minimum(text_stats(src).nonspace, text_stats(tgt).nonspace).astype(np.float64)
 
 
-_NOT_ALNUM_RE = re.compile(r"[\W_]+")  # \w is str.isalnum() plus "_"
+@lru_cache(maxsize=1)
+def _not_key_re() -> re.Pattern:
+    # \w is str.isalnum() plus "_"; the combining marks stay (not ZWNJ/ZWJ, which change no letter)
+    return re.compile(rf"[^\w{marks_class(joiners=False)}]+|_+")
 
 
 def _letters_digits(s: str) -> str:
-    return _NOT_ALNUM_RE.sub("", s.casefold())
+    """The identical rule's key: the letters, digits and combining marks of ``s.casefold()``.
+    Without the marks, two Devanagari words that differ only in their vowel signs (कम, काम)
+    had one key."""
+    return _not_key_re().sub("", s.casefold())
 
 
 @dataclass
 class IdenticalSides(PairFilter):
-    """Score 1 when both sides hold the same letters and digits (case, spaces and punctuation
-    ignored: an untranslated copy), else 0; clean when 0. Sides without any letter or digit
+    """Score 1 when both sides hold the same letters, digits and combining marks (case, spaces
+    and punctuation ignored: an untranslated copy), else 0; clean when 0. Sides without any letter or digit
     are left to the other rules (score 0)."""
 
     name: str = "identical"

@@ -121,16 +121,16 @@ def is_mark(c: int) -> bool:
 MARK_PLANES = (range(0x20000), range(0xE0000, 0xF0000))
 
 
-def mark_code_points(planes=MARK_PLANES) -> list[int]:
-    """The code points of :func:`is_mark`, in order."""
-    return [c for r in planes for c in r if is_mark(c)]
+def mark_code_points(planes=MARK_PLANES, joiners: bool = True) -> list[int]:
+    """The code points of :func:`is_mark`, in order (without ZWNJ/ZWJ if not ``joiners``)."""
+    return [c for r in planes for c in r if is_mark(c) and (joiners or c not in JOINERS)]
 
 
-@lru_cache(maxsize=1)
-def marks_class() -> str:
-    """The combining marks and ZWNJ/ZWJ (:func:`is_mark`) as the inside of a regular
-    expression's character class, in ranges."""
-    cps = mark_code_points()
+@lru_cache(maxsize=2)
+def marks_class(joiners: bool = True) -> str:
+    """The combining marks and ZWNJ/ZWJ (:func:`is_mark`; the marks alone if not ``joiners``)
+    as the inside of a regular expression's character class, in ranges."""
+    cps = mark_code_points(joiners=joiners)
     ranges, start, prev = [], cps[0], cps[0]
     for c in cps[1:] + [-1]:
         if c != prev + 1:
