@@ -112,6 +112,15 @@ def test_resume_gives_the_same_model(shared_data, tmp_path):
     for k in wa:
         np.testing.assert_allclose(wa[k].astype(np.float32), wb[k].astype(np.float32), atol=1e-5)
 
+    # the log's running loss goes on from the checkpoint's, not from the first resumed batch's
+    def losses(run):
+        rows = [json.loads(x) for x in (tmp_path / run / "log.jsonl").read_text().splitlines()]
+        return [(r["step"], r["loss"]) for r in rows if "loss" in r]
+
+    la, lb = losses("a"), losses("b")
+    assert [s for s, _ in la] == [s for s, _ in lb] == list(range(10, 31, 10))
+    np.testing.assert_allclose([x for _, x in lb], [x for _, x in la], rtol=1e-4)
+
 
 def test_existing_run_needs_resume(shared_data, tmp_path):
     cfg = tiny_config(shared_data, steps=5)

@@ -807,12 +807,12 @@ class Trainer:
         (self.run / "config.yaml").write_text(yaml.safe_dump(to_dict(self.cfg), sort_keys=False))
         groups, dev, precompute = self._load_data(resume, teacher)
         fingerprint = self._teach_all(groups, progress)
-        model, opts, step, elapsed = self._start(groups, resume, teacher, fingerprint)
+        model, opts, step, elapsed, loss_avg = self._start(groups, resume, teacher, fingerprint)
         hn = self.cfg.hard_negatives
         if hn.per_example > 0 and hn.baseline and groups[0].hard is None:
             self._mine(None, groups)
         sched = self._schedule(groups)
-        state = _LoopState(step=step, t0=time.time() - elapsed)
+        state = _LoopState(step=step, t0=time.time() - elapsed, loss_avg=loss_avg)
         self._loop(model, opts, groups, dev, sched, state, fingerprint, precompute, progress)
         return self._export(model, groups, state)
 
@@ -879,7 +879,8 @@ class Trainer:
 
     def _start(self, groups: list[PairGroup], resume: bool, teacher, fingerprint: str):
         """The model and its two optimisers, fresh (piece rows from the teacher when asked) or
-        as the checkpoint left them; also the step and the seconds already trained."""
+        as the checkpoint left them; also the step, the seconds already trained and the running
+        loss (the log's ``loss`` goes on where it stopped, not from one batch's loss)."""
         cfg, fc = self.cfg, self.cfg.model.features
         model = self._new_model()
         if fc.subword_init == "teacher" and not resume:  # (a resumed run loads its rows)
@@ -889,15 +890,15 @@ class Trainer:
         dense = torch.optim.Adam(model.dense_parameters(), lr=cfg.optim.lr)
         sparse = RowAdam(model.sparse_parameters(), lr=cfg.optim.embedding_lr)
         opts = [dense, sparse]
-        step, elapsed = 0, 0.0
+        step, elapsed, loss_avg = 0, 0.0, None
         if resume:
             ck = self.run / "checkpoint"
             ck = ck if ck.exists() else self.run / "checkpoint.old"
             check_resume_fingerprint(json.loads((ck / "state.json").read_text()).get("fingerprint"), fingerprint)
             meta = _load_checkpoint(self.run, model, opts, groups)
-            step, elapsed = meta["step"], meta.get("elapsed", 0.0)
+            step, elapsed, loss_avg = meta["step"], meta.get("elapsed", 0.0), meta.get("loss_avg")
             log.info(f"resumed from step {step}")
-        return model, opts, step, elapsed
+        return model, opts, step, elapsed, loss_avg
 
     def _schedule(self, groups: list[PairGroup]):
         """Which language pair and rows each step trains on."""
@@ -1001,7 +1002,8 @@ class Trainer:
                              "dev P@1": f"{np.mean(list(state.last_dev.values())):.3f}"})
         if step % cfg.train.checkpoint_every == 0 or over_time or step == cfg.train.steps:
             _save_checkpoint(self.run, step, model, opts, groups,
-                             {"elapsed": time.time() - state.t0, "fingerprint": fingerprint})
+                             {"elapsed": time.time() - state.t0, "fingerprint": fingerprint,
+                              "loss_avg": state.loss_avg})
         if over_time:
             state.stop_reason = "max_minutes"
         return over_time
