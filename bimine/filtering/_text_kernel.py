@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from bimine.diskcache import cached_arrays
-from bimine.text.normalize import KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, mark_code_points
+from bimine.text.normalize import JOINERS, KANA_RANGES, NO_SPACE_RANGES, SYLLABLE_RANGES, mark_code_points
 
 ALNUM = 1  # str.isalnum(): re's \w without "_"
 SPACE = 2  # str.isspace(): what str.split() splits on
@@ -71,8 +71,8 @@ def _build_tables() -> dict[str, np.ndarray]:
     # the identical rule's key: the letters, digits and combining marks (not ZWNJ/ZWJ) of
     # casefold(c), per code point (casefold maps each character alone); above U+1FFFF it
     # changes nothing (checked)
-    keep = alnum.copy()
-    keep[np.array(mark_code_points(joiners=False), dtype=np.int64)] = True
+    keep = alnum | (flags & MARK > 0)
+    keep[sorted(JOINERS)] = False  # neither letters nor digits
     top = 0x20000
     whole = "".join(chars)
     if whole[top:].casefold() != whole[top:]:
