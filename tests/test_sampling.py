@@ -95,3 +95,67 @@ def test_language_weights_in_a_training_config(tmp_path):
             load_train_config({"data": {**base, "language_weights": weights}}, str(tmp_path))
     with pytest.raises(ConfigError, match="needs data.sampling_temperature"):
         load_train_config({"data": {"train": train, "language_weights": {"fr": 2}}}, str(tmp_path))
+
+
+def test_cap_passes_by_hand():
+    from bimine.training.data import cap_passes
+
+    # 100 steps of 100 pairs; 2 passes allow group 0 (1,000 pairs) 0.2 of the steps, group 2 (10,000) 2.0
+    sizes = [1000, 100_000, 10_000]
+    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.3, 0.2]), sizes, 100, 100, 2.0), [0.2, 0.48, 0.32])
+    # the excess pushes group 1 over its own cap (0.3) in turn: 0.6 is left for group 2
+    sizes = [1000, 1500, 100_000]
+    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.25, 0.25]), sizes, 100, 100, 2.0), [0.2, 0.3, 0.5])
+    # a group smaller than the batch is read whole at each draw: 30 pairs, 2 passes: 2 of 100 steps
+    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.5]), [30, 100_000], 100, 100, 2.0), [0.02, 0.98])
+    # nothing over its cap: unchanged
+    np.testing.assert_allclose(cap_passes(np.array([0.1, 0.9]), [10_000, 100_000], 100, 100, 2.0), [0.1, 0.9])
+    with pytest.raises(ConfigError, match="passes over the 2000 training pairs"):
+        cap_passes(np.array([0.5, 0.5]), [1000, 1000], 100, 100, 2.0)
+    with pytest.raises(ConfigError, match="max_passes"):
+        cap_passes(np.array([0.5, 0.5]), [1000, 1000], 100, 100, 0)
+
+
+def test_capped_schedule_reads_each_group_at_most_that_often():
+    sizes = np.array([200_000, 20_000, 2_000, 500])
+    steps, batch = 20_000, 64
+    free = TemperatureSchedule(list(sizes), batch, seed=3, steps=steps, temperature=3.0)
+    s = TemperatureSchedule(list(sizes), batch, seed=3, steps=steps, temperature=3.0, max_passes=50.0)
+    np.testing.assert_allclose(free.probs * steps * batch / sizes, [3.5255, 16.3641, 75.9555, 191.3959], rtol=1e-4)
+    # the two small groups are held at 50 expected passes, the others take their share in proportion
+    np.testing.assert_allclose((s.probs * steps * batch / sizes)[2:], [50.0, 50.0])
+    np.testing.assert_allclose(s.probs[:2] / s.probs[:2].sum(), free.probs[:2] / free.probs[:2].sum())
+    counts = np.bincount([s(i)[0] for i in range(steps)], minlength=4)
+    want = s.probs * steps
+    assert np.all(np.abs(counts - want) < 4 * np.sqrt(want * (1 - s.probs))), (counts, want)
+
+
+def test_max_passes_in_a_training_config(tmp_path):
+    from bimine.training.trainer import load_train_config
+
+    for side, text in (("en", "Hello there."), ("fr", "Bonjour.")):
+        (tmp_path / f"c.en-fr.{side}").write_text(text + "\n")
+    train = [{"name": "c.en-fr", "src": "c.en-fr.en", "tgt": "c.en-fr.fr", "src_lang": "en", "tgt_lang": "fr"}]
+    cfg = load_train_config({"data": {"train": train, "sampling_temperature": 3.0, "max_passes": 5}}, str(tmp_path))
+    assert cfg.data.max_passes == 5
+    for bad in (0, -1, "x", True):
+        with pytest.raises(ConfigError, match="max_passes"):
+            load_train_config({"data": {"train": train, "sampling_temperature": 3.0, "max_passes": bad}}, str(tmp_path))
+    with pytest.raises(ConfigError, match="needs data.sampling_temperature"):
+        load_train_config({"data": {"train": train, "max_passes": 5}}, str(tmp_path))
+
+
+def test_a_capped_run_resumes_only_with_its_steps():
+    from bimine.training.trainer import TrainConfig, check_resume_fingerprint, run_fingerprint
+
+    cfg = TrainConfig()
+    plain = run_fingerprint(cfg, [])
+    assert "max_passes" not in plain["settings"] and "steps" not in plain["settings"]  # older checkpoints match
+    cfg.data.max_passes = 5.0
+    capped = run_fingerprint(cfg, [])
+    check_resume_fingerprint(capped, run_fingerprint(cfg, []))
+    cfg.train.steps += 1000
+    with pytest.raises(ConfigError, match="train.steps too"):
+        check_resume_fingerprint(capped, run_fingerprint(cfg, []))
+    with pytest.raises(ConfigError, match="max_passes"):
+        check_resume_fingerprint(plain, capped)

@@ -227,3 +227,16 @@ def test_mine_hard_negatives_matches_brute_force(pooled):
             want.append(c)
         want = (want + [-1] * m)[:m]
         assert got[r].tolist() == want, (r, got[r], want)
+
+
+def test_a_capped_run_trains_and_refuses_too_few_pairs_or_other_steps(shared_data, tmp_path, caplog):
+    over = {"data.sampling_temperature": 3.0, "data.max_passes": 2.0}
+    with caplog.at_level("INFO", logger="bimine.training.trainer"):
+        Trainer(tiny_config(shared_data, steps=4, **over), tmp_path / "r").fit(progress=False)
+    assert "max_passes 2.0: 0 of 1 language pairs capped" in caplog.text
+    # 10,000 pairs can't give 100 batches of 128 (1.28 passes) at one pass each
+    with pytest.raises(ConfigError, match="max_passes 1.0: 100 steps of 128 pairs need more passes"):
+        Trainer(tiny_config(shared_data, steps=100, **{**over, "data.max_passes": 1.0}), tmp_path / "t").fit(
+            progress=False)
+    with pytest.raises(ConfigError, match="train.steps too"):
+        Trainer(tiny_config(shared_data, steps=6, **over), tmp_path / "r").fit(resume=True, progress=False)

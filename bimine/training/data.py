@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -236,9 +237,39 @@ def temperature_probs(sizes: list[int], temperature: float, weights: list[float]
     return w / w.sum()
 
 
+def cap_passes(probs: np.ndarray, sizes: list[int], batch_size: int, steps: int, max_passes: float) -> np.ndarray:
+    """``probs`` lowered so that no group is expected to be read more than ``max_passes`` times
+    in ``steps`` batches: a group of ``n`` pairs gives ``min(batch_size, n)`` of them a draw, so
+    its probability is capped at ``max_passes * n / (steps * min(batch_size, n))``. What the
+    capped groups give up goes to the others in proportion to their own probability (repeated
+    until none is over its cap). Raises ``ConfigError`` when the caps cannot add up to one (too
+    few pairs in all for that many steps)."""
+    if isinstance(max_passes, bool) or not isinstance(max_passes, (int, float)) or not 0 < max_passes < math.inf:
+        raise ConfigError(f"max_passes must be a number > 0, got {max_passes!r}")
+    n = np.asarray(sizes, dtype=np.float64)
+    p0 = np.asarray(probs, dtype=np.float64)
+    cap = max_passes * n / (steps * np.minimum(batch_size, n))
+    if cap.sum() < 1.0:
+        raise ConfigError(f"max_passes {max_passes}: {steps} steps of {batch_size} pairs need more passes over "
+                          f"the {int(n.sum())} training pairs than that (at least "
+                          f"{max_passes / cap.sum():.2f} on average)")
+    p = p0.copy()
+    capped = np.zeros(len(n), dtype=bool)
+    while True:
+        over = ~capped & (p > cap)
+        if not over.any():
+            break
+        capped |= over
+        p[capped] = cap[capped]
+        rest = ~capped
+        p[rest] = p0[rest] * (1.0 - p[capped].sum()) / p0[rest].sum()
+    return p / p.sum()
+
+
 class TemperatureSchedule:
     """Deterministic batches with language-balanced sampling: step ``s`` draws group
-    ``g ~ p`` (:func:`temperature_probs`) and that group's next batch.
+    ``g ~ p`` (:func:`temperature_probs`, capped by :func:`cap_passes` with ``max_passes``)
+    and that group's next batch.
 
     The group of every step comes from one ``default_rng([seed, 1])`` draw of ``steps``
     values, so step ``s`` is known without replaying the run (resumption needs no saved
@@ -249,11 +280,13 @@ class TemperatureSchedule:
     """
 
     def __init__(self, sizes: list[int], batch_size: int, seed: int, steps: int, temperature: float,
-                 weights: list[float] | None = None) -> None:
+                 weights: list[float] | None = None, max_passes: float | None = None) -> None:
         self.sizes = sizes
         self.batch_size = batch_size
         self.seed = seed
         self.probs = temperature_probs(sizes, temperature, weights)
+        if max_passes is not None:
+            self.probs = cap_passes(self.probs, sizes, batch_size, steps, max_passes)
         rng = np.random.default_rng([seed, 1])
         self.groups = rng.choice(len(sizes), size=steps, p=self.probs).astype(np.int32)
         # k of step s: how many earlier steps drew the same group

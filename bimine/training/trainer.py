@@ -88,6 +88,10 @@ class DataConfig:
     ``language_weights``: ``{lang: w}`` multiplies that probability for the language pairs
     with ``lang`` on one side (not English, which is on every side), e.g. to keep the share
     of the languages a model must stay strong in; needs ``sampling_temperature``.
+    ``max_passes``: at most this many expected passes over a language pair's pairs in the run's
+    steps; the share a small language gives up goes to the others (``null``: no cap; needs
+    ``sampling_temperature``; the cap depends on ``train.steps``, so a run resumes only with
+    the steps it started with).
     ``precompute_features``: featurise every sentence once at the start (fast, ~1.2 KB a pair),
     or each batch when it is drawn, in a thread ahead of the training step (a quarter of the
     memory; the same features, so the same model)."""
@@ -99,6 +103,7 @@ class DataConfig:
     dedupe: bool = True
     sampling_temperature: float | None = None
     language_weights: dict[str, float] = field(default_factory=dict)
+    max_passes: float | None = None
     precompute_features: bool = True
 
 
@@ -334,6 +339,12 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
                 raise ConfigError(f"data.language_weights.{code}: no training corpus has this language")
             weights[lang] = float(w)
         cfg.data.language_weights = weights
+    mp = cfg.data.max_passes
+    if mp is not None:
+        if t is None:
+            raise ConfigError("data.max_passes: needs data.sampling_temperature (the cap acts on its sampling)")
+        if isinstance(mp, bool) or not isinstance(mp, (int, float)) or not 0 < mp < math.inf:
+            raise ConfigError(f"data.max_passes: must be a number > 0 or null, got {mp!r}")
     if not cfg.data.train:
         raise ConfigError("data.train lists no corpus")
     q = cfg.export_quantize
@@ -422,6 +433,8 @@ def run_fingerprint(cfg: TrainConfig, groups: list[PairGroup], translit_table: d
             settings[section] = {k: v for k, v in d[section].items() if k != "language_caps" or v}
     if cfg.data.language_weights:  # absent when unused: older checkpoints keep their fingerprint
         settings["language_weights"] = dict(sorted(cfg.data.language_weights.items()))
+    if cfg.data.max_passes is not None:  # the same; the cap's probabilities depend on the steps
+        settings.update(max_passes=cfg.data.max_passes, steps=cfg.train.steps)
     if translit_table is not None:
         settings["translit_table"] = table_digest(translit_table)
     if subword_model is not None:
@@ -489,8 +502,10 @@ def check_resume_fingerprint(saved: dict | None, now: dict) -> None:
     if saved["settings"] != now["settings"]:
         a, b = saved["settings"], now["settings"]
         keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        steps = " (with data.max_passes, train.steps too: the cap is worked out for the run's steps)" \
+            if "steps" in keys else ""
         raise ConfigError(f"--resume: settings differ from the checkpoint's ({', '.join(keys)}); only train.steps, "
-                          "max_minutes, threads, logging, checkpointing and dev sets may change on resume")
+                          f"max_minutes, threads, logging, checkpointing and dev sets may change on resume{steps}")
 
 
 def _load_checkpoint(
@@ -907,7 +922,12 @@ class Trainer:
         if cfg.data.sampling_temperature is None:
             return BatchSchedule(sizes, cfg.train.batch_size, cfg.train.seed)
         sched = TemperatureSchedule(sizes, cfg.train.batch_size, cfg.train.seed, cfg.train.steps,
-                                    cfg.data.sampling_temperature, group_weights(groups, cfg.data.language_weights))
+                                    cfg.data.sampling_temperature, group_weights(groups, cfg.data.language_weights),
+                                    cfg.data.max_passes)
+        if cfg.data.max_passes is not None:
+            n_capped = sum(p * cfg.train.steps * min(cfg.train.batch_size, n) / n >= cfg.data.max_passes * (1 - 1e-9)
+                           for p, n in zip(sched.probs, sizes))
+            log.info(f"max_passes {cfg.data.max_passes}: {n_capped} of {len(groups)} language pairs capped")
         for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
             log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
         return sched
