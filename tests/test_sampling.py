@@ -102,16 +102,23 @@ def test_cap_passes_by_hand():
 
     # 100 steps of 100 pairs; 2 passes allow group 0 (1,000 pairs) 0.2 of the steps, group 2 (10,000) 2.0
     sizes = [1000, 100_000, 10_000]
-    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.3, 0.2]), sizes, 100, 100, 2.0), [0.2, 0.48, 0.32])
+    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.3, 0.2]), sizes, 100, 100, 2.0)[0], [0.2, 0.48, 0.32])
     # the excess pushes group 1 over its own cap (0.3) in turn: 0.6 is left for group 2
     sizes = [1000, 1500, 100_000]
-    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.25, 0.25]), sizes, 100, 100, 2.0), [0.2, 0.3, 0.5])
+    p, capped = cap_passes(np.array([0.5, 0.25, 0.25]), sizes, 100, 100, 2.0)
+    np.testing.assert_allclose(p, [0.2, 0.3, 0.5])
+    assert capped.tolist() == [True, True, False]
     # a group smaller than the batch is read whole at each draw: 30 pairs, 2 passes: 2 of 100 steps
-    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.5]), [30, 100_000], 100, 100, 2.0), [0.02, 0.98])
+    np.testing.assert_allclose(cap_passes(np.array([0.5, 0.5]), [30, 100_000], 100, 100, 2.0)[0], [0.02, 0.98])
     # nothing over its cap: unchanged
-    np.testing.assert_allclose(cap_passes(np.array([0.1, 0.9]), [10_000, 100_000], 100, 100, 2.0), [0.1, 0.9])
-    with pytest.raises(ConfigError, match="passes over the 2000 training pairs"):
+    p, capped = cap_passes(np.array([0.1, 0.9]), [10_000, 100_000], 100, 100, 2.0)
+    np.testing.assert_allclose(p, [0.1, 0.9])
+    assert not capped.any()
+    # 2,000 pairs, 10,000 pair reads: 5 passes at least
+    with pytest.raises(ConfigError, match="passes over the 2000 training pairs than that .set it to at least 5.00"):
         cap_passes(np.array([0.5, 0.5]), [1000, 1000], 100, 100, 2.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        cap_passes(np.array([0.0, 0.5, 0.5]), [0, 1000, 1000], 100, 100, 2.0)
     with pytest.raises(ConfigError, match="max_passes"):
         cap_passes(np.array([0.5, 0.5]), [1000, 1000], 100, 100, 0)
 
@@ -124,6 +131,7 @@ def test_capped_schedule_reads_each_group_at_most_that_often():
     np.testing.assert_allclose(free.probs * steps * batch / sizes, [3.5255, 16.3641, 75.9555, 191.3959], rtol=1e-4)
     # the two small groups are held at 50 expected passes, the others take their share in proportion
     np.testing.assert_allclose((s.probs * steps * batch / sizes)[2:], [50.0, 50.0])
+    assert s.capped.tolist() == [False, False, True, True] and not free.capped.any()
     np.testing.assert_allclose(s.probs[:2] / s.probs[:2].sum(), free.probs[:2] / free.probs[:2].sum())
     counts = np.bincount([s(i)[0] for i in range(steps)], minlength=4)
     want = s.probs * steps

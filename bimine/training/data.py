@@ -237,22 +237,26 @@ def temperature_probs(sizes: list[int], temperature: float, weights: list[float]
     return w / w.sum()
 
 
-def cap_passes(probs: np.ndarray, sizes: list[int], batch_size: int, steps: int, max_passes: float) -> np.ndarray:
+def cap_passes(probs: np.ndarray, sizes: list[int], batch_size: int, steps: int,
+               max_passes: float) -> tuple[np.ndarray, np.ndarray]:
     """``probs`` lowered so that no group is expected to be read more than ``max_passes`` times
     in ``steps`` batches: a group of ``n`` pairs gives ``min(batch_size, n)`` of them a draw, so
     its probability is capped at ``max_passes * n / (steps * min(batch_size, n))``. What the
     capped groups give up goes to the others in proportion to their own probability (repeated
-    until none is over its cap). Raises ``ConfigError`` when the caps cannot add up to one (too
-    few pairs in all for that many steps)."""
+    until none is over its cap). Returns the probabilities and which groups the cap holds.
+    Raises ``ConfigError`` when the caps cannot add up to one (too few pairs in all for that many
+    steps)."""
     if isinstance(max_passes, bool) or not isinstance(max_passes, (int, float)) or not 0 < max_passes < math.inf:
         raise ConfigError(f"max_passes must be a number > 0, got {max_passes!r}")
     n = np.asarray(sizes, dtype=np.float64)
     p0 = np.asarray(probs, dtype=np.float64)
+    if steps < 1 or batch_size < 1 or np.any(n < 1) or p0.shape != n.shape:
+        raise ValueError("cap_passes needs steps and batch_size >= 1 and one probability for each non-empty group")
     cap = max_passes * n / (steps * np.minimum(batch_size, n))
     if cap.sum() < 1.0:
         raise ConfigError(f"max_passes {max_passes}: {steps} steps of {batch_size} pairs need more passes over "
-                          f"the {int(n.sum())} training pairs than that (at least "
-                          f"{max_passes / cap.sum():.2f} on average)")
+                          f"the {int(n.sum())} training pairs than that (set it to at least "
+                          f"{math.ceil(100 * max_passes / cap.sum()) / 100:.2f})")
     p = p0.copy()
     capped = np.zeros(len(n), dtype=bool)
     while True:
@@ -263,7 +267,7 @@ def cap_passes(probs: np.ndarray, sizes: list[int], batch_size: int, steps: int,
         p[capped] = cap[capped]
         rest = ~capped
         p[rest] = p0[rest] * (1.0 - p[capped].sum()) / p0[rest].sum()
-    return p / p.sum()
+    return p / p.sum(), capped
 
 
 class TemperatureSchedule:
@@ -285,8 +289,9 @@ class TemperatureSchedule:
         self.batch_size = batch_size
         self.seed = seed
         self.probs = temperature_probs(sizes, temperature, weights)
+        self.capped = np.zeros(len(sizes), dtype=bool)  # the groups max_passes holds at its cap
         if max_passes is not None:
-            self.probs = cap_passes(self.probs, sizes, batch_size, steps, max_passes)
+            self.probs, self.capped = cap_passes(self.probs, sizes, batch_size, steps, max_passes)
         rng = np.random.default_rng([seed, 1])
         self.groups = rng.choice(len(sizes), size=steps, p=self.probs).astype(np.int32)
         # k of step s: how many earlier steps drew the same group

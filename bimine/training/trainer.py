@@ -925,9 +925,7 @@ class Trainer:
                                     cfg.data.sampling_temperature, group_weights(groups, cfg.data.language_weights),
                                     cfg.data.max_passes)
         if cfg.data.max_passes is not None:
-            n_capped = sum(p * cfg.train.steps * min(cfg.train.batch_size, n) / n >= cfg.data.max_passes * (1 - 1e-9)
-                           for p, n in zip(sched.probs, sizes))
-            log.info(f"max_passes {cfg.data.max_passes}: {n_capped} of {len(groups)} language pairs capped")
+            log.info(f"max_passes {cfg.data.max_passes}: {int(sched.capped.sum())} of {len(groups)} language pairs capped")
         for g, p in sorted(zip(groups, sched.probs), key=lambda x: -x[1])[:10]:
             log.info(f"sampling {g.src_lang}-{g.tgt_lang}: {len(g)} pairs, p = {p:.4f}")
         return sched
