@@ -2,7 +2,8 @@
 
     python -m benchmarks.xsim_ablation base=.bench/xsim/abl56-base.json marks=.bench/xsim/abl56-marks.json
 
-Each ``NAME=FILE`` is a ``python -m benchmarks.xsim --json`` file of one model. The shipped
+Each ``NAME=FILE`` is a ``python -m benchmarks.xsim --json`` file of one model, or
+``NAME=FILE#MODEL`` one model of a file that holds several (its key in the file's results). The shipped
 default's and e5-small's per-set figures are read from docs/results/xsim-full.md (the table
 ``python -m benchmarks.ship_default`` writes, 0.1 precision). Every column is grouped the same
 way, by the training pairs of the first run given (its ``training_pairs``; the ablation runs
@@ -10,6 +11,13 @@ share one recipe): all NTREX sets, the 40 languages with most pairs, 10k+ pairs,
 (docs/results/xsim-full.md groups by the previous default's pairs; its means therefore differ a
 little from the ones here.) Then the issue's targets: the 10k+ languages where e5-small is under
 10 % and the run above 30 %, Khmer and Pashto, and the issue's list of failing scripts.
+
+With ``--by-pairs``, last, each later run against the first, NTREX sets grouped by the first
+run's training pairs (100k+, 30k-100k, 10k-30k, 1-10k, none): the mean change and how many sets
+are worse or better by more than half a point, from the runs' own figures (not rounded).
+
+    python -m benchmarks.xsim_ablation --by-pairs shipped=.bench/xsim/v6-30k.json#default \
+        30k=.bench/xsim/v6-30k.json#runs/v6-30k/model
 """
 
 from __future__ import annotations
@@ -49,13 +57,19 @@ def reference(path: str = TABLE) -> tuple[dict[str, dict[str, float]], dict[str,
     return out, lang
 
 
-def run_sets(path: str) -> tuple[dict[str, float], dict[str, str], dict[str, int]]:
-    """One model's per-set errors (PUD as ``pud:<name>``), languages and training pairs."""
+def run_sets(path: str, model: str | None = None) -> tuple[dict[str, float], dict[str, str], dict[str, int]]:
+    """One model's per-set errors (PUD as ``pud:<name>``), languages and training pairs; ``model``
+    picks one of a file of several."""
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    if len(doc["results"]) != 1:
-        raise SystemExit(f"{path}: expected one model, found {', '.join(doc['results'])}")
-    (res,) = doc["results"].values()
+    if model is not None:
+        if model not in doc["results"]:
+            raise SystemExit(f"{path}: no model {model!r} (it has {', '.join(doc['results'])})")
+        res = doc["results"][model]
+    elif len(doc["results"]) != 1:
+        raise SystemExit(f"{path}: {len(doc['results'])} models ({', '.join(doc['results'])}): pick one, FILE#MODEL")
+    else:
+        (res,) = doc["results"].values()
     errs, lang = {}, {}
     for kind in ("ntrex", "pud"):
         for name, r in res.get(kind, {}).items():
@@ -73,9 +87,30 @@ def groups(sets: list[str], lang: dict[str, str], pairs: dict[str, int]) -> dict
             "pud": [s for s in sets if s.startswith("pud:")]}
 
 
+#: the groups of ``--by-pairs``: (label, fewest pairs, most pairs + 1)
+PAIR_BUCKETS = [("100k+", 100_000, None), ("30k-100k", 30_000, 100_000), ("10k-30k", 10_000, 30_000),
+                ("1-10k", 1, 10_000), ("none", 0, 1)]
+
+
+def by_pairs(base: dict[str, float], other: dict[str, float], lang: dict[str, str],
+             pairs: dict[str, int]) -> list[tuple[str, int, float, int, int]]:
+    """(group, sets, mean change, sets worse by > 0.5, sets better by > 0.5) of ``other`` against
+    ``base`` on the NTREX sets, grouped by ``pairs`` of each set's language."""
+    out = []
+    for label, lo, hi in PAIR_BUCKETS:
+        sets = [s for s in base if not s.startswith("pud:")
+                and pairs.get(lang[s], 0) >= lo and (hi is None or pairs.get(lang[s], 0) < hi)]
+        if sets:
+            d = np.array([other[s] - base[s] for s in sets])
+            out.append((label, len(sets), float(d.mean()), int((d > 0.5).sum()), int((d < -0.5).sum())))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", help="NAME=FILE, a benchmarks.xsim --json file of one model")
+    ap.add_argument("runs", nargs="+", help="NAME=FILE (a benchmarks.xsim --json file of one model) or NAME=FILE#MODEL")
+    ap.add_argument("--by-pairs", action="store_true",
+                    help="last, each later run against the first, by the training pairs of the sets' languages")
     args = ap.parse_args()
     ref, lang = reference()
     cols: dict[str, dict[str, float]] = {}
@@ -84,7 +119,8 @@ def main() -> None:
         name, sep, path = spec.partition("=")
         if not sep:
             raise SystemExit(f"{spec!r}: give NAME=FILE")
-        errs, lg, tp = run_sets(path)
+        path, _, model = path.partition("#")
+        errs, lg, tp = run_sets(path, model or None)
         missing = sorted(set(ref["default"]) - set(errs))
         if missing:
             raise SystemExit(f"{path}: {len(missing)} sets not measured ({', '.join(missing[:5])} ...)")
@@ -116,6 +152,17 @@ def main() -> None:
     for s in ISSUE_SETS + ["fra", "deu", "spa"]:
         if s in ref["default"]:
             print(f"| {s} ({lang[s]}) | {pairs.get(lang[s], 0):,} | " + " | ".join(f"{c[s]:.1f}" for c in cols.values()) + " |")
+    if args.by_pairs:
+        runs = [n for n in names if n not in ("default", "e5-small")]
+        if len(runs) < 2:
+            raise SystemExit("--by-pairs compares the later runs with the first: give two or more")
+        for other in runs[1:]:
+            print()
+            print(f"{other} against {runs[0]}, NTREX sets by training pairs (change in points; sets worse / better by > 0.5)")
+            print("| training pairs | sets | mean change | worse | better |")
+            print("|---|---:|---:|---:|---:|")
+            for label, n, mean, worse, better in by_pairs(cols[runs[0]], cols[other], lang, pairs):
+                print(f"| {label} | {n} | {mean:+.2f} | {worse} | {better} |")
 
 
 if __name__ == "__main__":
