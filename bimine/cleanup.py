@@ -174,6 +174,67 @@ def stop_workers(pool) -> None:
             proc.join()
 
 
+_FORK_STATE: list = []  # in a worker of a ForkPool: the state it was started with (never set in the parent)
+_ONE_THREAD = [False]  # in a worker of a ForkPool(one_thread=True)
+
+
+def _start_fork_worker(state, parent_pid: int, one_thread: bool) -> None:
+    worker_init(parent_pid)
+    _FORK_STATE[:] = [state]
+    _ONE_THREAD[0] = one_thread
+
+
+def one_thread_per_worker() -> bool:
+    """True in a worker of a :class:`ForkPool` started with ``one_thread=True``: its siblings
+    share the cores, so its own work runs on one thread."""
+    return _ONE_THREAD[0]
+
+
+def _in_fork_worker(fn, args):
+    return fn(args, _FORK_STATE[0])
+
+
+class ForkPool:
+    """``workers`` processes forked from this one, each started with ``state`` (handed over at
+    the fork, never pickled: what the parent built, such as warmed-up filters or an encoder,
+    is shared). ``submit(fn, args)`` runs ``fn(args, state)`` in a worker and returns a
+    :class:`concurrent.futures.Future`. Ctrl-C is the parent's to handle, and a worker ends
+    with its parent (:func:`worker_init`). ``one_thread``: the workers' encoders use one thread
+    each (:func:`one_thread_per_worker`).
+
+    ``stop()`` is for Ctrl-C or an error: the work queued to the workers is not worth waiting
+    for, so they are ended now. A worker ended while it sends a result leaves half a message
+    in the result pipe (and the pipe's lock taken), and the pool's manager thread then waits
+    for the rest for ever; the interpreter joins that thread at exit, so the process would
+    never end (the test suite hung after its summary, 1 run in 10-20 of a test that stops a
+    pool). With the workers gone and the parent's own write end closed, the pipe has no writer
+    left: the thread reads its end, marks the pool broken and ends, and ``shutdown`` returns.
+    (``multiprocessing.Pool`` has no such way out: its ``terminate`` waits for that lock before
+    it ends the workers, and ``bimine embed --workers 2`` hung after Ctrl-C that way.)"""
+
+    def __init__(self, state, workers: int, *, one_thread: bool = False) -> None:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers
+        self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_start_fork_worker,
+                                         initargs=(state, os.getpid(), one_thread))
+
+    def submit(self, fn, args):
+        return self._pool.submit(_in_fork_worker, fn, args)
+
+    def stop(self) -> None:
+        pool = self._pool
+        stop_workers(pool)
+        writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+        if writer is not None:
+            writer.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    def shutdown(self, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(cancel_futures=cancel_futures)
+
+
 def _watch_parent(parent_pid: int) -> None:
     while True:
         time.sleep(1.0)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import multiprocessing as mp
-import os
-import signal
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -13,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bimine.cleanup import die_with_parent, sweep_leftovers
+from bimine.cleanup import ForkPool, sweep_leftovers
 from bimine.encoders.base import Encoder
 from bimine.encoders.registry import load_encoder
 from bimine.errors import InputError
@@ -119,43 +116,32 @@ def _encode_in_pool(encoder: Encoder, batches: Iterator[list[str]], lang: str, w
     """Encode ``batches`` in worker processes, in order, with at most 2 per worker in flight.
     Each worker loads the encoder once from its :class:`~bimine.encoders.EncoderSpec` (the DAN
     memory-maps its weights: the pages are shared); an encoder built in Python without a spec
-    is inherited through fork instead."""
+    is inherited through fork instead. Stopped early (Ctrl-C, an error, the consumer closing
+    this generator), the workers are ended at once (:meth:`~bimine.cleanup.ForkPool.stop`)."""
     spec = getattr(encoder, "spec", None)
-    global _INHERITED_ENCODER
-    _INHERITED_ENCODER = None if spec is not None else encoder
     wait_for_background()  # the kernels an encoder loads in the background: in the open, so Ctrl-C works
-    pool = mp.get_context("fork").Pool(workers, initializer=_worker_init, initargs=(spec, os.getpid()))
+    pool = ForkPool((spec, None if spec is not None else encoder), workers, one_thread=True)
     pending: deque = deque()  # bounded: memory stays at a few batches
+    done = False
     try:
         for b in batches:
-            pending.append(pool.apply_async(_encode_in_worker, ((b, lang),)))
+            pending.append(pool.submit(_encode_in_worker, (b, lang)))
             if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
+                yield pending.popleft().result()
         while pending:
-            yield pending.popleft().get()
+            yield pending.popleft().result()
+        done = True
     finally:
-        pool.terminate()
-        _INHERITED_ENCODER = None
+        if done:
+            pool.shutdown()
+        else:
+            pool.stop()
 
 
-_INHERITED_ENCODER: Encoder | None = None  # only for encoders without a spec (fork copies it)
-_WORKER_SPEC = None
-
-
-def _worker_init(spec=None, parent_pid: int | None = None) -> None:
-    """Workers die quietly on SIGTERM (the pool's terminate), leave Ctrl-C to the parent, and
-    end when the parent dies (``kill -9`` included)."""
-    global _WORKER_SPEC
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if parent_pid is not None:
-        die_with_parent(parent_pid)
-    _WORKER_SPEC = spec
-
-
-def _encode_in_worker(job: tuple[list[str], str]) -> np.ndarray:
+def _encode_in_worker(job: tuple[list[str], str], state) -> np.ndarray:
     batch, lang = job
-    enc = _WORKER_SPEC.load_cached() if _WORKER_SPEC is not None else _INHERITED_ENCODER
+    spec, inherited = state
+    enc = spec.load_cached() if spec is not None else inherited
     return enc.encode(batch, lang)
 
 

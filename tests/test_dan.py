@@ -7,6 +7,7 @@ import pytest
 import torch
 from test_features import MULTI
 
+from bimine.cores import usable_cores
 from bimine.encoders.base import default_model_path
 from bimine.encoders.dan import DANConfig, DANEncoder, EmbeddingTable, _map_safetensors
 from bimine.errors import ConfigError
@@ -294,6 +295,31 @@ def test_forked_worker_encodes_alone_and_equal():
     # sizes (the slice size follows the thread count), and OpenBLAS's matrix product may
     # round a row differently in a different-sized block (seen with numpy 2.4.6 / OpenBLAS 0.3.31)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_embed_workers_encode_alone_and_equal():
+    """The workers of ``bimine embed --workers N`` (:func:`bimine.embed._encode_in_pool`) encode
+    in one thread each, in order, and get the parent's embeddings."""
+    from bimine.embed import _encode_in_pool
+
+    cfg, weights = _model("int8")
+    enc = DANEncoder(cfg, weights, batch_size=300)
+    batches = [MULTI * 3] * 5
+    want = np.concatenate([enc.encode(b, "en") for b in batches])
+    got = np.concatenate(list(_encode_in_pool(_WithThreads(enc), iter(batches), "en", 2)))
+    assert (got[:, 0] == 1).all() and enc._thread_count() == usable_cores()
+    np.testing.assert_allclose(got[:, 1:], want, rtol=1e-6, atol=1e-6)  # float32 rounding: as above
+
+
+class _WithThreads:
+    """An encoder that puts the DAN's thread count in front of each embedding."""
+
+    def __init__(self, enc):
+        self.enc, self.dim = enc, enc.dim + 1
+
+    def encode(self, batch, lang):
+        out = self.enc.encode(batch, lang)
+        return np.concatenate([np.full((len(batch), 1), self.enc._thread_count(), np.float32), out], axis=1)
 
 
 _CHILD_ENCODER = None

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.cleanup import one_thread_per_worker
 from bimine.cores import usable_cores
 from bimine.encoders.base import weights_digest
 from bimine.errors import ConfigError
@@ -468,8 +469,8 @@ class DANEncoder:
         if self.threads is not None:
             return max(1, self.threads)
 
-        # a pool worker (daemonic: ``bimine embed --workers N``) shares the cores with its siblings
-        return 1 if multiprocessing.current_process().daemon else usable_cores()
+        # a pool worker (``bimine embed --workers N``, or any daemonic one) shares the cores with its siblings
+        return 1 if one_thread_per_worker() or multiprocessing.current_process().daemon else usable_cores()
 
     def _pool(self, threads: int):
         key = (os.getpid(), threads)  # a forked child has none of its parent's threads
