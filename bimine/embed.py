@@ -89,7 +89,8 @@ def embed_lines(
     """Yield ``(batch, dim)`` float32 arrays for ``lines`` in order, counting overlong lines.
 
     ``workers`` > 1 encodes batches in that many forked processes (in order); the encoder
-    is inherited by the children, not copied through pipes.
+    is never copied through pipes: each child loads it from its spec (memory-mapped weights)
+    or, for an encoder without one, inherits it at the fork.
     """
     lang = normalize_lang(lang)
     limit = max_chars_of(encoder)

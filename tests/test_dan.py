@@ -279,7 +279,7 @@ def test_table_pool_matches_lookup_mean():
 
 
 def test_forked_worker_encodes_alone_and_equal():
-    """A multiprocessing child (``bimine embed --workers N``) encodes in one thread, after
+    """A daemonic multiprocessing child (a user's ``multiprocessing.Pool``) encodes in one thread, after
     its parent started its own thread pool, and gets the parent's embeddings."""
     import multiprocessing as mp
 

@@ -33,6 +33,8 @@ class Stuck:
     dim = 4
     def encode(self, batch, lang):
         if batch[0] == "stuck":  # as a worker stopped halfway through sending a big result
+            while not os.path.exists(FLAG):  # not before the first batch's result is through
+                time.sleep(0.01)
             q = result_queue()
             if getattr(q, "_wlock", None) is not None:
                 q._wlock.acquire()
@@ -40,8 +42,11 @@ class Stuck:
             time.sleep(600)
         return np.ones((len(batch), self.dim), dtype=np.float32)
 
+FLAG = sys.argv[1]
 it = _encode_in_pool(Stuck(), iter([["fine"], ["stuck"]] + [["fine"]] * 10), "en", 2)
 first = next(it)
+open(FLAG, "w").close()
+print("first batch through", flush=True)
 time.sleep(2)  # the stuck worker is now halfway through its result
 t = time.perf_counter()
 it.close()  # what Ctrl-C or an error in the consumer does to the generator
@@ -52,10 +57,16 @@ print(f"stopped in {time.perf_counter() - t:.1f} s; first batch {first.shape}", 
 def test_an_embed_pool_stopped_while_a_worker_is_halfway_through_a_result_ends(tmp_path):
     script = tmp_path / "stop.py"
     script.write_text(SCRIPT)
-    try:
-        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"the process did not end within 60 s of stopping the pool: {e.stdout!r}") from None
+    log = tmp_path / "stdout.txt"
+    with open(log, "w") as out:
+        try:
+            r = subprocess.run([sys.executable, str(script), str(tmp_path / "first-batch-done")], stdout=out,
+                               stderr=subprocess.PIPE, text=True, timeout=60,
+                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the process did not end within 60 s; it printed {log.read_text()!r}") from None
+    stdout = log.read_text()
     assert r.returncode == 0, r.stderr
-    assert "stopped in" in r.stdout and "first batch (1, 4)" in r.stdout, r.stdout
+    assert "first batch through" in stdout and "stopped in" in stdout and "first batch (1, 4)" in stdout, stdout
+    took = float(stdout.split("stopped in ")[1].split(" s")[0])
+    assert took < 10, f"stopping the pool took {took} s"
