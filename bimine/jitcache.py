@@ -17,6 +17,7 @@ bimine do not share entries. ``bimine/__init__.py`` calls it, before any kernel 
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import sys
@@ -63,11 +64,38 @@ _WARMING: set = set()
 _WARMING_LOCK = threading.Lock()
 
 
-def in_background(fn, name: str) -> None:
+# Modules of the standard library that are imported child first in one thread while another
+# thread imports their package: ``importlib.abc`` imports
+# ``importlib.resources.abc`` (taking its lock, then the package's), while
+# ``importlib.resources``'s own __init__ (taking the package's lock) imports ``.abc``. The
+# import system then raises _DeadlockError in one of the threads (CPython gh-83065; Pythons
+# before its fix, 3.11 here, lock a module before its package). A CI run of
+# ``bimine embed`` failed so: sentencepiece imported importlib.readers in the main thread while
+# the language check's py3langid imported importlib.metadata.
+_CHILD_FIRST_IMPORTS = ("importlib.abc", "importlib.resources", "importlib.readers", "importlib.metadata")
+
+
+def import_before_thread(*modules: str) -> None:
+    """Import ``modules``, and the standard library's modules of :data:`_CHILD_FIRST_IMPORTS`, in
+    the calling thread: called before starting a thread that would import them while the caller
+    goes on importing (see above). A module that fails to import is left to the thread's own
+    import, which reports it where its work is reported."""
+    for name in (*_CHILD_FIRST_IMPORTS, *modules):
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                log.debug(f"{name} not imported before the thread", exc_info=True)
+
+
+def in_background(fn, name: str, imports: tuple[str, ...] = ()) -> None:
     """Run ``fn()`` (loading or compiling kernels: nothing the caller waits for) in a thread. A
     failure is left to the first real call to raise (logged at debug level here). Every fork
     waits for these threads (a child must not inherit numba's compiler lock held by a thread it
-    lacks), and so does the interpreter's exit (LLVM must not run while Python tears down)."""
+    lacks), and so does the interpreter's exit (LLVM must not run while Python tears down). The
+    standard library's modules that deadlock when imported from two threads, and ``imports`` (what
+    the caller imports next, while the thread imports), are imported first
+    (:func:`import_before_thread`)."""
 
     def run() -> None:
         try:
@@ -78,6 +106,7 @@ def in_background(fn, name: str) -> None:
             with _WARMING_LOCK:
                 _WARMING.discard(threading.current_thread())
 
+    import_before_thread(*imports)
     t = threading.Thread(target=run, name=name, daemon=True)
     with _WARMING_LOCK:  # added once started, and before it can remove itself
         t.start()

@@ -386,7 +386,8 @@ class DANEncoder:
             self._towers[t] = (table, layers)
         if self.backend == "numba":  # numba's start (~0.4 s) overlaps with SentencePiece reading its model
             warm = self._towers[config.towers()[0]]
-            in_background(lambda: _warm_kernels(self.featurizer, *warm), "bimine-warm-up")
+            in_background(lambda: _warm_kernels(self.featurizer, *warm), "bimine-warm-up",
+                          imports=("sentencepiece",) if pieces is not None else ())
         if pieces is not None:
             self.featurizer.set_subword_model(pieces)
 

@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from bimine.jitcache import import_before_thread
 from bimine.langs import (
     NON_LANGUAGE_CODES,
     is_lang_code,
@@ -322,6 +323,10 @@ class LanguageChecks:
                 self._warn(msg)
 
     def __enter__(self) -> LanguageChecks:
+        # what the checks import is imported here, beside the job's own imports: only reading
+        # the identifier's model (the slow part) is left to the thread
+        import_before_thread("py3langid", "py3langid.langid", "py3langid.modelio", "bimine.diskcache", "email.parser",
+                             "myanmartools")
         self._thread.start()
         return self
 
