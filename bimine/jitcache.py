@@ -71,7 +71,7 @@ _WARMING_LOCK = threading.Lock()
 # import system then raises _DeadlockError in one of the threads (CPython gh-83065; Pythons
 # before its fix, 3.11 here, lock a module before its package). A CI run of
 # ``bimine embed`` failed so: sentencepiece imported importlib.readers in the main thread while
-# the language check's py3langid imported importlib.metadata.
+# the language check's thread imported importlib.metadata (to read py3langid's version).
 _CHILD_FIRST_IMPORTS = ("importlib.abc", "importlib.resources", "importlib.readers", "importlib.metadata")
 
 
@@ -84,8 +84,29 @@ def import_before_thread(*modules: str) -> None:
         if name not in sys.modules:
             try:
                 importlib.import_module(name)
-            except ImportError:
+            except Exception:  # e.g. an optional module missing or broken: the thread's own import reports it
                 log.debug(f"{name} not imported before the thread", exc_info=True)
+
+
+def import_blas_first() -> None:
+    """Import ``scipy.linalg`` (package first) holding numba's compiler lock. numba sets up its CPU
+    target on first use, under that lock, and ``numba.np.arraymath`` then imports
+    ``scipy.linalg.cython_blas`` before its package (``_check_blas``): the same child-first order
+    as above. A thread that does that while another imports ``scipy.optimize`` or ``scipy.stats``
+    (whose packages import ``scipy.linalg``) can deadlock. Called at the start of the threads
+    that may be the first to use numba (the kernels' warm-up, the trainer's feature thread); in
+    the calling thread it would add ``scipy.linalg``'s import (~0.15 s) to every start-up."""
+    if "scipy.linalg" in sys.modules:
+        return
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+    except ImportError:  # no numba: the NumPy path, nothing of numba's runs
+        return
+    with global_compiler_lock:
+        try:
+            importlib.import_module("scipy.linalg")
+        except ImportError:  # no scipy: numba's own import says so where it matters
+            pass
 
 
 def in_background(fn, name: str, imports: tuple[str, ...] = ()) -> None:
@@ -99,6 +120,7 @@ def in_background(fn, name: str, imports: tuple[str, ...] = ()) -> None:
 
     def run() -> None:
         try:
+            import_blas_first()
             fn()
         except Exception:  # the same call in the real work raises it where the user sees it
             log.debug(f"{name} failed", exc_info=True)

@@ -6,7 +6,9 @@ file failed so, the language check's thread importing ``importlib.metadata`` (an
 ``importlib.abc`` -> ``importlib.resources.abc``) while the main thread's sentencepiece imported
 ``importlib.readers`` -> ``importlib.resources.readers``. The import order is a race, so instead
 of hoping to hit it these tests record, under a meta-path hook, which thread imports each module,
-and check that the threads leave such imports to the main thread.
+and check that the threads leave such imports to the main thread. numba's first use imports
+``scipy.linalg.cython_blas`` before ``scipy.linalg`` (under its compiler lock): the tests also
+check that ``scipy.linalg`` is first imported package first, by ``jitcache.import_blas_first``.
 """
 
 from __future__ import annotations
@@ -33,18 +35,21 @@ def recorded_start(self):
     events.append((self.name, None))
     start(self)
 threading.Thread.start = recorded_start
+blas = []
 class Recorder:
     def find_spec(self, name, path=None, target=None):
         events.append((threading.current_thread().name, name))
+        if name == "scipy.linalg":  # who imports it first: numba's child-first ensure_blas or a package import
+            blas.append([f.name for f in __import__("traceback").extract_stack()])
         return None
 sys.meta_path.insert(0, Recorder())
-atexit.register(lambda: json.dump(events, open(os.environ["TRACE"], "w")))
+atexit.register(lambda: json.dump({"events": events, "blas": blas}, open(os.environ["TRACE"], "w")))
 sys.argv = ["bimine", *sys.argv[1:]]
 runpy.run_module("bimine", run_name="__main__", alter_sys=True)
 """
 
 
-def _imports_by_thread(tmp_path: Path, *args) -> dict[str, list[str]]:
+def _imports_by_thread(tmp_path: Path, *args) -> tuple[dict[str, list[str]], list[list[str]]]:
     (tmp_path / "tracer.py").write_text(TRACER)
     trace = tmp_path / "trace.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BIMINE_PROGRESS": "0", "TRACE": str(trace)}
@@ -52,11 +57,12 @@ def _imports_by_thread(tmp_path: Path, *args) -> dict[str, list[str]]:
                        text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     found: dict[str, list[str]] = {}
-    for thread, module in json.loads(trace.read_text()):
+    trace = json.loads(trace.read_text())
+    for thread, module in trace["events"]:
         found.setdefault(thread, [])
         if module is not None:
             found[thread].append(module)
-    return found
+    return found, trace["blas"]
 
 
 @pytest.mark.parametrize("command", ["embed", "mine"])
@@ -66,7 +72,7 @@ def test_background_threads_leave_the_deadlocking_imports_to_the_main_thread(tmp
         args = ["embed", tmp_path / "s.en.gz", "--lang", "en", "-o", tmp_path / "s.npy"]
     else:
         args = ["mine", EN, FR, "-o", tmp_path / "pairs.tsv"]
-    found = _imports_by_thread(tmp_path, *args)
+    found, blas = _imports_by_thread(tmp_path, *args)
     background = {t: m for t, m in found.items() if t != "MainThread"}
     # the language check ran and the encoder warmed its kernels in threads, and the test saw them
     assert "bimine-language-check" in background and "bimine-warm-up" in background, sorted(background)
@@ -74,3 +80,6 @@ def test_background_threads_leave_the_deadlocking_imports_to_the_main_thread(tmp
         assert not [m for m in modules if m.split(".")[0] == "importlib"], (thread, modules)
     # what the check needs is imported before its thread starts: the thread only reads data
     assert background["bimine-language-check"] == [], background["bimine-language-check"]
+    # numba's first use imports scipy.linalg.cython_blas before its package (numba.np.arraymath's
+    # _check_blas): scipy.linalg is imported first by the warm-up, package first (import_blas_first)
+    assert blas and "ensure_blas" not in blas[0] and "import_blas_first" in blas[0], blas[:1]

@@ -31,6 +31,7 @@ from bimine.encoders.torch_optim import RowAdam
 from bimine.encoders.transformer import TokenFeaturizer, TransformerConfig, TransformerNet
 from bimine.errors import ConfigError
 from bimine.eval.retrieval import evaluate_retrieval
+from bimine.jitcache import import_blas_first
 from bimine.langs import normalize_lang
 from bimine.mining.knn import knn_exact
 from bimine.progress import bar as progress_bar
@@ -941,7 +942,9 @@ class Trainer:
         t_rate = time.time()
         # features computed per batch: the next batch's are made in a thread while this one trains
         # (the numba featuriser releases the GIL); only that thread calls the schedule
-        pool = None if precompute else ThreadPoolExecutor(1, thread_name_prefix="bimine-batch")
+        # the thread may be the first to run numba's kernels: scipy.linalg before them (jitcache)
+        pool = None if precompute else ThreadPoolExecutor(1, thread_name_prefix="bimine-batch",
+                                                          initializer=import_blas_first)
 
         def features(s: int):
             g, rows = sched(s)
