@@ -64,19 +64,56 @@ def temp_prefix(what: str) -> str:
 
 
 @contextmanager
-def work_folder(work_dir: str | os.PathLike | None, what: str, sweep: str | None = None) -> Iterator[Path]:
+def work_folder(work_dir: str | os.PathLike | None, what: str, sweep: str | None = None,
+                wait: bool = True) -> Iterator[Path]:
     """The folder a command keeps its intermediate files in: ``work_dir`` when given (made if
-    missing; with ``sweep``, the temporaries of killed runs matching it removed first), else a
-    temporary folder of command ``what`` (:func:`temp_prefix`), removed at the end."""
+    missing; locked for this run, :func:`folder_lock`; with ``sweep``, the temporaries of killed
+    runs matching it removed first), else a temporary folder of command ``what``
+    (:func:`temp_prefix`), removed at the end."""
     if work_dir:
         work = Path(work_dir)
         work.mkdir(parents=True, exist_ok=True)
-        if sweep:
-            sweep_stale_temporaries(work, sweep)
-        yield work
+        with folder_lock(work, "work folder", wait=wait):
+            if sweep:
+                sweep_stale_temporaries(work, sweep)
+            yield work
         return
     with tempfile.TemporaryDirectory(prefix=temp_prefix(what)) as tmp:
         yield Path(tmp)
+
+
+@contextmanager
+def folder_lock(folder: str | os.PathLike, what: str, *, wait: bool = True) -> Iterator[None]:
+    """Hold ``folder`` (a store or work folder) for this run: an advisory lock (``flock``) on the
+    folder itself, which the system releases when the process ends, however it ends, so a run
+    killed by SIGKILL leaves no stale lock (and the folder no extra file). Two runs on one
+    folder raced: one ended with a ``FileNotFoundError`` traceback on ``progress.json`` and
+    wrote nothing (issue 72 §3). A second run now waits for the first, saying so in one line,
+    or with ``wait=False`` is refused in one line (:class:`~bimine.errors.ConfigError`). A file
+    system without ``flock`` on folders runs unlocked, as before (said at debug level)."""
+    import errno
+    import fcntl
+
+    from bimine.errors import ConfigError
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                raise ConfigError(f"{folder}: this {what} is in use by another bimine run; wait for it to end, "
+                                  "or use another folder") from None
+            log.warning(f"{folder}: this {what} is in use by another bimine run; waiting for it to end "
+                        "(--no-wait refuses instead)")
+            fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C still stops the wait (the handler's exception ends it)
+        except OSError as e:
+            if e.errno not in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
+                raise
+            log.debug(f"{folder}: cannot be locked ({e.strerror}); running unlocked")
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def sweep_leftovers(*outputs: str | os.PathLike | None) -> int:

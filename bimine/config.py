@@ -228,8 +228,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def load_yaml(path: str) -> dict[str, Any]:
+    """The mapping in the YAML file ``path`` (``-``: stdin; a pipe is read once)."""
+    from bimine.streams import readable_path  # loaded on use: most configs are files
+
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(readable_path(path), encoding="utf-8") as f:
             data = yaml.safe_load(f) or {}
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config ({e.strerror})") from None

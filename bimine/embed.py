@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.cleanup import ForkPool, sweep_leftovers
+from bimine.cores import capped_workers
 from bimine.encoders.base import Encoder
 from bimine.encoders.registry import load_encoder
 from bimine.errors import InputError
@@ -18,6 +19,7 @@ from bimine.jitcache import wait_for_background
 from bimine.langs import normalize_lang
 from bimine.outputs import atomic_path, check_output_file
 from bimine.progress import bar as progress_bar
+from bimine.streams import reading_once
 from bimine.text.io import ReadStats, read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -146,6 +148,7 @@ def _encode_in_worker(job: tuple[list[str], str], state) -> np.ndarray:
     return enc.encode(batch, lang)
 
 
+@reading_once
 def embed_file(
     path: str,
     output: str,
@@ -161,16 +164,17 @@ def embed_file(
     """Embed every line of ``path`` into the ``.npy`` file ``output`` (written atomically).
 
     Rows are written to a temporary file as they are computed (memory stays at one batch),
-    then the header is fixed and the file renamed to ``output``. A file (not stdin) is first
-    checked in one fast pass (UTF-8, NUL bytes; it also gives the bar its total), so a bad
-    line stops the run before any work. Temporaries left by killed runs are removed.
+    then the header is fixed and the file renamed to ``output``. The input is first checked in
+    one fast pass (UTF-8, NUL bytes; it also gives the bar its total), so a bad line stops the
+    run before any work; a stream (stdin, a pipe) is read once, into a copy that both passes read
+    (:mod:`bimine.streams`). Temporaries left by killed runs are removed.
     """
     lang = normalize_lang(lang)  # a bad code fails before any work
     check_output_file(output, inputs=(path,))
     encoder = load_encoder(model) if isinstance(model, str) else model
-    total = None
-    if path != "-":
-        total = scan_text(path, errors=errors, column=column).lines
+    total = scan_text(path, errors=errors, column=column).lines
+    if workers > 1:
+        workers = capped_workers(workers, -(-total // batch_size))
     report = EmbedReport(path)
     stats = ReadStats()
     t0 = time.time()

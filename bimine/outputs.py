@@ -145,6 +145,35 @@ def _kind_of(path: PathLike) -> str | None:
     return None
 
 
+TEMP_SUFFIX_BYTES = 12  # what a temporary name adds to an output's name (".tmp-" and a process id)
+
+
+def check_name_lengths(path: PathLike, option: str, *, reserve: int = 0) -> None:
+    """Refuse a path the file system cannot hold, in one line, before any work: a part of it
+    longer than the folder's NAME_MAX (255 bytes on most), the last part longer than that less
+    ``reserve`` (the temporary name it is first written under), or the whole longer than
+    PATH_MAX. A 300-character store name gave ``OSError: [Errno 36] File name too long`` (issue
+    72 §7)."""
+    p = Path(path)
+    probe = p.absolute().parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        name_max = os.pathconf(probe, "PC_NAME_MAX")
+        path_max = os.pathconf(probe, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    parts = p.parts
+    for i, part in enumerate(parts):
+        limit = name_max - (reserve if i == len(parts) - 1 else 0)
+        if len(os.fsencode(part)) > limit:
+            raise ConfigError(f"{option} {str(path)[:60]}...: the name {part[:40]}... is {len(os.fsencode(part))} bytes, "
+                              f"longer than the {limit} this file system allows; choose a shorter name")
+    if len(os.fsencode(str(p.absolute()))) + reserve > path_max:
+        raise ConfigError(f"{option} {str(path)[:60]}...: the path is longer than the {path_max} bytes this system "
+                          "allows; choose a shorter one")
+
+
 def check_output_file(path: PathLike, *, inputs: Iterable[PathLike | None] = (), option: str = "-o/--output") -> None:
     """Fail unless a command can write the file ``path`` without harm.
 
@@ -159,6 +188,8 @@ def check_output_file(path: PathLike, *, inputs: Iterable[PathLike | None] = (),
     Example: ``check_output_file("pairs.tsv", inputs=(src, tgt, src_store), option="-o/--output")``.
     """
     target = output_target(path)
+    if target.kind == "file":
+        check_name_lengths(path, option, reserve=TEMP_SUFFIX_BYTES)
     if target.kind == "fd":
         try:
             os.fstat(target.fd)
@@ -190,6 +221,20 @@ def check_output_file(path: PathLike, *, inputs: Iterable[PathLike | None] = (),
         raise ConfigError(f"{option} {path}: cannot write in folder {parent} (permission denied or read-only)")
 
 
+def check_apart_from_work_dir(path: PathLike, work_dir: PathLike | None, option: str = "-o/--output") -> None:
+    """Refuse an output file that is the ``--work-dir`` folder or lies inside it, saying so (the
+    work folder is no input: the message used to call it one). A stream output is fine."""
+    if not work_dir or output_target(path).kind != "file":
+        return
+    out, work = Path(path), Path(work_dir)
+    if _same(out, work):
+        raise ConfigError(f"{option} {path}: is also the --work-dir folder; the output is a file: give it another name "
+                          "(or the work folder another)")
+    if work.is_dir() and out.absolute().resolve().is_relative_to(work.resolve()):
+        raise ConfigError(f"{option} {path}: lies inside the --work-dir folder {work_dir}, which holds the run's "
+                          "intermediate files; write the output outside it")
+
+
 def check_output_dir(path: PathLike, *, inputs: Iterable[PathLike | None] = (), option: str = "-o/--output") -> None:
     """Fail unless a command can create or fill the folder ``path``.
 
@@ -204,6 +249,7 @@ def check_output_dir(path: PathLike, *, inputs: Iterable[PathLike | None] = (), 
     """
     if str(path) == "-":
         raise ConfigError(f"{option} -: this output is a folder, not a stream; give a folder name")
+    check_name_lengths(path, option)
     out = Path(path)
     for inp in _inputs(inputs):
         if _same(out, inp):

@@ -81,8 +81,13 @@ def test_score_with_a_model_and_a_tsv_with_extra_columns(tmp_path, tiny_model):
     np.testing.assert_allclose([float(x["cosine"]) for x in rows], np.where(blank, np.nan, want), atol=1e-5)
     from bimine.scoring.pair_scores import corpus_margin
 
-    margin = corpus_margin(enc.encode(SRC, "en"), enc.encode(TGT, "fr"), k=4, valid_src=np.array([0, 2, 3, 4, 5, 6, 7]))
-    np.testing.assert_allclose(np.array([float(x["margin"]) for x in rows])[[0, 2, 3]], margin[[0, 2, 3]], rtol=1e-5)
+    # over the distinct pairs (issue 72 §6): row 4 repeats row 0 and gets its margin
+    distinct = [0, 1, 2, 3, 5, 6, 7]
+    margin = corpus_margin(enc.encode([SRC[i] for i in distinct], "en"), enc.encode([TGT[i] for i in distinct], "fr"),
+                           k=4, valid_src=np.array([0, 2, 3, 4, 5, 6]))[[0, 1, 2, 3, 0, 4, 5, 6]]
+    got = np.array([float(x["margin"]) for x in rows])
+    np.testing.assert_allclose(got[[0, 2, 3]], margin[[0, 2, 3]], rtol=1e-5)
+    assert got[4] == got[0]
     # the combined score: the sum of the two graded scores (002 Eq. 3), a NaN margin counting 0
     np.testing.assert_allclose([float(x["score"]) for x in rows], np.where(blank, 0, want) + np.nan_to_num(margin),
                                atol=1e-5)

@@ -251,7 +251,8 @@ def test_run_pipeline_report_nan_constant_threshold_and_bounded_examples(tmp_pat
     n = 60
     src = [f"sentence {i % 25}" for i in range(n)]  # pairs 25.. repeat the first 25: duplicates
     tgt = [f"phrase {i % 25}" for i in range(n)]
-    graded = [np.nan if i % 10 == 3 else i / n for i in range(n)]  # 6 NaN
+    # a score is a function of its pair, as every real one is (a repeat gets its first copy's, issue 72 §6)
+    graded = [np.nan if i % 25 % 10 == 3 else i % 25 / n for i in range(n)]  # 7 NaN (rows 3, 13, 23 and repeats)
     filters = [Duplicates(), _Values(graded, "quality", threshold=0.1), _Values([0.37] * n, "flat"),
                _Values([float(i) for i in range(n)], "rank", kind="score")]
     out, rep = tmp_path / "o.tsv", tmp_path / "r.html"
@@ -263,8 +264,8 @@ def test_run_pipeline_report_nan_constant_threshold_and_bounded_examples(tmp_pat
     page = Page(text)
     assert "<title>Run &lt;7&gt; &amp; co</title>" in text and "a &lt;b&gt; file" in text
     # the NaN count under the chart of the score that has NaN, and no bar for them
-    assert "6 NaN" in page.cards["score-quality"]["text"]
-    assert bar_total(page.cards["score-quality"]) == n - 6
+    assert "7 NaN" in page.cards["score-quality"]["text"]
+    assert bar_total(page.cards["score-quality"]) == n - 7
     # a constant column still gets its histogram; a threshold only where the filter has one
     assert bar_total(page.cards["score-flat"]) == n
     quality = text[text.index('id="score-quality"'):text.index('id="score-flat"')]

@@ -56,11 +56,13 @@ def docs() -> None:
 @click.option("--index", default="auto", show_default=True, help="FAISS factory string of the sentence kNN.")
 @click.option("--work-dir", type=click.Path(), default=None,
               help="Keep sentence files and embeddings here; a rerun on the same inputs reuses them.")
+@click.option("--no-wait", is_flag=True,
+              help="A --work-dir another run is using: refuse at once (default: wait for that run to end).")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method, n, w1, w2, positions, rank, top,
-          one_to_one, candidates, src_format, tgt_format, splitter, calibration, index, work_dir, encoding_errors,
-          no_progress) -> None:
+          one_to_one, candidates, src_format, tgt_format, splitter, calibration, index, work_dir, no_wait,
+          encoding_errors, no_progress) -> None:
     """Find, for each document of SRC, its translation among the documents of TGT.
 
     A collection is a JSONL file ({"id": ..., "text": ...} or {"id": ..., "sentences": [...]}
@@ -78,7 +80,8 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
                          one_to_one=one_to_one, candidates=candidates, index=index)
     job = DocsMatchJob(src=src, tgt=tgt, output=output, src_lang=src_lang, tgt_lang=tgt_lang, model=model, match=cfg,
                        src_format=src_format, tgt_format=tgt_format, splitter=splitter, calibration=calibration,
-                       work_dir=work_dir, encoding_errors=encoding_errors, progress=not no_progress)
+                       work_dir=work_dir, encoding_errors=encoding_errors, progress=not no_progress,
+                       wait=not no_wait)
     report = run_docs_match(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
     from bimine.outputs import shown

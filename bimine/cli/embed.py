@@ -29,6 +29,8 @@ from bimine.cli.options import (
 @click.option("--store", is_flag=True, help="Write a sharded float16 store (folder) instead of one .npy; "
               "a rerun resumes at the first unfinished shard.")
 @click.option("--shard-size", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Lines per store shard.")
+@click.option("--no-wait", is_flag=True,
+              help="With --store: a store another run is building is refused at once (default: wait for it).")
 @click.option("--column", type=click.IntRange(min=1), default=None, help="Take this 1-based TSV column of each line.")
 @click.option(
     "--encoding-errors",
@@ -51,6 +53,7 @@ def embed(
     output: str,
     store: bool,
     shard_size: int,
+    no_wait: bool,
     column: int | None,
     encoding_errors: str,
     batch_size: int,
@@ -69,6 +72,8 @@ def embed(
     # the output path is checked by embed_file / build_store before any work
     if executor == "ray" and not store:
         raise click.UsageError("--executor ray writes a store: add --store")
+    if not store and no_wait:
+        raise click.UsageError("--no-wait is about a store another run is building: add --store")
     if not store and option_given("shard_size"):
         raise click.UsageError("--shard-size sets the lines per shard of a store: add --store (one .npy file has "
                                "no shards)")
@@ -82,7 +87,8 @@ def embed(
         if store:
             from bimine.store.store import EmbedRun, build_store
 
-            run = EmbedRun(batch_size=batch_size, workers=workers, executor=executor, ray_address=ray_address)
+            run = EmbedRun(batch_size=batch_size, workers=workers, executor=executor, ray_address=ray_address,
+                           wait=not no_wait)
             st, report = build_store(input, output, encoder, lang, shard_size=shard_size, column=column,
                                      errors=encoding_errors, progress=not no_progress, run=run)
             summary = report.summary() + f"; store {output}: {st.rows} rows in {len(st.manifest['shards'])} shard(s)"

@@ -22,8 +22,11 @@ class _Group(click.Group):
     missing argument), which click would print as a four-line usage block."""
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
+        from bimine.streams import one_read
+
+        try:  # one_read: a stream input (stdin, a pipe) is read once per command, its copy removed at the end
+            with one_read():
+                return super().invoke(ctx)
         except BimineError as e:
             # an option's problem found by the library reads as click's usage errors do
             where = f" (see '{ctx.command_path} {ctx.invoked_subcommand} --help')" if isinstance(e, OptionError) \

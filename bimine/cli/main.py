@@ -42,8 +42,13 @@ _FREEZE_AT_EXIT = False
 
 def main() -> None:
     from bimine.cleanup import Terminated, exit_cleanly_on_sigterm
+    from bimine.cores import thread_env_problem
 
     exit_cleanly_on_sigterm()  # SIGTERM unwinds like Ctrl-C: temporary files and folders are removed
+    bad_env = thread_env_problem()  # before numba reads it (a traceback from its import)
+    if bad_env:
+        click.echo(f"error: {bad_env}", err=True)
+        sys.exit(2)
     # At exit the interpreter's last garbage collection walks every object the command made
     # (numba's compiler state among them: ~0.2 s of each run). Exit hooks run before it, so this
     # one freezes them: their memory goes back with the process, as it would anyway. Nothing
@@ -58,6 +63,9 @@ def main() -> None:
         # the command's clean-up has run (its finally blocks, as the exception unwound); what is left
         # are the interpreter's exit hooks, and one of them joins the thread of a worker pool, which
         # waits for ever on a result a stopped worker left half-sent: end here, as the signal would
+        from bimine.streams import close
+
+        close()  # copies of stream inputs a thread may still be making (exit hooks do not run)
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             try:

@@ -72,6 +72,8 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) ->
               help="With a Refine(...) index: candidates re-scored per neighbour.")
 @click.option("--work-dir", type=click.Path(), default=None,
               help="Keep embeddings and kNN results here; a rerun skips finished steps.")
+@click.option("--no-wait", is_flag=True,
+              help="A --work-dir another run is using: refuse at once (default: wait for that run to end).")
 @click.option("--src-store", type=click.Path(file_okay=False, exists=True), default=None,
               help="Embeddings of SRC from 'bimine embed --store' (checked against SRC and the model).")
 @click.option("--tgt-store", type=click.Path(file_okay=False, exists=True), default=None,
@@ -108,7 +110,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
          tgt_store: str | None, fmt: str, line_numbers: bool, confidence: bool, calibration: str | None,
          rescore: str | None, dedupe: bool, drop_copies: bool, min_chars: int,
          encoding_errors: str, workers: int, shard_size: int, executor: str, ray_address: str | None,
-         no_progress: bool) -> None:
+         no_progress: bool, no_wait: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
 
     SRC and TGT are files (plain, .gz, .xz, .bz2, .zst) or quoted glob patterns ('news/*.en.gz',
@@ -132,7 +134,7 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
                   work_dir=work_dir, src_store=src_store, tgt_store=tgt_store, fmt=fmt, line_numbers=line_numbers,
                   confidence=confidence, calibration=calibration, rescore=rescore, trained_threshold=trained,
                   encoding_errors=encoding_errors, workers=workers, shard_size=shard_size, executor=executor,
-                  ray_address=ray_address, progress=not no_progress)
+                  ray_address=ray_address, progress=not no_progress, wait=not no_wait)
     report = run_mine(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
     from bimine.outputs import shown

@@ -18,11 +18,11 @@ def _say(line: str) -> None:
 
 
 @cli.command()
-@click.argument("job_file", metavar="JOB.yaml", type=click.Path(exists=True, dir_okay=False))
+@click.argument("job_file", metavar="JOB.yaml", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a field, e.g. --set mine.k=8 --set output=other.tsv (repeatable).")
 def run(job_file: str, overrides: tuple[str, ...]) -> None:
-    """Run the job written in JOB.yaml: 'job:' names the kind (mine, score, filter, align,
+    """Run the job written in JOB.yaml (- reads it from stdin): 'job:' names the kind (mine, score, filter, align,
     docs-match, train-rescorer, train-classifier, calibrate, train-divergence), the other keys are
     the fields of its config object (MineJob, FilterJob, AlignJob, DocsMatchJob, RescorerJob,
     ClassifierJob, CalibrateJob, DivergenceJob: docs/architecture.md), checked like a training

@@ -149,10 +149,11 @@ def cluster_cpus(address: str | None = None) -> int:
 
 def embed_shard(spec, lines: list[str], lang: str, batch_size: int, path: str) -> dict:
     """Body of the Ray task: embed ``lines`` and write the float16 shard at ``path``; return the
-    counts the driver's report adds up."""
+    counts the driver's report adds up and the shard's SHA-256 (for the manifest)."""
     report = EmbedReport(path)
-    embed_to_shard(spec.load_cached(), lines, lang, Path(path), batch_size=batch_size, report=report)
-    return {"lines": report.lines, "empty": report.empty, "truncated": report.truncated, "node": _node_id()}
+    digest = embed_to_shard(spec.load_cached(), lines, lang, Path(path), batch_size=batch_size, report=report)
+    return {"lines": report.lines, "empty": report.empty, "truncated": report.truncated, "node": _node_id(),
+            "sha256": digest}
 
 
 def _node_id() -> str | None:

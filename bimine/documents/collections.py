@@ -164,7 +164,7 @@ def read_collection(path: str, out_path: str, *, fmt: str = "auto", split: Calla
     and folders)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown collection format {fmt!r}; formats: {', '.join(FORMATS)}")
-    if not os.path.exists(path):
+    if path != "-" and not os.path.exists(path):  # - is stdin
         raise InputError(f"{path}: no such file or folder")
     if fmt == "auto":
         fmt = detect_format(path)

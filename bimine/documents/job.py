@@ -38,6 +38,7 @@ from bimine.errors import InputError, OptionError
 from bimine.outputs import check_output_dir, check_output_file, shown
 from bimine.progress import bar as progress_bar
 from bimine.scoring.calibration import Calibration
+from bimine.streams import reading_once
 from bimine.text.io import read_lines
 from bimine.text.sameness import same_input_warning
 from bimine.text.sentences import get_splitter
@@ -205,7 +206,10 @@ def mostly_skipped_warning(a, src: str, tgt: str) -> str | None:
     return None
 
 
-UNRELATED_MIN_LINES = 20  # the unrelated-texts warning needs at least this many text lines in the two documents
+# the unrelated-texts warning needs at least this many text lines in each document: what is "no closer than
+# unrelated sentences" is the top 1% of the random pairs of the two documents, which a pair of 12-line
+# documents (144 random pairs) cannot estimate (a correct 12-line ko-en pair was called unrelated, issue 72 §6)
+UNRELATED_MIN_LINES = 20
 
 
 def unrelated_warning(a, src: str, tgt: str) -> str | None:
@@ -215,15 +219,18 @@ def unrelated_warning(a, src: str, tgt: str) -> str | None:
     other, which the search still aligns, bead by bead, with the best of chance pairs (doc.en
     against 120 shuffled lines of sample.fr: 15 of its 53 beads are insertions or deletions,
     and 154 of the 160 lines are at chance).
-    :func:`mostly_skipped_warning` says it instead when most lines of both are skipped."""
-    text = a.n_src - a.blank_src + a.n_tgt - a.blank_tgt
-    if a.chance_lines is None or text < UNRELATED_MIN_LINES or 2 * a.chance_lines <= text:
+    :func:`mostly_skipped_warning` says it instead when most lines of both are skipped. Quiet
+    when a document has fewer than :data:`UNRELATED_MIN_LINES` text lines: too few to judge."""
+    text_src, text_tgt = a.n_src - a.blank_src, a.n_tgt - a.blank_tgt
+    text = text_src + text_tgt
+    if a.chance_lines is None or min(text_src, text_tgt) < UNRELATED_MIN_LINES or 2 * a.chance_lines <= text:
         return None
     return (f"warning: {a.chance_lines} of the {text} text lines of {src} and {tgt} are insertions, deletions or in beads "
             "whose sentences are no closer than unrelated ones (the top 1% of random sentence pairs of the two "
             "documents): the documents do not look like translations of each other")
 
 
+@reading_once
 def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
               say: Callable[[str], None] | None = None) -> int:
     """Align ``job``'s document pairs and write their beads; returns how many pairs."""
@@ -327,6 +334,7 @@ def _check_pair_ids(job: AlignJob, pairs: list[tuple[str, str]], sidx: dict, tid
                      f"{job.src_docs if side == 'source' else job.tgt_docs}{more}")
 
 
+@reading_once
 def run_docs_match(job: DocsMatchJob, *, warn: Callable[[str], None] | None = None) -> DocMatchReport:
     """Match ``job``'s collections and write the document pairs; returns the run's report."""
     warn = warn or log.warning

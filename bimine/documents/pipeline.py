@@ -45,7 +45,7 @@ from bimine.documents.spec import DocMatchConfig, DocsMatchJob
 from bimine.errors import ConfigError
 from bimine.index.faiss_index import IndexConfig
 from bimine.index.sides import SearchConfig, knn_both_ways, side_from_store
-from bimine.outputs import check_output_dir, check_output_file
+from bimine.outputs import check_apart_from_work_dir, check_output_dir, check_output_file
 from bimine.progress import bar
 from bimine.store.store import build_store, file_checksum, store_name
 
@@ -117,7 +117,8 @@ def match_documents(job: DocsMatchJob, *, encoder, calibration=None, splitter=No
     (:func:`_scores`), choose and write.
     """
     config = job.match
-    check_output_file(job.output, inputs=(job.src, job.tgt, job.work_dir))
+    check_apart_from_work_dir(job.output, job.work_dir)
+    check_output_file(job.output, inputs=(job.src, job.tgt))
     sweep_leftovers(job.output)  # what runs killed by SIGKILL left
     if config.method in ("eq3", "two-stage") and calibration is None:
         raise ConfigError(f"method {config.method} needs the model's calibrated confidence (f1 of Eq. 3): train a "
@@ -125,7 +126,7 @@ def match_documents(job: DocsMatchJob, *, encoder, calibration=None, splitter=No
     report = DocMatchReport()
     if job.work_dir:
         check_output_dir(job.work_dir, inputs=(job.src, job.tgt), option="--work-dir")
-    with work_folder(job.work_dir, "docs") as work:
+    with work_folder(job.work_dir, "docs", wait=job.wait) as work:
         sides = (("src", job.src, job.src_lang, job.src_format), ("tgt", job.tgt, job.tgt_lang, job.tgt_format))
         cols = {name: _read_side(name, path, lang, fmt, splitter, work, job.encoding_errors, report)
                 for name, path, lang, fmt in sides}  # both read (and so checked) before either is embedded

@@ -54,3 +54,4 @@ class DocsMatchJob:
     work_dir: str | None = None
     encoding_errors: str = "strict"
     progress: bool = True
+    wait: bool = True  # a work folder (or store) another run is using: wait for it; False refuses

@@ -53,3 +53,74 @@ def model_folder(encoder) -> Path | None:
 def default_model_path() -> Path:
     """Folder of the model shipped inside the package."""
     return Path(__file__).resolve().parent.parent / "models" / "default"
+
+
+# --------------------------------------------------------------------------- a model folder's digest
+#: keys of config.json outside the digest: the trainer's record (what it was trained on, its figures)
+#: changes no vector, and the digest itself
+UNDIGESTED_KEYS = ("training", "digest")
+
+
+def config_digest(meta: dict) -> str:
+    """SHA-256 of what in a model's ``config.json`` decides its vectors (all but
+    :data:`UNDIGESTED_KEYS`), as sorted JSON."""
+    kept = {k: v for k, v in meta.items() if k not in UNDIGESTED_KEYS}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
+
+
+def _weights_head(path) -> tuple[int, str]:
+    """The size of the safetensors file ``path`` and the SHA-256 of its header (names, shapes
+    and offsets of every tensor): a few kilobytes read, whatever the file's size."""
+    import os
+
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        head = f.read(min(n, 1 << 26))
+        return os.fstat(f.fileno()).st_size, hashlib.sha256(head).hexdigest()
+
+
+def model_digest(meta: dict, weights_file) -> dict:
+    """The ``digest`` a model folder records in its ``config.json`` when it is written: of its
+    config (:func:`config_digest`) and of its weights file (size, header, whole SHA-256)."""
+    size, head = _weights_head(weights_file)
+    with open(weights_file, "rb") as f:
+        whole = hashlib.file_digest(f, "sha256").hexdigest()
+    return {"config": config_digest(meta), "weights_bytes": size, "weights_header": head, "weights_sha256": whole}
+
+
+UNDO = ("undo the change, or, to use the folder as it is now, delete the \"digest\" entry of its config.json "
+        "(it is then loaded unchecked)")
+
+
+def check_model_digest(folder, meta: dict, weights_file) -> str | None:
+    """Refuse a model folder changed since it was written (issue 72 §5: ``output_dim`` edited gave
+    a traceback deep in numpy, ``char_ngrams`` or ``lowercase`` edited 15-30 fewer right pairs
+    without a word): its config against the recorded digest, its weights file's size and
+    header (cheap: every load). Returns the whole file's recorded SHA-256 (checked where the
+    model id is computed, which reads the file anyway), or None for a folder that records no
+    digest (written before digests, or a user's edit, deliberately unsealed)."""
+    from bimine.errors import ConfigError
+
+    d = meta.get("digest")
+    if d is None:
+        return None
+    if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ("config", "weights_header",
+                                                                             "weights_sha256")):
+        raise ConfigError(f"{folder}/config.json: its \"digest\" entry is damaged; {UNDO}")
+    if d["config"] != config_digest(meta):
+        raise ConfigError(f"{folder}/config.json was changed after the model was written (it no longer matches its "
+                          f"recorded digest): the weights were trained for the settings it had, so this model "
+                          f"would embed wrongly; {UNDO}")
+    if _weights_head(weights_file) != (d.get("weights_bytes"), d["weights_header"]):
+        raise ConfigError(f"{folder}/model.safetensors is not the weights file this model was written with (its size "
+                          f"or tensors differ from the recorded digest); {UNDO}")
+    return d["weights_sha256"]
+
+
+def check_weights_sha256(folder, expected: str | None, actual: str) -> None:
+    """The whole weights file's SHA-256 ``actual`` against the one the folder recorded."""
+    if expected is not None and actual != expected:
+        from bimine.errors import ConfigError
+
+        raise ConfigError(f"{folder}/model.safetensors was changed after the model was written (its SHA-256 no "
+                          f"longer matches the recorded digest); {UNDO}")

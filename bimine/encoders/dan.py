@@ -40,9 +40,9 @@ import numpy as np
 
 from bimine.cleanup import one_thread_per_worker
 from bimine.cores import usable_cores
-from bimine.encoders.base import weights_digest
+from bimine.encoders.base import check_model_digest, check_weights_sha256, weights_digest
 from bimine.errors import ConfigError
-from bimine.jitcache import in_background
+from bimine.jitcache import in_background, wait_for_background
 from bimine.langs import normalize_lang
 from bimine.text.features import FeatureConfig, Featurizer, resolve_backend
 from bimine.text.subwords import from_tensors, warm_piece_kernels
@@ -320,6 +320,11 @@ _OPENBLAS = _OpenBLAS()
 _POOL_LOCK = threading.Lock()
 
 
+def _file_sha256(path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 class DANEncoder:
     """DAN encoder; ``encode(sentences, lang)`` returns unit-norm float32 rows.
 
@@ -362,6 +367,8 @@ class DANEncoder:
             model_id = "dan-" + weights_digest(weights, config.to_dict())
         self._model_id = model_id
         self._weights_file = weights_file
+        self._sealed: tuple = (weights_file, None)  # (folder, the weights' recorded SHA-256), set by load
+        self._digest_box: dict | None = None  # the weights' SHA-256 being computed in the background (load)
         self.dim = config.output_dim
         self.batch_size = batch_size
         self._towers = {}
@@ -378,6 +385,11 @@ class DANEncoder:
                 ]
             except KeyError as e:
                 raise ConfigError(f"model weights lack tensor {e.args[0]!r}") from None
+            for i, ((w, b), (d_in, d_out)) in enumerate(zip(layers, config.layer_dims())):
+                if w.shape != (d_in, d_out) or b.shape != (d_out,):
+                    raise ConfigError(f"model weights: layer {i} is {w.shape[0]} -> {w.shape[1]}, the config says "
+                                      f"{d_in} -> {d_out} (embed_dim, hidden, output_dim); config and weights "
+                                      "are not of one model")
             if table.shape != (config.features.rows, config.embed_dim):
                 raise ConfigError(
                     f"embedding table has shape {table.shape}, config says "
@@ -407,25 +419,45 @@ class DANEncoder:
         meta = read_json(path / "config.json", "model config")
         if meta.get("architecture") != "dan":
             raise ConfigError(f"{path}/config.json: architecture {meta.get('architecture')!r} is not 'dan'")
-        config = DANConfig.from_dict(meta["model"])
         wfile = path / "model.safetensors"
         check_safetensors(wfile, "model weights")  # cut short or an absurd header: one line, not a traceback
+        sealed = check_model_digest(path, meta, wfile)  # a folder changed since it was written: refused
+        config = DANConfig.from_dict(meta["model"])
         weights = _map_safetensors(wfile)
         if weights is None:
             weights = load_safetensors(wfile, "numpy", "model weights")
         model_id = f"dan-{meta['model_id']}" if meta.get("model_id") else None
         enc = cls(config, weights, model_id=model_id, weights_file=wfile, **kwargs)
         enc.training = meta.get("training", {})  # the trainer's record (data, held-out pairs, dev figures)
+        enc._sealed = (path, sealed)
+        if sealed is not None:  # the whole file's SHA-256 (65 ms for the default's 91 MB) on the other core,
+            box: dict = {}      # while the kernels and SentencePiece load; checked before the first vector
+            in_background(lambda: box.update(sha=_file_sha256(wfile)), "bimine-weights-digest")
+            enc._digest_box = box
         return enc
+
+    def _check_weights(self) -> None:
+        """The weights file against the SHA-256 its folder recorded (computed in the background
+        since :meth:`load`): a file swapped for another model's of the same tensors is refused
+        before it embeds anything."""
+        box = self._digest_box
+        if box is None:
+            return
+        wait_for_background()
+        whole = box.get("sha") or _file_sha256(self._weights_file)
+        check_weights_sha256(*self._sealed, whole)
+        self._digest_box = None
+        if self._model_id is None:
+            self._model_id = "dan-" + whole[:16]
 
     @property
     def model_id(self) -> str:
         """``dan-`` + the config's ``model_id``, or the first 16 hex digits of the sha256 of
         the weights file (computed on first use: embedding to .npy never needs it), or of the
         tensors for an encoder built in memory (:func:`~bimine.encoders.base.weights_digest`)."""
+        self._check_weights()
         if self._model_id is None:
-            with open(self._weights_file, "rb") as f:
-                self._model_id = "dan-" + hashlib.file_digest(f, "sha256").hexdigest()[:16]
+            self._model_id = "dan-" + _file_sha256(self._weights_file)[:16]
         return self._model_id
 
     @model_id.setter
@@ -486,6 +518,8 @@ class DANEncoder:
     def encode(self, sentences: list[str], lang: str) -> np.ndarray:
         """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows (a
         Burmese line in Zawgyi is read as its Unicode text: :mod:`bimine.text.zawgyi`)."""
+        if self._digest_box is not None:
+            self._check_weights()
         sentences = to_unicode(sentences)
         tower = self.config.tower_for(lang)
         table, layers = self._towers[tower]

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bimine.encoders.base import weights_digest
+from bimine.encoders.base import check_model_digest, check_weights_sha256, weights_digest
 from bimine.encoders.dan import EmbeddingTable, model_options
 from bimine.encoders.torch_tables import SparseBag, quantize_table
 from bimine.errors import ConfigError
@@ -383,10 +383,14 @@ class TransformerEncoder:
         meta = read_json(path / "config.json", "model config")
         if meta.get("architecture") != "transformer":
             raise ConfigError(f"{path}/config.json: architecture {meta.get('architecture')!r} is not 'transformer'")
-        config = TransformerConfig.from_dict(meta["model"])
         wfile = path / "model.safetensors"
+        sealed = check_model_digest(path, meta, wfile) if wfile.is_file() else None  # changed since written: refused
+        config = TransformerConfig.from_dict(meta["model"])
         enc = cls(config, load_safetensors(wfile, "numpy", "model weights"), weights_file=wfile, **kwargs)
         enc.training = meta.get("training", {})
+        enc._sealed = (path, sealed)
+        if sealed is not None:
+            enc.model_id  # noqa: B018  (reads the whole weights file: checked against its recorded SHA-256 now)
         return enc
 
     @property
@@ -395,7 +399,9 @@ class TransformerEncoder:
         for an encoder built in memory), + ``-int8`` / ``-onnx`` for those runtimes."""
         if self._model_id is None:
             with open(self._weights_file, "rb") as f:
-                self._model_id = "tfm-" + hashlib.file_digest(f, "sha256").hexdigest()[:16]
+                whole = hashlib.file_digest(f, "sha256").hexdigest()
+            check_weights_sha256(*getattr(self, "_sealed", (self._weights_file, None)), whole)
+            self._model_id = "tfm-" + whole[:16]
         return self._model_id if self.runtime == "torch" else f"{self._model_id}-{self.runtime}"
 
     @torch.no_grad()

@@ -283,6 +283,37 @@ def count_seen(k1, k2, keys1, keys2, counts, used):
 
 
 @njit(cache=True, nogil=True)
+def first_seen(k1, k2, keys1, keys2, ords, used):
+    """For each pair key in order: the ordinal of its pair among the distinct pairs (numbered
+    in the order of their first appearance, over earlier calls too) and whether this is that
+    first appearance; an open-addressing table as :func:`count_seen`'s, whose ``ords`` hold
+    ordinal + 1 (0: a free slot). ``used`` is the number of distinct pairs so far. Returns the
+    ordinals, the first-appearance flags, the new ``used`` and the (maybe new) table arrays."""
+    mask = len(keys1) - 1
+    out = np.empty(len(k1), dtype=np.int64)
+    first = np.zeros(len(k1), dtype=np.bool_)
+    for i in range(len(k1)):
+        s = np.int64(k1[i] & np.uint64(mask))
+        while True:
+            if ords[s] == 0:
+                keys1[s] = k1[i]
+                keys2[s] = k2[i]
+                used += 1
+                ords[s] = used
+                out[i] = used - 1
+                first[i] = True
+                break
+            if keys1[s] == k1[i] and keys2[s] == k2[i]:
+                out[i] = ords[s] - 1
+                break
+            s = (s + 1) & mask
+        if used * 2 > len(keys1):  # kept under half full
+            keys1, keys2, ords = _grow(keys1, keys2, ords)
+            mask = len(keys1) - 1
+    return out, first, used, keys1, keys2, ords
+
+
+@njit(cache=True, nogil=True)
 def _grow(keys1, keys2, counts):
     size = 2 * len(keys1)
     n1 = np.zeros(size, dtype=np.uint64)

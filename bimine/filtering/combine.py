@@ -12,6 +12,11 @@ and shipped with the model (``combiner.json``); a ``--classifier`` adds its log-
 
 ``combine: sum`` is paper 002's Eq. 3 (the sum of the graded scores, clean-high) and
 ``combine: minmax`` its Eq. 4 (each min-max normalised first); both stay available.
+
+``combine: gate`` (``bimine divergence`` and ``select``): the pipeline's one probability score
+(the divergence model's P(equivalent)), 0 for a pair that fails a hard rule, as ``model`` does:
+an untranslated copy or a side in another language is no equivalent translation, whatever the
+model, which compares word vectors, thinks of it (a copy's words match one for one).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from bimine.filtering.rules import RULES
 from bimine.scoring.base import PairFilter
 
 RULE_NAMES = (*RULES, "lang")
-COMBINE_MODES = ("model", "sum", "minmax")
+COMBINE_MODES = ("model", "sum", "minmax", "gate")
 DEFAULT_RULES = ("empty", "bad_chars", "identical", "min_length", "max_length", "length_ratio", "numbers", "urls",
                  "duplicate", "lang")
 _COMMON = {"name", "threshold"}
@@ -48,7 +48,7 @@ class PipelineSpec:
     normalize: bool = False
     top_fraction: float | None = None
     token_budget: int | None = None
-    combine: str | None = None  # model | sum | minmax; None: sum (minmax with normalize)
+    combine: str | None = None  # model | sum | minmax | gate; None: sum (minmax with normalize)
 
     def selection(self, combiners=None):
         """The decision of this pipeline; ``combiners``: the :class:`~bimine.filtering.combine.Combiners`

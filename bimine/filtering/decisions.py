@@ -51,13 +51,18 @@ class FilterReport:
     # workers) and spooling, whole-corpus scores (the margin's kNN), decisions, writing the
     # outputs, the report (``BIMINE_TIMINGS=1 bimine filter ...`` prints them)
     seconds: Counter = field(default_factory=Counter)
+    repeats: int = 0  # rows whose pair came earlier: scored and decided as their first copy
 
     def summary(self, filtering: bool) -> str:
+        again = (f"{self.repeats:,} rows repeat an earlier pair (each scored as its first copy; the corpus "
+                 "statistics taken over distinct pairs)") if self.repeats else None
         if not filtering:
-            return "; ".join([f"scored {self.pairs:,} pairs"] + self.notes)
+            return "; ".join([f"scored {self.pairs:,} pairs"] + ([again] if again else []) + self.notes)
         parts = [f"kept {self.kept:,} of {self.pairs:,} pairs"]
         if self.pairs:
             parts[0] += f" ({100 * self.kept / self.pairs:.1f}%)"
+        if again:
+            parts.append(again)
         drops = ", ".join(f"{name} {n:,}" for name, n in self.dropped_by.most_common() if n)
         if drops:
             parts.append(f"dropped by (first failing filter): {drops}")

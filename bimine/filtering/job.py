@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bimine.config import load_yaml
+from bimine.cores import capped_workers
 from bimine.encoders.languages import SERVED_XSIM, describe, load_for_languages, poorly_served
 from bimine.errors import ConfigError
 from bimine.executors import check_executor, plugin
@@ -46,6 +47,7 @@ from bimine.filtering.registry import needs_model
 from bimine.langs import normalize_lang
 from bimine.outputs import check_output_file
 from bimine.progress import bar
+from bimine.streams import reading_once
 from bimine.text.io import scan_text
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,7 @@ def check_outputs(job: FilterJob) -> None:
                 raise ConfigError(f"--report {job.report}: is also the {option} file; choose another name")
 
 
+@reading_once
 def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> FilterOutcome:
     """Score (and with ``job.filtering``, decide on) every pair of ``job``'s input; see the
     module docstring. The steps: the outputs checked; the pipeline (:func:`pipeline_spec`);
@@ -244,9 +247,7 @@ def _selection(job: FilterJob, spec: PipelineSpec, encoder, combiners,
 def _run_pipeline(job: FilterJob, filters: list, selection: Selection, encoder) -> tuple[FilterReport, list[str]]:
     """Check and count the whole input (binary, UTF-8) before any work, then run the pipeline
     with a progress bar; also the notes of the run (a side the language identifier does not know)."""
-    total = None
-    if "-" not in job.inputs:
-        total = [scan_text(p, errors=job.encoding_errors).lines for p in job.inputs][0]
+    total = [scan_text(p, errors=job.encoding_errors).lines for p in job.inputs][0]
     blocks = read_pair_blocks(job.input, src=job.src, tgt=job.tgt, columns=job.columns, block_size=job.block_size,
                               errors=job.encoding_errors)
     langs = {"src": job.src_lang, "tgt": job.tgt_lang}
@@ -263,7 +264,9 @@ def _run_pipeline(job: FilterJob, filters: list, selection: Selection, encoder) 
     command = job.command or ("filter" if job.filtering else "score")
     opts = PipelineOptions(columns=job.columns if job.input is not None else None, filtering=job.filtering,
                            selection=selection, kept_output=job.kept,
-                           workers=auto_workers() if job.workers == "auto" else job.workers,
+                           workers=auto_workers() if job.workers == "auto" else
+                           capped_workers(job.workers, -(-total // job.block_size)) if job.executor == "local"
+                           else job.workers,
                            report_path=job.report, report_info=info, executor=job.executor,
                            ray_address=job.ray_address, command=command)
     progress = bar(total=total, unit=" pairs", desc=command, enabled=job.progress)
@@ -295,8 +298,12 @@ def divergence_job(output: str, *, divergence_model: str = "default", keep: floa
     """``bimine divergence`` (``keep`` None: score only) or ``bimine select`` (keep the least
     divergent ``keep`` fraction) as a :class:`FilterJob`: the divergence model (a file from
     ``bimine train-divergence`` or ``default``) as the pipeline's one score, one process.
-    ``kw``: the other :class:`FilterJob` fields (input, src, tgt, languages, kept, report, ...)."""
-    spec = PipelineSpec(filters=[{"score": "divergence", "path": divergence_model}])
+    Untranslated copies (``identical``, ``copy``) and sides in another language (``lang``) are
+    rules that gate it (``combine: gate``): they score 0, at the bottom, where the model, which
+    matches word vectors, gave a copy 0.96 (issue 72 §6). ``kw``: the other
+    :class:`FilterJob` fields (input, src, tgt, languages, kept, report, ...)."""
+    spec = PipelineSpec(filters=[{"rule": "identical"}, {"rule": "copy"}, {"rule": "lang"},
+                                 {"score": "divergence", "path": divergence_model}], combine="gate")
     return FilterJob(output=output, filtering=keep is not None, config=None, rules="none", no_model=False,
                      classifiers=[], workers=1, spec=spec, pipeline_name=f"divergence model {divergence_model}",
                      top_fraction=keep, command="select" if keep is not None else "divergence", **kw)

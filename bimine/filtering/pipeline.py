@@ -16,6 +16,13 @@ above a combined-score threshold, the best fraction, or the best up to a token b
 Memory stays bounded: blocks of ``block_size`` pairs are read and scored (stateless filters
 in ``workers`` forked processes, stateful ones such as duplicates in this process, in order);
 rows and scores are spooled to temporary files beside the output, then written.
+
+Repeated pairs change no one's score (issue 72 §6): a row whose pair (sides compared as the
+``duplicate`` rule compares them) came earlier is a *repeat*. Whatever is taken over the corpus
+(the in-corpus margin and the other corpus scores, the fraction or budget selected, the
+combiner picked by corpus size, the warning that the sides look unaligned) is taken over the
+distinct pairs, and a repeat gets its first copy's scores and decision, unless a rule drops it
+(the ``duplicate`` rule does). The report counts the repeats.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from bimine.filtering.combine import gated
 from bimine.filtering.decisions import FilterReport, Selection
 from bimine.filtering.pool import LocalBlockPool
 from bimine.filtering.report import Example, Examples, render_report
-from bimine.filtering.rules import _units
+from bimine.filtering.rules import _units, text_stats
 from bimine.filtering.select import combine_scores, select_budget, select_fraction, select_threshold
 from bimine.outputs import atomic_path, output_target
 from bimine.scoring.base import PairFilter
@@ -342,16 +349,20 @@ def check_filters(filters: list[PairFilter]) -> None:
 
 
 def combine(filters: list[PairFilter], scores: dict[str, np.ndarray], normalize: bool = False,
-            selection: Selection | None = None, notes: list[str] | None = None) -> np.ndarray:
+            selection: Selection | None = None, notes: list[str] | None = None,
+            n_pairs: int | None = None) -> np.ndarray:
     """The ``score`` column (:mod:`bimine.filtering.combine`). With ``selection.combine ==
     "model"``: 0 for a pair that some filter with a threshold rejects, else the combiner's
     probability that the pair is clean, each other probability score (a classifier, the
     divergence model) adding its log-odds. Else the sum of the graded scores oriented
     clean-high (002 Eq. 3; each min-max normalised first with ``normalize``, Eq. 4; NaN
     components count 0), or the share of the other filters passed when there is no graded
-    score. ``notes`` receives what the user should hear (a score left out, and why)."""
+    score. ``notes`` receives what the user should hear (a score left out, and why).
+    ``n_pairs``: the corpus's distinct pairs (default: the rows), which pick the combiner."""
     if selection is not None and selection.combine == "model":
-        return _combine_model(filters, scores, selection.combiners, notes if notes is not None else [])
+        return _combine_model(filters, scores, selection.combiners, notes if notes is not None else [], n_pairs)
+    if selection is not None and selection.combine == "gate":
+        return _combine_gate(filters, scores, notes if notes is not None else [])
 
     n = len(next(iter(scores.values()))) if scores else 0
     graded = [f for f in filters if f.kind == "score"]
@@ -368,9 +379,10 @@ UNRELATED_MIN_PAIRS = 20  # the warning that a corpus looks non-parallel needs a
 NOT_PARALLEL = "most pairs do not look like translations of each other; are the two sides aligned line by line?"
 
 
-def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], combiners, notes: list[str]) -> np.ndarray:
+def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], combiners, notes: list[str],
+                   n_pairs: int | None = None) -> np.ndarray:
     n = len(next(iter(scores.values()))) if scores else 0
-    combiner, note = combiners.pick(n)
+    combiner, note = combiners.pick(n if n_pairs is None else n_pairs)
     if note:
         notes.append(note)
     missing = [c for c in combiner.columns if c not in scores]
@@ -394,6 +406,28 @@ def _combine_model(filters: list[PairFilter], scores: dict[str, np.ndarray], com
         if f.threshold is not None:
             passed &= f.accept(scores[f.name])
     return gated(sigmoid(logit), passed)
+
+
+def _combine_gate(filters: list[PairFilter], scores: dict[str, np.ndarray], notes: list[str]) -> np.ndarray:
+    """``combine: gate``: the one probability score, 0 where a filter with a threshold rejects
+    the pair (:func:`bimine.filtering.combine.gated`); ``notes`` gets how many each rule set to 0."""
+    graded = [f for f in filters if f.kind == "score"]
+    if len(graded) != 1 or not getattr(graded[0], "probability", False):
+        raise ConfigError("combine: gate takes exactly one probability score (divergence, rescore, a classifier's "
+                          f"probability), got {', '.join(f.name for f in graded) or 'none'}")
+    p = np.nan_to_num(graded[0].clean_score(scores[graded[0].name]), nan=0.0)
+    passed = np.ones(len(p), dtype=bool)
+    found = []
+    for f in filters:
+        if f.threshold is not None:
+            ok = f.accept(scores[f.name])
+            if not ok.all():
+                found.append(f"{f.name} {int((~ok).sum()):,}")
+            passed &= ok
+    if found:
+        notes.append(f"{int((~passed).sum()):,} pairs score 0: they fail a rule (an untranslated copy, a side in "
+                     f"another language: {', '.join(found)})")
+    return gated(p, passed)
 
 
 @dataclass
@@ -492,8 +526,10 @@ def run_pipeline(blocks: Iterator[PairBlock], filters: list[PairFilter], output:
         if ray_pool is not None:
             report.notes.append(f"scored on Ray: {ray_pool.tasks:,} block tasks on {ray_pool.workers} CPUs")
         clock = time.perf_counter()
-        table, total = _combined_scores(filters, plan, sel, report, scorer.score_path)
-        keep, reason_of, reasons = _decide(filters, table, total, sel, opts.filtering, scorer.tokens, report)
+        report.repeats = report.pairs - scorer.repeats.distinct
+        table, total = _combined_scores(filters, plan, sel, report, scorer.score_path, scorer.repeats)
+        keep, reason_of, reasons = _decide(filters, table, total, sel, opts.filtering, scorer.tokens, report,
+                                           scorer.repeats)
         report.kept = int(keep.sum())
         report.seconds["decide"] = time.perf_counter() - clock - report.seconds["corpus scores"]
         clock = time.perf_counter()
@@ -518,6 +554,55 @@ def run_pipeline(blocks: Iterator[PairBlock], filters: list[PairFilter], output:
     return report
 
 
+class _Repeats:
+    """Which rows repeat an earlier pair of the input: each pair is known by the 128-bit key of
+    the ``duplicate`` rule (its sides with white space collapsed), in a compiled table of 24-48
+    bytes a distinct pair, and numbered among the distinct pairs in the order they first came."""
+
+    def __init__(self) -> None:
+        self._keys1 = np.zeros(1 << 16, dtype=np.uint64)
+        self._keys2 = np.zeros(1 << 16, dtype=np.uint64)
+        self._ords = np.zeros(1 << 16, dtype=np.int64)
+        self.distinct = 0
+        self._ordinals: list[np.ndarray] = []
+        self._firsts: list[np.ndarray] = []
+
+    def add(self, src: list[str], tgt: list[str]) -> np.ndarray:
+        """The next rows' pairs counted; which of them come for the first time."""
+        from bimine.filtering._text_kernel import (  # numba kernels: compiled on first use, not at import
+            first_seen,
+            pair_keys,
+        )
+
+        a, b = text_stats(src), text_stats(tgt)
+        k1, k2 = pair_keys(a.dup1, a.dup2, b.dup1, b.dup2)
+        ords, first, self.distinct, self._keys1, self._keys2, self._ords = first_seen(
+            k1, k2, self._keys1, self._keys2, self._ords, self.distinct)
+        self._ordinals.append(ords)
+        self._firsts.append(first)
+        return first
+
+    def ordinals(self) -> np.ndarray:
+        """Each row's pair's number among the distinct pairs (a repeat has its first copy's)."""
+        return np.concatenate(self._ordinals) if self._ordinals else np.zeros(0, dtype=np.int64)
+
+    def firsts(self) -> np.ndarray:
+        """Whether each row is its pair's first appearance."""
+        return np.concatenate(self._firsts) if self._firsts else np.zeros(0, dtype=bool)
+
+
+def _rows_of(prepared, keep: np.ndarray):
+    """The rows ``keep`` (a mask) of what a filter prepared for a block: an array of one item
+    per row, or a tuple or list of such (the corpus scores prepare embeddings and keys)."""
+    if prepared is None:
+        return None
+    if isinstance(prepared, np.ndarray):
+        return prepared[keep]
+    if isinstance(prepared, (tuple, list)):
+        return type(prepared)(_rows_of(p, keep) for p in prepared)
+    raise TypeError(f"cannot take rows of a prepared {type(prepared).__name__}")
+
+
 class _BlockScorer:
     """The first pass of :func:`run_pipeline`: every block scored (stateless filters in the
     workers, the rest here, in input order) and spooled: the input rows as UTF-8 to
@@ -538,6 +623,7 @@ class _BlockScorer:
         self.tokens: list[np.ndarray] = []
         self.starts: list[tuple[int, int]] = []  # (first row, its input line) of each block, for the report
         self.spooled: list[tuple[int, int]] = []  # (rows, UTF-8 bytes) of each block in the rows spool
+        self.repeats = _Repeats()
 
     def run(self, blocks: Iterator[PairBlock], clock: float) -> None:
         plan, report = self.plan, self.report
@@ -593,8 +679,16 @@ class _BlockScorer:
         filters, report = self.filters, self.report
         for i in self.plan.stateful:  # in input order, in this process
             computed[i] = filters[i].score_prepared(block.src, block.tgt, prep.get(i))
-        for i in self.plan.corpus:  # scored once the whole corpus is seen
-            filters[i].collect_prepared(block.src, block.tgt, prep.get(i))
+        first = self.repeats.add(block.src, block.tgt)
+        every = bool(first.all())
+        if self.plan.corpus and not every:
+            rows = np.flatnonzero(first).tolist()
+            src, tgt = [block.src[j] for j in rows], [block.tgt[j] for j in rows]
+        for i in self.plan.corpus:  # scored once the whole corpus is seen, over its distinct pairs
+            if every:
+                filters[i].collect_prepared(block.src, block.tgt, prep.get(i))
+            else:
+                filters[i].collect_prepared(src, tgt, _rows_of(prep.get(i), first))
             computed[i] = np.full(len(block.src), np.nan)
         m = np.zeros((len(block.src), len(filters)))
         for i, f in enumerate(filters):
@@ -627,26 +721,39 @@ class _BlockScorer:
 
 
 def _combined_scores(filters: list[PairFilter], plan: _Plan, sel: Selection, report: FilterReport,
-                     score_path: str) -> tuple[np.ndarray, np.ndarray]:
+                     score_path: str, repeats: _Repeats) -> tuple[np.ndarray, np.ndarray]:
     """The score table (on disk, mapped: a column at a time in memory) with the corpus scores
-    filled in, and the combined score; the warning that most pairs look unrelated."""
+    filled in (taken over the distinct pairs, a repeat given its first copy's), and the combined
+    score; the warning that most (distinct) pairs look unrelated."""
     n = report.pairs
     table = (np.memmap(score_path, dtype=np.float64, mode="r+", shape=(n, len(filters))) if n and filters
              else np.zeros((n, len(filters))))
     t_corpus = time.perf_counter()
+    distinct = repeats.distinct
+    ordinals = repeats.ordinals() if plan.corpus and distinct < n else None
     for i in plan.corpus:
         col = np.asarray(filters[i].finalize(), dtype=np.float64)
-        if col.shape != (n,):
-            raise RuntimeError(f"filter {filters[i].name} gave {col.shape} scores for {n} pairs")
-        table[:, i] = col
+        if col.shape != (distinct,):
+            raise RuntimeError(f"filter {filters[i].name} gave {col.shape} scores for {distinct} distinct pairs")
+        table[:, i] = col if ordinals is None else col[ordinals]  # a repeat: its first copy's score
     if plan.corpus:
         report.seconds["corpus scores"] = time.perf_counter() - t_corpus
+    if distinct < n:  # every other score of a repeat is its first copy's too, to the bit (a model's
+        # float sums differ a little with the batch a pair falls in); a stateful rule (duplicate) keeps its own
+        once = repeats.firsts()
+        again = np.flatnonzero(~once)
+        first_row = np.flatnonzero(once)[repeats.ordinals()[again]]
+        for i, f in enumerate(filters):
+            if i not in plan.corpus and not getattr(f, "stateful", False):
+                table[again, i] = table[first_row, i]
     scores = {f.name: table[:, i] for i, f in enumerate(filters)}
-    total = combine(filters, scores, sel.normalize, selection=sel, notes=report.notes) if filters else np.ones(n)
+    total = combine(filters, scores, sel.normalize, selection=sel, notes=report.notes,
+                    n_pairs=distinct) if filters else np.ones(n)
     if sel.combine == "model" and sel.warn_unrelated:
         cut = sel.combiners.full.cut
-        passing = int((total > 0).sum())
-        low = int(((total > 0) & (total < cut)).sum())
+        once = repeats.firsts() if distinct < n else np.ones(n, dtype=bool)
+        passing = int(((total > 0) & once).sum())
+        low = int(((total > 0) & (total < cut) & once).sum())
         if passing >= UNRELATED_MIN_PAIRS and low > passing / 2:
             report.warnings.append(
                 f"{low:,} of the {passing:,} pairs that pass the rules score below {cut:g}: {NOT_PARALLEL}")
@@ -654,9 +761,12 @@ def _combined_scores(filters: list[PairFilter], plan: _Plan, sel: Selection, rep
 
 
 def _decide(filters: list[PairFilter], table: np.ndarray, total: np.ndarray, sel: Selection, filtering: bool,
-            tokens: list[np.ndarray], report: FilterReport) -> tuple[np.ndarray, np.ndarray, list[str]]:
+            tokens: list[np.ndarray], report: FilterReport,
+            repeats: _Repeats | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Which pairs are kept and, for each dropped one, the index of its reason: the first
-    filter it fails, else the selection that left it out (counted in ``report``)."""
+    filter it fails, else the selection that left it out (counted in ``report``). A fraction or
+    a budget is chosen among the distinct pairs (``repeats``); a repeat is chosen with its first
+    copy."""
     n = len(total)
     keep = np.ones(n, dtype=bool)
     reason_of = np.full(n, -1, dtype=np.int64)  # index into reasons
@@ -671,17 +781,24 @@ def _decide(filters: list[PairFilter], table: np.ndarray, total: np.ndarray, sel
         report.dropped_by[f.name] += int(first.sum())
         keep &= ok
     chosen = np.ones(n, dtype=bool)
+    repeated = repeats is not None and repeats.distinct < n
+    once = repeats.firsts() if repeated else np.ones(n, dtype=bool)
     what = None
     if sel.threshold is not None:
         chosen &= select_threshold(total, sel.threshold)
         what = f"combined score below {sel.threshold:g}"
-    if sel.top_fraction is not None:
-        chosen &= select_fraction(total, sel.top_fraction, eligible=keep & chosen)
-        what = f"not in the best {100 * sel.top_fraction:g}% by combined score"
-    if sel.token_budget is not None:
-        t = np.concatenate(tokens) if tokens else np.zeros(0, dtype=np.int64)
-        chosen &= select_budget(total, t, sel.token_budget, eligible=keep & chosen)
-        what = f"beyond the budget of {sel.token_budget:,} target tokens"
+    if sel.top_fraction is not None or sel.token_budget is not None:
+        # over the distinct pairs: the repeats' copies (their first copy's rules and scores) follow it
+        first_row = np.flatnonzero(once)[repeats.ordinals()] if repeated else None
+        if sel.top_fraction is not None:
+            picked = select_fraction(total, sel.top_fraction, eligible=keep & chosen & once)
+            chosen &= picked if first_row is None else picked[first_row]
+            what = f"not in the best {100 * sel.top_fraction:g}% by combined score"
+        if sel.token_budget is not None:
+            t = np.concatenate(tokens) if tokens else np.zeros(0, dtype=np.int64)
+            picked = select_budget(total, t, sel.token_budget, eligible=keep & chosen & once)
+            chosen &= picked if first_row is None else picked[first_row]
+            what = f"beyond the budget of {sel.token_budget:,} target tokens"
     if what is not None:
         reasons.append(what)
         dropped = keep & ~chosen

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bimine.cores import usable_cores
-from bimine.errors import ConfigError
+from bimine.errors import ConfigError, OptionError
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,46 @@ def faiss_message(e: BaseException) -> str:
         return text.splitlines()[0] if text else type(e).__name__
     reason = m.group(2).strip().splitlines()[0] if m.group(2).strip() else ""
     return reason or f"the check {m.group(1)!r} failed"
+
+
+SEARCH_BYTES_PER_CANDIDATE = 12  # FAISS's distance (float32) and label (int64) of each candidate of a query
+
+
+def search_candidates(factory: str, cfg: IndexConfig, k: int, n_keys: int) -> int:
+    """Candidates a search keeps per query: ``k``, or for an index that re-scores (``Refine``,
+    ``RFlat``) ``k * k_factor``, never more than the keys there are (FAISS sized its arrays for
+    ``k * k_factor`` even beyond them: :meth:`KeyIndex.search` caps it, with the same result)."""
+    k = max(1, min(k, n_keys))
+    if "Refine(" in factory or "RFlat" in factory:
+        return min(k * cfg.k_factor, max(n_keys, k))
+    return k
+
+
+def check_search_memory(cfg: IndexConfig, k: int, n_keys: int, d: int, *, threads: int | None = None,
+                        available: int | None = None) -> None:
+    """Refuse, in one line and before FAISS sees them, search settings whose arrays cannot fit
+    in memory: each of ``threads`` (default one per core) searches :data:`SEARCH_CHUNK` queries
+    at a time, with :func:`search_candidates` candidates each. ``--k-factor 1000000000``
+    ended in ``MemoryError: std::bad_alloc`` deep in FAISS (issue 72 §7). Half of the memory
+    available now is the limit."""
+    from bimine.cores import available_memory
+
+    factory = resolve_factory(cfg, n_keys, d)
+    cand = search_candidates(factory, cfg, k, n_keys)
+    need = (threads or usable_cores()) * SEARCH_CHUNK * cand * SEARCH_BYTES_PER_CANDIDATE
+    limit = (available if available is not None else available_memory()) // 2
+    if need <= limit:
+        return
+    per = (threads or usable_cores()) * SEARCH_CHUNK * SEARCH_BYTES_PER_CANDIDATE
+    most = max(1, limit // per)
+    if cand > k:
+        raise OptionError(f"--k-factor {cfg.k_factor}: the search would keep k x k-factor = {cand:,} candidates per "
+                          f"query, {need / 2**30:,.1f} GiB for its {SEARCH_CHUNK:,}-query batches, more than half "
+                          f"of the {2 * limit / 2**30:,.1f} GiB available; use at most --k-factor "
+                          f"{max(1, most // max(1, k))}")
+    raise OptionError(f"-k {k}: the search would keep {cand:,} neighbours per query, {need / 2**30:,.1f} GiB for its "
+                      f"{SEARCH_CHUNK:,}-query batches, more than half of the {2 * limit / 2**30:,.1f} GiB available; "
+                      f"use at most -k {most}")
 
 
 class KeyIndex:
@@ -205,8 +245,8 @@ class KeyIndex:
         elif "HNSW" in self.factory:
             hnsw = faiss.downcast_index(self.index.index if hasattr(self.index, "chain") else self.index)
             hnsw.hnsw.efSearch = max(self.cfg.ef_search, 2 * k)
-        if self.refines:
-            self.index.k_factor = self.cfg.k_factor
+        if self.refines:  # no more candidates than keys: the same result, arrays of the keys' size at most
+            self.index.k_factor = max(1, min(self.cfg.k_factor, -(-self.index.ntotal // max(1, k))))
         return self.index.search(np.ascontiguousarray(q, dtype=np.float32), k)
 
 
@@ -361,11 +401,16 @@ def search_stable(index: KeyIndex | ShardedIndex, q: np.ndarray, k: int, *, thre
             progress.update(c[1] - c[0])
         return out
 
-    if threads == 1 or len(chunks) <= 1:
-        res = [one(c) for c in chunks]
-    else:
-        with ThreadPoolExecutor(min(threads, len(chunks)), thread_name_prefix="bimine-knn") as pool:
-            res = list(pool.map(one, chunks))
+    # in worker threads even for one: this thread waits, so Ctrl-C stops the search at once (it
+    # took 19.5 s, the queued chunks searched first, issue 72 §7); the chunks at work are left
+    # to end with the process (a command exits at once; in Python, in the background)
+    pool = ThreadPoolExecutor(max(1, min(threads, len(chunks))), thread_name_prefix="bimine-knn")
+    try:
+        res = list(pool.map(one, chunks))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     if not res:
         return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
     return np.concatenate([r[0] for r in res]), np.concatenate([r[1] for r in res])

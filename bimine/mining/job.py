@@ -32,6 +32,7 @@ from bimine.mining.pipeline import MineReport, expand_inputs, mine_files
 from bimine.mining.spec import MineJob
 from bimine.scoring.calibration import Calibration
 from bimine.scoring.rescore import load_rescorer
+from bimine.streams import reading_once
 from bimine.text.langcheck import LanguageChecks
 from bimine.text.sameness import same_input_warning
 
@@ -83,6 +84,7 @@ def check_index_options(factory: str, *, nprobe: bool, k_factor: bool) -> None:
                           "ignored; drop it, or give an index that re-scores (e.g. IVF4096,PQ128x4fs,Refine(SQfp16))")
 
 
+@reading_once
 def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> MineReport:
     """Mine ``job``; returns the run's :class:`~bimine.mining.pipeline.MineReport`."""
     warn = warn or log.warning

@@ -31,6 +31,7 @@ from bimine.executors import plugin
 from bimine.index.faiss_index import (
     IndexConfig,
     KeyIndex,
+    check_search_memory,
     nlist_of,
     resolve_factory,
 )
@@ -43,12 +44,13 @@ from bimine.index.sides import (
 from bimine.langs import normalize_lang
 from bimine.mining.select import select_pairs
 from bimine.mining.spec import MineConfig, MineJob
-from bimine.outputs import atomic_path, check_output_dir, check_output_file
+from bimine.outputs import atomic_path, check_apart_from_work_dir, check_output_dir, check_output_file
 from bimine.progress import bar
 from bimine.scoring.margin import score_candidates
 from bimine.scoring.rescore import KNN_FEATURES, rescore_pairs
 from bimine.scoring.rescore import knn_features as features
 from bimine.store.store import EmbeddingStore, EmbedRun, build_store, json_digest, store_name
+from bimine.streams import reading_once
 from bimine.text.io import ScanResult, read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -369,7 +371,7 @@ def _embed_side(files: list[str], name: str, work: Path, encoder: Encoder, lang:
     def one(item: tuple[Path, str]) -> EmbeddingStore:
         folder, path = item
         run = EmbedRun(workers=job.workers, executor=job.executor, ray_address=job.ray_address,
-                       in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once))
+                       in_flight=None if at_once == 1 else max(1, (cpus + 2) // at_once), wait=job.wait)
         st, _ = build_store(path, folder, encoder, lang, errors=job.encoding_errors,
                             progress=job.progress and at_once == 1, shard_size=job.shard_size, run=run,
                             input_sha256=sums[path], total_lines=scans[path].lines)
@@ -426,6 +428,7 @@ class Mined:
             self.knn = self.knn[ok]
 
 
+@reading_once
 def mine_files(job: MineJob, *, encoder: Encoder, calibration=None, rescorer=None) -> MineReport:
     """Mine ``job.src`` against ``job.tgt`` and write the pairs to ``job.output``; return the
     run's report. ``job.src_lang``/``tgt_lang`` are the languages ``encoder`` is told
@@ -460,7 +463,7 @@ def mine_files(job: MineJob, *, encoder: Encoder, calibration=None, rescorer=Non
     inputs = check_inputs(job, encoder)
     report = MineReport()
     sweep_leftovers(job.output)  # what runs killed by SIGKILL left (beside the output and in TMPDIR)
-    with work_folder(job.work_dir, "mine", sweep="*.tmp-*") as work:
+    with work_folder(job.work_dir, "mine", sweep="*.tmp-*", wait=job.wait) as work:
         sides = embed_sides(job, inputs, encoder, work, report)
         mined = search(job, sides, work, report, knn_features=rescorer is not None)
         t = time.time()
@@ -486,13 +489,12 @@ def check_inputs(job: MineJob, encoder: Encoder) -> MineInputs:
     normalize_lang(job.src_lang), normalize_lang(job.tgt_lang)  # a bad code fails before any work
     files = {"src": expand_inputs(job.src), "tgt": expand_inputs(job.tgt)}
     every = list(dict.fromkeys(files["src"] + files["tgt"]))
-    if "-" in every:
-        raise InputError("mining reads each input twice (embedding, then texts of the pairs): give files, not stdin")
     for name, store in (("src", job.src_store), ("tgt", job.tgt_store)):
         if store and len(files[name]) > 1:
             raise ConfigError(f"--{name}-store holds the embeddings of one file, but {name.upper()} names "
                               f"{len(files[name])} files; drop --{name}-store (use --work-dir to keep the embeddings)")
-    check_output_file(job.output, inputs=(*every, job.src_store, job.tgt_store, job.work_dir))
+    check_apart_from_work_dir(job.output, job.work_dir)
+    check_output_file(job.output, inputs=(*every, job.src_store, job.tgt_store))
     if job.work_dir:
         check_output_dir(job.work_dir, inputs=every, option="--work-dir")
     scans = {}
@@ -509,6 +511,8 @@ def check_inputs(job: MineJob, encoder: Encoder) -> MineInputs:
             raise InputError(f"{' '.join(files[name])}: {'is' if len(files[name]) == 1 else 'are'} empty, "
                              f"so there is nothing to mine ({name.upper()} side)")
     _check_index(job.mine.index, inputs.lines("src"), inputs.lines("tgt"), encoder.dim)
+    for n in (inputs.lines("src"), inputs.lines("tgt")):  # each side is the other's keys once
+        check_search_memory(job.mine.index, job.mine.k, n, encoder.dim)
     for name, store, lang in (("src", job.src_store, job.src_lang), ("tgt", job.tgt_store, job.tgt_lang)):
         if store:
             first = files[name][0]

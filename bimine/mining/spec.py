@@ -92,6 +92,7 @@ class MineJob:
     executor: str = "local"
     ray_address: str | None = None
     progress: bool = True
+    wait: bool = True  # a work folder (or store) another run is using: wait for it; False refuses
 
     def __post_init__(self) -> None:
         check_executor(self.executor)

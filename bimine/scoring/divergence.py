@@ -272,19 +272,49 @@ class DivergenceModel:
 def predict_pairs(net, lengths: list[int], vectors_of, batch: int) -> np.ndarray:
     """P(equivalent) (float64) of the pairs whose longer sides have ``lengths``, in batches of
     similar lengths (less padding); ``vectors_of(idx)`` gives the source and target word
-    vectors of the pairs ``idx``."""
+    vectors of the pairs ``idx``.
+
+    On a CPU each batch runs on one torch thread, the batches in parallel on as many threads as
+    torch has: a convolution's sums run in an order that depends on its thread count (6 of 400
+    pairs moved by up to 3e-8 between 1 and 2 threads), so a score depended on the machine's
+    cores and on where it ran (a Ray task has one thread, issue 72 §1). The batches are the
+    same whatever the thread count, so every score is."""
     import torch  # loaded on use: PyTorch is heavy or optional
 
     dev = next(net.parameters()).device
     out = np.zeros(len(lengths))
     order = np.argsort(lengths, kind="stable")
-    with torch.inference_mode():
-        for k in range(0, len(order), batch):
-            idx = order[k:k + batch]
-            vs, vt = vectors_of(idx)
+    batches = (order[k:k + batch] for k in range(0, len(order), batch))
+
+    def forward(idx, vs, vt) -> None:
+        with torch.inference_mode():
             xs, ls = pad_batch(vs)
             xt, lt = pad_batch(vt)
             out[idx] = net(xs.to(dev), ls, xt.to(dev), lt)[:, 1].exp().double().cpu().numpy()
+
+    if dev.type != "cpu":
+        for idx in batches:
+            forward(idx, *vectors_of(idx))
+        return out
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        if threads == 1:
+            for idx in batches:
+                forward(idx, *vectors_of(idx))
+            return out
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="bimine-vdpwi") as pool:
+            pending: list = []
+            for idx in batches:  # the word vectors here, the network in the pool; 2 batches a thread in flight
+                pending.append(pool.submit(forward, idx, *vectors_of(idx)))
+                if len(pending) >= 2 * threads:
+                    pending.pop(0).result()
+            for f in pending:
+                f.result()
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 

@@ -22,17 +22,21 @@ building into one whose manifest still says what it holds repairs it, the whole 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bimine.cleanup import folder_lock
+from bimine.cores import capped_workers
 from bimine.embed import EmbedReport, batched, embed_lines
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
@@ -40,6 +44,7 @@ from bimine.executors import EXECUTORS, plugin
 from bimine.langs import normalize_lang
 from bimine.outputs import check_output_dir
 from bimine.progress import bar as progress_bar
+from bimine.streams import readable_path, reading_once
 from bimine.text.io import ReadStats, read_lines, scan_text
 
 log = logging.getLogger(__name__)
@@ -47,11 +52,13 @@ FORMAT = "bimine-store/1"
 
 
 def file_checksum(path: str | os.PathLike) -> str:
-    """sha256 of the file's bytes (of the compressed bytes for a compressed file)."""
-    if not os.path.isfile(path):
+    """sha256 of the file's bytes (of the compressed bytes for a compressed file); of a stream's
+    one copy for a stream (``-``, a pipe: :mod:`bimine.streams`)."""
+    real = readable_path(path)
+    if not os.path.isfile(real):
         raise InputError(f"{path}: no such file")
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open(real, "rb") as f:
         while chunk := f.read(1 << 22):
             h.update(chunk)
     return h.hexdigest()
@@ -74,24 +81,40 @@ def _shard_name(i: int) -> str:
     return f"shard-{i:05d}.npy"
 
 
-def write_shard(path: Path, emb: np.ndarray) -> None:
+class _HashingWriter:
+    """A binary file that also feeds every byte written to a SHA-256."""
+
+    def __init__(self, f) -> None:
+        self.f = f
+        self.h = hashlib.sha256()
+
+    def write(self, b) -> int:
+        self.h.update(b)
+        return self.f.write(b)
+
+
+def write_shard(path: Path, emb: np.ndarray) -> str:
     """``emb`` as ``path`` (.npy), atomically: written to ``.tmp``, synced, renamed; a file
-    under a shard's final name is always whole."""
+    under a shard's final name is always whole. Returns the SHA-256 of the file's bytes (the
+    manifest records it: :meth:`EmbeddingStore.verify`), computed as they are written."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
-        np.save(fh, emb)
+        out = _HashingWriter(fh)
+        np.save(out, emb)  # not a real file to numpy: written through write(), so hashed
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+    return out.h.hexdigest()
 
 
 def embed_to_shard(encoder: Encoder, lines: list[str], lang: str, path: Path, *, batch_size: int,
-                   report: EmbedReport, progress=None, workers: int = 1) -> None:
+                   report: EmbedReport, progress=None, workers: int = 1) -> str:
     """Embed ``lines`` and write them as the float16 shard ``path`` (:func:`write_shard`); the
-    local executor and a Ray task both write shards with it, so the bytes are the same."""
+    local executor and a Ray task both write shards with it, so the bytes are the same.
+    Returns the shard file's SHA-256."""
     parts = list(embed_lines(encoder, lines, lang, batch_size=batch_size, report=report, progress=progress,
                              workers=workers))
-    write_shard(path, np.concatenate(parts).astype(np.float16))
+    return write_shard(path, np.concatenate(parts).astype(np.float16))
 
 
 def _atomic_json(path: Path, obj: dict) -> None:
@@ -127,14 +150,18 @@ def _manifest_problem(m: dict) -> str | None:
         return "its rows, dim or shards are missing or not numbers"
     for i, sh in enumerate(shards):
         if not (isinstance(sh, dict) and sh.get("file") == _shard_name(i) and type(sh.get("rows")) is int
-                and sh["rows"] >= 0):
-            return f"its shard entry {i} is not {{file: {_shard_name(i)}, rows: N}}"
+                and sh["rows"] >= 0 and (sh.get("sha256") is None or _is_sha256(sh["sha256"]))):
+            return f"its shard entry {i} is not {{file: {_shard_name(i)}, rows: N, sha256: HEX}}"
     held = sum(sh["rows"] for sh in shards)
     if held != rows:
         return f"it says {rows} rows, but its shards hold {held}"
     if m.get("input_lines", rows) != rows:
         return f"it says {rows} rows for an input of {m['input_lines']} lines"
     return None
+
+
+def _is_sha256(h) -> bool:
+    return isinstance(h, str) and len(h) == 64 and all(c in "0123456789abcdef" for c in h)
 
 
 def npy_problem(path: Path, shape: tuple[int, ...] | None, kind: str) -> str | None:
@@ -207,10 +234,11 @@ class EmbeddingStore:
     manifest: dict
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> EmbeddingStore:
+    def open(cls, path: str | os.PathLike, *, verify: bool = True) -> EmbeddingStore:
         """The store at ``path``, checked (:meth:`check`) before it is trusted: a missing,
         cut short or foreign shard or blank-lines file, or a manifest at odds with itself, is
-        an :class:`InputError` naming the store, the file and the fix."""
+        an :class:`InputError` naming the store, the file and the fix; with ``verify``, every
+        shard's bytes against the checksum its manifest recorded (:meth:`verify`)."""
         p = Path(path)
         mf = p / "manifest.json"
         if not mf.exists():
@@ -222,7 +250,25 @@ class EmbeddingStore:
             raise InputError(f"{p}: unknown store format {m.get('format')!r}")
         st = cls(p, m)
         st.check()
+        if verify:
+            st.verify()
         return st
+
+    def verify(self) -> None:
+        """Raise a one-line :class:`InputError` if a shard's bytes are not those its manifest
+        recorded when the shard was written (its SHA-256): a shard replaced by another store's
+        shard of the same shape passes :meth:`check` (header and size), and mining it wrote
+        360 pairs, none right (issue 72 §5). Reads every shard whole: about 0.5 s per million
+        rows of 384 dimensions from the page cache (docs/distributed.md). A store written before
+        checksums has none to compare with: its shards are trusted, said at debug level."""
+        shards = self.manifest["shards"]
+        if shards and all(sh.get("sha256") is None for sh in shards):
+            log.debug(f"{self.path}: its manifest records no shard checksums (an older store): not verified")
+        for sh in shards:
+            if sh.get("sha256") is not None and file_checksum(self.path / sh["file"]) != sh["sha256"]:
+                raise InputError(f"{self.path}: {sh['file']} is not the shard this store wrote (its SHA-256 differs "
+                                 f"from the one in manifest.json: replaced or changed since); the store cannot be "
+                                 f"trusted: {REBUILD}")
 
     def problems(self) -> list[str]:
         """What is wrong with the store, [] when nothing is: the manifest's own counts (a
@@ -327,12 +373,14 @@ class EmbedRun:
     executor: str = "local"
     ray_address: str | None = None
     in_flight: int | None = None
+    wait: bool = True  # a store another run is building: wait for it (else refuse), bimine.cleanup.folder_lock
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise ConfigError(f"unknown executor {self.executor!r}: local or ray")
 
 
+@reading_once
 def build_store(input_path: str, out_dir: str | os.PathLike, encoder: Encoder, lang: str, *,
                 shard_size: int = 1_000_000, column: int | None = None, errors: str = "strict", progress: bool = True,
                 run: EmbedRun = EmbedRun(), input_sha256: str | None = None,
@@ -358,6 +406,17 @@ def build_store(input_path: str, out_dir: str | os.PathLike, encoder: Encoder, l
     ident = {"format": FORMAT, "model_id": encoder.model_id, "dim": encoder.dim, "lang": lang,
              "input": os.path.basename(input_path), "input_sha256": input_sha256 or file_checksum(input_path),
              "column": column, "shard_size": shard_size}
+    if run.workers > 1 and run.executor == "local":
+        run = dataclasses.replace(run, workers=capped_workers(run.workers, -(-total_lines // run.batch_size)))
+    with folder_lock(out, "store", wait=run.wait):  # one run at a time builds a store (a second waits)
+        return _build_locked(input_path, out, encoder, lang, ident, total_lines, column, errors, progress, run, spec)
+
+
+def _build_locked(input_path: str, out: Path, encoder: Encoder, lang: str, ident: dict, total_lines: int,
+                  column: int | None, errors: str, progress: bool, run: EmbedRun,
+                  spec) -> tuple[EmbeddingStore, EmbedReport]:
+    """:func:`build_store` in its locked folder."""
+    shard_size = ident["shard_size"]
     done, warned = _resume(out, ident, total_lines, input_path)
     if done is not None:
         return done
@@ -390,8 +449,6 @@ def _check_build(input_path: str, out_dir: str | os.PathLike, encoder: Encoder, 
     spec = getattr(encoder, "spec", None)
     if run.executor == "ray" and spec is None:
         raise ConfigError("--executor ray needs an encoder loaded by name or folder (it has no spec to send)")
-    if input_path == "-":
-        raise InputError("a store needs a file to read twice (for the checksum and resume), not stdin")
     check_output_dir(out_dir, inputs=(input_path,))
     return spec
 
@@ -413,6 +470,7 @@ def _resume(out: Path, ident: dict, total_lines: int,
         if not found and done["rows"] != total_lines:
             found = [f"manifest.json says {done['rows']} rows for an input of {total_lines} lines"]
         if not found:
+            st.verify()  # a shard changed since it was written: refused, not reused
             log.info(f"{out}: already complete, nothing to do")
             return (st, EmbedReport(input_path, lines=done["rows"], reused=done["rows"])), False
         # same input, model and shard size: resume, embedding again what is missing or damaged
@@ -455,6 +513,7 @@ def _embed_missing(lines, out: Path, encoder: Encoder, lang: str, shard_size: in
             if f.exists():
                 why = npy_problem(f, (len(chunk), encoder.dim), "f")
                 if why is None:
+                    shards[-1]["sha256"] = file_checksum(f)  # a whole shard of a killed run: its bytes as they are
                     report.lines += len(chunk)
                     report.reused += len(chunk)
                     bar.update(len(chunk))
@@ -465,16 +524,19 @@ def _embed_missing(lines, out: Path, encoder: Encoder, lang: str, shard_size: in
                     log.warning(f"{out}: {why}; embedding it again")
                     warned = True
                 f.unlink()
+            waiting.append(shards[-1])
             yield chunk, f
 
+    waiting: deque[dict] = deque()  # the entries of the shards sent to be embedded, in order
     if run.executor == "ray":
         for res in plugin("ray").embed_shards(spec, ((c, str(f)) for c, f in missing()), lang, run.batch_size,
                                               address=run.ray_address, in_flight=run.in_flight):
             for k in ("lines", "empty", "truncated"):
                 setattr(report, k, getattr(report, k) + res[k])
+            waiting.popleft()["sha256"] = res["sha256"]
             bar.update(res["lines"])
     else:
         for chunk, f in missing():
-            embed_to_shard(encoder, chunk, lang, f, batch_size=run.batch_size, report=report, progress=bar,
-                           workers=run.workers)
+            waiting.popleft()["sha256"] = embed_to_shard(encoder, chunk, lang, f, batch_size=run.batch_size,
+                                                         report=report, progress=bar, workers=run.workers)
     return shards, blank, reused, warned

@@ -16,7 +16,6 @@ import hashlib
 import io
 import lzma
 import os
-import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from bimine.errors import InputError
+from bimine.streams import readable_path
 
 _MAGIC = {
     b"\x1f\x8b": "gz",
@@ -47,20 +47,22 @@ def open_binary(path: str | os.PathLike) -> BinaryIO:
     """Open ``path`` for binary reading, decompressing .gz/.xz/.bz2/.zst; ``-`` is stdin.
 
     The compression is taken from the file's magic bytes, so a mis-named file still reads.
+    A stream (``-``, ``/dev/stdin``, a pipe or FIFO) is read once into a copy at its first
+    open and every open reads the copy (:func:`bimine.streams.readable_path`).
     """
     p = str(path)
-    if p == "-":
-        return sys.stdin.buffer
-    if not os.path.exists(p):
+    if p != "-" and not os.path.exists(p):
         raise InputError(f"{p}: no such file")
     if os.path.isdir(p):
         raise InputError(f"{p}: is a directory, expected a text file")
-    return _decoded(p, open(p, "rb"))
+    real = readable_path(p)
+    return _decoded(p, open(real, "rb"), real)
 
 
-def _decoded(p: str, raw: BinaryIO) -> BinaryIO:
-    """The decompressed bytes of the file ``p`` open as ``raw``."""
-    kind = _sniff(p) or _SUFFIX.get(Path(p).suffix.lower())
+def _decoded(p: str, raw: BinaryIO, real: str | None = None) -> BinaryIO:
+    """The decompressed bytes of the file ``p`` open as ``raw`` (``real``: the file read for
+    ``p``, its copy when ``p`` is a stream, see :mod:`bimine.streams`)."""
+    kind = _sniff(real or p) or _SUFFIX.get(Path(p).suffix.lower())
     if kind == "gz":
         inner: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")
     elif kind == "xz":
@@ -313,7 +315,7 @@ def read_line_chunks(
     f = open_binary(path)
     first = 1
     pending: list[bytes] = []  # the start of a line whose end is not read yet
-    read = f.read1 if f is sys.stdin.buffer else f.read  # a pipe: what has come, not a full chunk
+    read = f.read
     try:
         while True:
             data = read(chunk_bytes or CHUNK_BYTES)
@@ -333,8 +335,10 @@ def read_line_chunks(
                 pending = []
                 if not data:
                     return
-            if first == 1 and data.startswith(_BOM):
-                data = data[len(_BOM):]  # a byte-order mark is no part of line 1's text
+            if first == 1:
+                _check_start(data, name)
+                if data.startswith(_BOM):
+                    data = data[len(_BOM):]  # a byte-order mark is no part of line 1's text
             lines = _decode_chunk(data)
             if lines is None:
                 good: list[str] = []
@@ -358,8 +362,20 @@ def read_line_chunks(
     except (EOFError, OSError, lzma.LZMAError) as e:
         raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated or damaged?") from e
     finally:
-        if f is not sys.stdin.buffer:
-            f.close()
+        f.close()
+
+
+def _check_start(data: bytes, name: str) -> None:
+    """The first chunk of a file: UTF-16 text, or lines ended by CR alone (old Mac files), are
+    errors that say so (as :func:`scan_text`'s), not a binary file or one long line."""
+    head = data[:4096]
+    if b"\x00" in head and (utf16 := _utf16(head)):
+        raise InputError(f"{name}: is {utf16} text, not UTF-8; convert it first: "
+                         f"iconv -f {utf16.lower()} -t utf-8 {name} > {name}.utf8")
+    crs = data.count(b"\r") - data.count(b"\r\n")
+    if crs and crs > data.count(b"\n"):
+        raise InputError(f"{name}: ends its lines with CR alone (old Mac line endings); bimine splits lines on "
+                         f"LF only; convert it first: tr '\\r' '\\n' < {name} > {name}.lf")
 
 
 def _decode_chunk(data: bytes) -> tuple[list[str], str] | None:
@@ -441,6 +457,25 @@ def read_parallel(
         yield x, y
 
 
+def _utf16(head: bytes) -> str | None:
+    """``UTF-16`` (with a byte-order mark), ``UTF-16LE`` / ``UTF-16BE`` (without one: a NUL in
+    every other byte of mostly ASCII text) when the start of a file is UTF-16 text, else None:
+    iconv's names for it."""
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and head[:4] not in (codecs.BOM_UTF32_LE,
+                                                                                  codecs.BOM_UTF32_BE):
+        return "UTF-16"  # its byte-order mark says which end first, iconv reads it (and drops it)
+    h = head[:4096]
+    h = h[: len(h) // 2 * 2]
+    if len(h) < 8:
+        return None
+    even, odd = h[0::2], h[1::2]
+    if odd.count(0) > 0.9 * len(odd) and even.count(0) < 0.1 * len(even):
+        return "UTF-16LE"
+    if even.count(0) > 0.9 * len(even) and odd.count(0) < 0.1 * len(odd):
+        return "UTF-16BE"
+    return None
+
+
 @dataclass
 class ScanResult:
     """What one pass over a file found: its line count and the first line holding a tab."""
@@ -455,26 +490,36 @@ def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool
     """Check a whole file before any work is done on it, in one fast pass over its bytes.
 
     Raises :class:`InputError` (naming file and line) for what :func:`read_lines` would stop
-    at later: a NUL byte (a binary file), invalid UTF-8 when ``errors == "strict"``, or a
-    truncated compressed file; so a long job fails at once instead of after its first hours.
+    at later: a NUL byte (a binary file; UTF-16 text is named as such, with the command that
+    converts it), invalid UTF-8 when ``errors == "strict"``, or a truncated compressed file; so
+    a long job fails at once instead of after its first hours. Also for a file whose lines end
+    in CR alone (old Mac files: more lone CRs than lines), which would read as one line.
     Counts lines (for progress bars) and, with ``find_tab``, finds the first line with a tab.
     With ``column`` (1-based), a line with fewer tab-separated columns is an error too. With
     ``checksum``, the same pass gives ``sha256``, the SHA-256 of the file's own bytes (the
     compressed ones of a compressed file), equal to :func:`bimine.store.store.file_checksum`.
     """
-    name = str(path)
+    name = "<stdin>" if str(path) == "-" else str(path)
     res = ScanResult()
     dec = codecs.getincrementaldecoder("utf-8")("strict") if errors == "strict" else None
     last = b"\n"
-    hashed = _Hashing(open(name, "rb"), hashlib.sha256()) if checksum and os.path.isfile(name) else None
+    lone_cr = 0
+    real = readable_path(name) if name == "-" or os.path.exists(name) else name
+    hashed = _Hashing(open(real, "rb"), hashlib.sha256()) if checksum and os.path.isfile(real) else None
     try:
-        with (open_binary(path) if hashed is None else _decoded(name, hashed)) as f:
+        with (open_binary(path) if hashed is None else _decoded(name, hashed, real)) as f:
             while chunk := f.read(1 << 22):
                 nul = chunk.find(b"\x00")
                 if nul >= 0:
+                    if utf16 := _utf16(chunk if res.lines == 0 and last == b"\n" and lone_cr == 0 else b""):
+                        raise InputError(f"{name}: is {utf16} text, not UTF-8; convert it first: "
+                                         f"iconv -f {utf16.lower()} -t utf-8 {name} > {name}.utf8")
                     lineno = res.lines + chunk.count(b"\n", 0, nul) + 1
                     raise InputError(f"{name}:{lineno}: contains a NUL byte; "
                                      "this looks like a binary file, not one sentence per line of UTF-8 text")
+                # a CR not followed by LF (one cut from its LF by the chunk's end is not counted)
+                lone_cr += chunk.count(b"\r") - chunk.count(b"\r\n") - (chunk[-1:] == b"\r")
+                lone_cr += last == b"\r" and chunk[:1] != b"\n"
                 if dec is not None:
                     try:
                         dec.decode(chunk)
@@ -499,7 +544,13 @@ def scan_text(path: str | os.PathLike, *, errors: str = "strict", find_tab: bool
                 res.sha256 = hashed.hexdigest()
     except (EOFError, OSError, lzma.LZMAError) as e:
         raise InputError(f"{name}: cannot be read ({e}); is the compressed file truncated or damaged?") from e
+    lone_cr += last == b"\r"
+    breaks = res.lines
     res.lines += last != b"\n"
+    if lone_cr and lone_cr > breaks:  # more lone CRs than LFs: the file's line breaks are CRs
+        raise InputError(f"{name}: ends its lines with CR alone (old Mac line endings): {lone_cr:,} lone CRs and "
+                         f"{breaks:,} LF line breaks; bimine splits lines on LF only, so it would read as "
+                         f"{res.lines:,} line(s); convert it first: tr '\\r' '\\n' < {name} > {name}.lf")
     if column is not None and column > 1:
         with open_binary(path) as f:
             for lineno, raw in enumerate(f, start=1):

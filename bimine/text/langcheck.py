@@ -21,6 +21,7 @@ from bimine.langs import (
     normalize_lang,
     related_languages,
 )
+from bimine.streams import readable_path
 from bimine.text.io import open_binary
 from bimine.text.normalize import is_mark
 from bimine.text.zawgyi import is_zawgyi
@@ -129,6 +130,12 @@ def _decode(raw: bytes) -> str:
     return raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
 
 
+def _skip_line(f) -> None:
+    """Read on to the start of the next line."""
+    while (piece := f.readline(_MAX_LINE_BYTES)) and not piece.endswith(b"\n"):
+        pass
+
+
 def _read_sample(path: str, n: int) -> list[str]:
     """Lines of the file ``path``: evenly spread over a plain file (about 4n seeks, so the cost
     does not grow with the file), or from the first 1 MB of text of a compressed one."""
@@ -140,13 +147,21 @@ def _read_sample(path: str, n: int) -> list[str]:
                 f.seek(0)
                 return [_decode(x) for x in f.read().split(b"\n")]
             lines = []
-            for i in range(4 * n):
-                f.seek(i * size // (4 * n))
-                if i:
-                    f.readline(_MAX_LINE_BYTES)  # the rest of a line cut by the seek
+            after = 0  # where the line after the last one sampled starts: each line is sampled once, however
+            for i in range(4 * n):  # many seeks land in it (a file of two long lines gave 200 "sampled lines")
+                at = i * size // (4 * n)
+                if at <= after:
+                    f.seek(after)
+                else:
+                    f.seek(at)
+                    _skip_line(f)  # the rest of a line cut by the seek
                 raw = f.readline(_MAX_LINE_BYTES)
-                if raw:
-                    lines.append(_decode(raw))
+                if not raw:
+                    break
+                if not raw.endswith(b"\n"):
+                    _skip_line(f)  # a line longer than the sample takes of it
+                after = f.tell()
+                lines.append(_decode(raw))
             return lines
     g = open_binary(path)
     try:
@@ -168,21 +183,21 @@ def sample_lines(
 
     ``source``: a file (plain: lines evenly spread over it, read by seeking; compressed:
     lines from its first 1 MB of text), a list of lines (evenly spread), or any other
-    iterable of lines (the first ``20 n``). ``column``: 1-based TSV column to take. ``-``
-    (stdin, which cannot be read twice), a missing or unreadable file give ``[]``: the real
-    read reports those.
+    iterable of lines (the first ``20 n``). ``column``: 1-based TSV column to take. A stream
+    (``-``, a pipe) is sampled from its one copy (:mod:`bimine.streams`), which the real read
+    reads too; a missing or unreadable file gives ``[]``: the real read reports those.
     """
     if isinstance(source, (str, os.PathLike)):
-        if str(source) == "-":
-            return []
         try:
-            raw = _read_sample(str(source), n)
+            raw = _read_sample(readable_path(source), n)
         except Exception:  # missing, unreadable, corrupt: the real read reports it with a clear error
             return []
     elif isinstance(source, Sequence):
         raw = _spread(source, 4 * n)
     else:
         raw = list(itertools.islice(source, 20 * n))
+    if any("\x00" in x for x in raw if isinstance(x, str)):
+        return []  # a binary or UTF-16 file: no language to judge (the real read names the problem)
     usable = [u for u in (_usable(x, column, min_letters) for x in raw if isinstance(x, str)) if u]
     return _spread(usable, n)
 

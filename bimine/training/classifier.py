@@ -38,6 +38,7 @@ from bimine.scoring.classifiers import (
     roc_auc,
 )
 from bimine.scoring.logistic import best_f1_threshold, fit_logistic_1d
+from bimine.streams import reading_once
 from bimine.text.sameness import same_file
 from bimine.text.tokens import TOKENS_VERSION
 from bimine.training.defaults import MIN_DEV_AUC
@@ -655,6 +656,7 @@ class ClassifierJob:
                               "of which they are a part")
 
 
+@reading_once
 def run_train_classifier(job: ClassifierJob, *, warn: Callable[[str], None] | None = None) -> str:
     """Train, check and write the classifier of ``job``; returns the line that describes it."""
     from bimine.training.checkpoint import check_start, checkpoint_path, discard
@@ -731,6 +733,7 @@ class CalibrateJob:
         self.columns = two_columns(self.columns)
 
 
+@reading_once
 def run_calibrate(job: CalibrateJob) -> str:
     """Train, check and write the confidence head of ``job``; returns the line that describes it."""
     encoder = load_encoder(job.model)

@@ -46,6 +46,7 @@ from bimine.scoring.vdpwi import (
     vdpwi_network,
 )
 from bimine.store.store import json_digest
+from bimine.streams import reading_once
 from bimine.text.io import read_parallel
 from bimine.text.tokens import TOKENS_VERSION
 from bimine.training.aligner import train_aligner
@@ -107,6 +108,7 @@ class DivergenceJob:
             raise ConfigError("--resume: only the vdpwi model trains in epochs (mm trains in one step)")
 
 
+@reading_once
 def run_train_divergence(job: DivergenceJob, *, say: Callable[[str], None] | None = None,
                          warn: Callable[[str], None] | None = None) -> DivergenceModel:
     """Train, calibrate and write the divergence model of ``job`` (the module docstring's

@@ -32,6 +32,7 @@ from bimine.mining.planted import take_gold, training_rows
 from bimine.progress import bar
 from bimine.scoring.logistic import best_f1_threshold
 from bimine.scoring.rescore import DEFAULT_FEATURES, FEATURES, TEXT_VERSION, Rescorer, lightgbm_module
+from bimine.streams import reading_once
 from bimine.text.io import read_lines
 from bimine.text.langcheck import LanguageChecks
 from bimine.training.cross_encoder import CrossTraining, train_cross, train_scratch_cross
@@ -107,6 +108,7 @@ class PlantedRows:
     langs: list[str]
 
 
+@reading_once
 def run_train_rescorer(job: RescorerJob, *, say: Callable[[str], None] | None = None,
                        warn: Callable[[str], None] | None = None) -> RescorerReport:
     """Train and write the rescorer of ``job`` (the steps of the module docstring); progress

@@ -26,6 +26,7 @@ from bimine.config import from_dict, to_dict
 from bimine.data.prose import check_prose_holdout
 from bimine.data.recipe import recipe_corpora
 from bimine.encoders import load_encoder
+from bimine.encoders.base import model_digest
 from bimine.encoders.dan import DANConfig
 from bimine.encoders.torch_optim import RowAdam
 from bimine.encoders.transformer import TokenFeaturizer, TransformerConfig, TransformerNet
@@ -557,6 +558,7 @@ def export_model(model: TorchDAN, cfg: TrainConfig, out: Path, info: dict,
         "quantize": cfg.export_quantize,
         "training": info,
     }
+    meta["digest"] = model_digest(meta, tmp / "model.safetensors")  # a later edit of the folder is refused
     (tmp / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
     if out.exists():
         shutil.rmtree(out)
