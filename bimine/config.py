@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import types
 import typing
@@ -32,6 +33,47 @@ T = TypeVar("T")
 
 _INDEXED = re.compile(r"^(\w+)\[(\d+)\]$")  # a list item in a --set key: data.train[0]
 _SCI_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+
+
+def bounds(*, min: float | None = None, max: float | None = None, min_open: bool = False,
+           max_open: bool = False) -> dict[str, Any]:
+    """A field's range, for its ``metadata`` (``field(default=1, metadata=bounds(min=1))``):
+    :func:`check_fields` holds every value (each item of a list or tuple) to it. The one
+    place a job's ranges are written: a job file, a ``--set`` override, a Python job object and
+    the command line's object all go through it (issue 72 §4)."""
+    return {"bounds": (min, max, min_open, max_open)}
+
+
+def check_fields(obj: Any) -> None:
+    """Check every field of the dataclass ``obj`` as :func:`from_dict` checks a YAML value (its
+    type hint: the same rules and messages) and against its range (:func:`bounds`), converting
+    in place what a Python caller may pass for a YAML value: a mapping for a nested config
+    (``MineJob(mine={"k": 8})``), a path object for a ``str`` field, a tuple for a list. Each
+    job's ``__post_init__`` calls it first, so every way of making a job checks it the same way.
+    Raises :class:`ConfigError` naming the field."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        new = _convert(hints[f.name], value, f.name)
+        rng = f.metadata.get("bounds")
+        if rng is not None:
+            _check_range(new, rng, f.name)
+        if new is not value:
+            object.__setattr__(obj, f.name, new)  # a frozen config too
+
+
+def _check_range(value: Any, rng: tuple, where: str) -> None:
+    lo, hi, lo_open, hi_open = rng
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_range(v, rng, f"{where}[{i}]")
+        return
+    if value is None or isinstance(value, (bool, str)) or not isinstance(value, (int, float)):
+        return
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise ConfigError(f"{where}: must be {'>' if lo_open else '>='} {lo}, got {value!r}")
+    if hi is not None and (value >= hi if hi_open else value > hi):
+        raise ConfigError(f"{where}: must be {'<' if hi_open else '<='} {hi}, got {value!r}")
 
 
 def from_dict(cls: type[T], data: dict[str, Any] | None, where: str = "") -> T:
@@ -51,6 +93,10 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, where: str = "") -> T:
         return cls(**kwargs)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{where or 'config'}: {e}") from None
+    except ConfigError as e:  # a nested config's own check names its field: say where that config is
+        if where and not str(e).startswith(f"{where}."):
+            raise ConfigError(f"{where}.{e}") from None
+        raise
 
 
 def _check_fields(cls: type, data: Any, where: str) -> dict[str, Any]:
@@ -138,7 +184,13 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             return value
         raise ConfigError(f"{where}: expected {_type_name(tp)}, got {_show(value)}")
     if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value  # built already (and checked by its own __post_init__)
         return from_dict(tp, value, where)
+    if tp is os.PathLike:
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        raise ConfigError(f"{where}: expected a path, got {_show(value)}")
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where}: expected {_type_name(tp)}, got {_show(value)}")
@@ -166,6 +218,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     elif tp is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, os.PathLike):  # a Path from Python for a file name
+            return os.fspath(value)
         raise ConfigError(f"{where}: expected str, got {_show(value)} (put quotes around text that looks like "
                           "a number or a boolean)")
     else:

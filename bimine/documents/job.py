@@ -25,9 +25,10 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from bimine.cleanup import sweep_leftovers, temp_prefix
+from bimine.config import bounds, check_fields
 from bimine.documents.align import Aligner, atomic_lines, write_aligned_tsv, write_alignment
 from bimine.documents.beads import AlignConfig
 from bimine.documents.collections import read_collection
@@ -74,15 +75,16 @@ class AlignJob:
     tgt_lang: str | None = None
     model: str = "default"
     method: str = DEFAULT_METHOD
-    max_side: int | None = None
-    max_total: int | None = None
+    max_side: int | None = field(default=None, metadata=bounds(min=1, max=10))
+    max_total: int | None = field(default=None, metadata=bounds(min=2, max=20))
     overlaps: str = "joined"
-    length_weight: float | None = None
-    token_weight: float | None = None
+    length_weight: float | None = field(default=None, metadata=bounds(min=0))
+    token_weight: float | None = field(default=None, metadata=bounds(min=0))
     encoding_errors: str = "strict"
     progress: bool = True
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.token_weight is not None and self.method != "two-pass":
             raise OptionError("--token-weight goes with --method two-pass")
         if (self.batch is not None or self.doc_pairs is not None) and self.tsv is not None:

@@ -26,10 +26,11 @@ of its sentences' embeddings (001 §5.3).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from bimine.config import bounds, check_fields
 from bimine.errors import ConfigError
 from bimine.index.faiss_index import IndexConfig, KeyIndex
 
@@ -42,15 +43,14 @@ class Eq3Config:
     """Eq. 3's settings; the defaults are the best measured on the dev benchmark, the paper's
     literal variant is ``rank="negative", positions="index"`` (docs/decisions.md)."""
 
-    n: int = 10  #: neighbours per source sentence
+    n: int = field(default=10, metadata=bounds(min=1))  #: neighbours per source sentence
     w1: float = 5.0  #: weight of the calibrated confidence
     w2: float = -2.0  #: weight of the position difference
     positions: str = "relative"  #: "index" (sentence numbers, as 000) or "relative" (number / length)
     rank: str = "inverted"  #: "negative" (-r, as 000) or "inverted" (N + 1 - r: every vote counts for)
 
     def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ConfigError(f"N must be >= 1, got {self.n}")
+        check_fields(self)
         if self.positions not in POSITIONS:
             raise ConfigError(f"positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
         if self.rank not in RANKS:

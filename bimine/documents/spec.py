@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bimine.config import bounds, check_fields
 from bimine.documents.match import Eq3Config
 from bimine.errors import ConfigError
 
@@ -17,16 +18,15 @@ METHODS = ("eq3", "counts", "embedding", "two-stage")
 class DocMatchConfig:
     method: str = "eq3"
     eq3: Eq3Config = field(default_factory=Eq3Config)
-    top: int = 1  #: target documents written per source document
+    top: int = field(default=1, metadata=bounds(min=1))  #: target documents written per source document
     one_to_one: bool = False
-    candidates: int = 20  #: two-stage: target documents proposed per source document
+    candidates: int = field(default=20, metadata=bounds(min=1))  #: two-stage: target documents proposed per source document
     index: str = "auto"  #: FAISS factory of the sentence kNN
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.method not in METHODS:
             raise ConfigError(f"unknown method {self.method!r}; methods: {', '.join(METHODS)}")
-        if self.top < 1 or self.candidates < 1:
-            raise ConfigError("top and candidates must be >= 1")
 
 
 
@@ -55,3 +55,7 @@ class DocsMatchJob:
     encoding_errors: str = "strict"
     progress: bool = True
     wait: bool = True  # a work folder (or store) another run is using: wait for it; False refuses
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+

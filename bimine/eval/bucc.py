@@ -86,7 +86,9 @@ def embed_split(split: BuccSplit, encoder: Encoder, src_lang: str, tgt_lang: str
 def mine_split(e: EmbeddedSplit, cfg: MineConfig) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Scores and id pairs of every candidate the strategy selects (threshold ignored)."""
     split, x, y = e.split, e.x, e.y
-    s, i, j = mine_sides(side_from_array(x), side_from_array(y), replace(cfg, threshold=-np.inf))
+    s, i, j = mine_sides(side_from_array(x), side_from_array(y), replace(cfg, threshold=None))
+    scored = ~np.isnan(s)  # as a threshold of -inf would keep them: every candidate with a score
+    s, i, j = s[scored], i[scored], j[scored]
     return s, [(split.src_ids[a], split.tgt_ids[b]) for a, b in zip(i.tolist(), j.tolist())]
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bimine.config import load_yaml
+from bimine.config import bounds, check_fields, load_yaml
 from bimine.cores import capped_workers
 from bimine.encoders.languages import SERVED_XSIM, describe, load_for_languages, poorly_served
 from bimine.errors import ConfigError
@@ -74,7 +74,7 @@ class FilterJob:
     input: str | None = None
     src: str | None = None
     tgt: str | None = None
-    columns: tuple[int, int] = (1, 2)
+    columns: tuple[int, int] = field(default=(1, 2), metadata=bounds(min=1))
     src_lang: str | None = None
     tgt_lang: str | None = None
     filtering: bool = True
@@ -86,20 +86,21 @@ class FilterJob:
     no_model: bool = False
     classifiers: list[str] = field(default_factory=list)
     workers: int | str = "auto"
-    block_size: int = 20_000
+    block_size: int = field(default=20_000, metadata=bounds(min=1))
     encoding_errors: str = "strict"
     report: str | None = None
     progress: bool = True
     threshold: float | None = None
     kept: str | None = None
-    top_fraction: float | None = None
-    token_budget: int | None = None
+    top_fraction: float | None = field(default=None, metadata=bounds(min=0, max=1))
+    token_budget: int | None = field(default=None, metadata=bounds(min=0))
     normalize: bool = False
     executor: str = "local"
     ray_address: str | None = None
     command: str | None = None  # names the progress bar and the temporaries; default: filter or score
 
     def __post_init__(self) -> None:
+        check_fields(self)
         self.columns = checked_pair_input(self.input, self.src, self.tgt, self.columns)
         if self.workers != "auto" and (not isinstance(self.workers, int) or self.workers < 1):
             raise ConfigError(f"workers: 'auto' or a whole number >= 1, got {self.workers!r}")

@@ -21,10 +21,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from bimine.config import bounds, check_fields
 from bimine.cores import usable_cores
 from bimine.errors import ConfigError, OptionError
 
@@ -40,12 +41,15 @@ class IndexConfig:
     index below this many keys; ef_search: HNSW's candidate list size at query time."""
 
     factory: str = "auto"
-    nprobe: int = 0
-    k_factor: int = 32
-    train_size: int = 0
-    exact_below: int = 300_000
-    ef_search: int = 128
-    seed: int = 0
+    nprobe: int = field(default=0, metadata=bounds(min=0))
+    k_factor: int = field(default=32, metadata=bounds(min=1))
+    train_size: int = field(default=0, metadata=bounds(min=0))
+    exact_below: int = field(default=300_000, metadata=bounds(min=0))
+    ef_search: int = field(default=128, metadata=bounds(min=1))
+    seed: int = field(default=0, metadata=bounds(min=0))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def fastscan_pq_m(d: int) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bimine.config import bounds, check_fields
 from bimine.errors import ConfigError
 from bimine.executors import check_executor
 from bimine.index.faiss_index import IndexConfig
@@ -32,24 +33,21 @@ class MineConfig:
     The defaults (``eq9``, ``max``) are the best score and strategy on the BUCC-style newstest
     dev sets (docs/benchmarks.md §5, docs/decisions.md "Default score and strategy")."""
 
-    k: int = 4
+    k: int = field(default=4, metadata=bounds(min=1))
     score: str = "eq9"
     strategy: str = "max"
     threshold: float | None = None
     index: IndexConfig = field(default_factory=IndexConfig)
     dedupe: bool = False
     drop_copies: bool = False
-    min_chars: int = 0
+    min_chars: int = field(default=0, metadata=bounds(min=0))
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ConfigError(f"k must be >= 1, got {self.k}")
+        check_fields(self)
         if self.score not in SCORES:
             raise ConfigError(f"unknown score {self.score!r}: choose one of {', '.join(SCORES)}")
         if self.strategy not in STRATEGIES:
             raise ConfigError(f"unknown strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
-        if self.min_chars < 0:
-            raise ConfigError(f"min_chars must be >= 0, got {self.min_chars}")
         if self.threshold is not None and np.isnan(self.threshold):
             raise ConfigError("threshold must be a number (or None to keep every candidate), not NaN")
 
@@ -87,16 +85,15 @@ class MineJob:
     rescore: str | None = None
     trained_threshold: bool = False
     encoding_errors: str = "strict"
-    workers: int = 0
-    shard_size: int = 1_000_000
+    workers: int = field(default=0, metadata=bounds(min=0))
+    shard_size: int = field(default=1_000_000, metadata=bounds(min=1))
     executor: str = "local"
     ray_address: str | None = None
     progress: bool = True
     wait: bool = True  # a work folder (or store) another run is using: wait for it; False refuses
 
     def __post_init__(self) -> None:
+        check_fields(self)
         check_executor(self.executor)
         if self.fmt not in FORMATS:
             raise ConfigError(f"unknown format {self.fmt!r}: choose one of {', '.join(FORMATS)}")
-        if self.workers < 0:
-            raise ConfigError(f"workers must be >= 0, got {self.workers}")

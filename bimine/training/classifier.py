@@ -16,10 +16,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from bimine.config import bounds, check_fields
 from bimine.encoders import load_encoder
 from bimine.encoders.base import model_folder, uses_language
 from bimine.errors import ConfigError, OptionError
@@ -618,32 +619,33 @@ class ClassifierJob:
     input: str | None = None
     src: str | None = None
     tgt: str | None = None
-    columns: tuple[int, int] = (1, 2)
+    columns: tuple[int, int] = field(default=(1, 2), metadata=bounds(min=1))
     any_languages: bool = False
     model: str = "default"
     dev_src: str | None = None
     dev_tgt: str | None = None
-    dev_size: int = 500
-    max_pairs: int | None = None
-    epochs: int | None = None
-    batch_pairs: int | None = None
-    lr: float | None = None
-    negatives: int = 7
-    hidden: int | None = None
-    seed: int = 0
-    threads: int = 1
-    min_dev_auc: float = MIN_DEV_AUC
+    dev_size: int = field(default=500, metadata=bounds(min=2))
+    max_pairs: int | None = field(default=None, metadata=bounds(min=2))
+    epochs: int | None = field(default=None, metadata=bounds(min=1))
+    batch_pairs: int | None = field(default=None, metadata=bounds(min=2))
+    lr: float | None = field(default=None, metadata=bounds(min=0, min_open=True))
+    negatives: int = field(default=7, metadata=bounds(min=1))
+    hidden: int | None = field(default=None, metadata=bounds(min=1))
+    seed: int = field(default=0, metadata=bounds(min=0))
+    threads: int = field(default=1, metadata=bounds(min=1))
+    min_dev_auc: float = field(default=MIN_DEV_AUC, metadata=bounds(min=0, max=1))
     encoding_errors: str = "strict"
     progress: bool = True
-    emb: int | None = None  # bigru with hashed tokens: the embedding size (128)
+    emb: int | None = field(default=None, metadata=bounds(min=1))  # bigru with hashed tokens: the embedding size (128)
     tokens: str = "hashed"
     init_model: str | None = None
-    hard_negatives: int = 0
-    curve_pairs: int = 1000
+    hard_negatives: int = field(default=0, metadata=bounds(min=0))
+    curve_pairs: int = field(default=1000, metadata=bounds(min=0))
     resume: bool = False
-    checkpoint_minutes: float = 10.0
+    checkpoint_minutes: float = field(default=10.0, metadata=bounds(min=0, min_open=True))
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.kind not in KINDS:
             raise ConfigError(f"kind: one of {', '.join(KINDS)}, got {self.kind!r}")
         self.columns = checked_pair_input(self.input, self.src, self.tgt, self.columns)
@@ -715,19 +717,20 @@ class CalibrateJob:
     inputs: list[str]
     model: str = "default"
     output: str | None = None
-    columns: tuple[int, int] = (1, 2)
-    dev_size: int = 1000
-    epochs: int = 5
-    batch_pairs: int = 128
-    retrieved: int = 4
+    columns: tuple[int, int] = field(default=(1, 2), metadata=bounds(min=1))
+    dev_size: int = field(default=1000, metadata=bounds(min=2))
+    epochs: int = field(default=5, metadata=bounds(min=1))
+    batch_pairs: int = field(default=128, metadata=bounds(min=2))
+    retrieved: int = field(default=4, metadata=bounds(min=0))
     one_direction: bool = False
-    seed: int = 0
-    threads: int = 1
-    min_dev_auc: float = MIN_DEV_AUC
+    seed: int = field(default=0, metadata=bounds(min=0))
+    threads: int = field(default=1, metadata=bounds(min=1))
+    min_dev_auc: float = field(default=MIN_DEV_AUC, metadata=bounds(min=0, max=1))
     encoding_errors: str = "strict"
     progress: bool = True
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if not self.inputs:
             raise ConfigError("inputs: at least one TSV of translation pairs")
         self.columns = two_columns(self.columns)

@@ -24,10 +24,11 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from bimine.config import bounds, check_fields
 from bimine.devices import check_device
 from bimine.encoders import load_encoder
 from bimine.errors import ConfigError
@@ -87,21 +88,22 @@ class DivergenceJob:
     kind: str = "vdpwi"
     model: str = "default"
     aligner: str | None = None
-    align_pairs: int = 200_000
-    positives: int = 5000
-    min_words: int = 1
-    ratio: int = 5
-    hard: float = 0.5
-    threshold: float = 0.5
-    calibration_pairs: int = 1000
-    epochs: int = 10
-    prune: float = 1e-4
-    seed: int = 0
+    align_pairs: int = field(default=200_000, metadata=bounds(min=1))
+    positives: int = field(default=5000, metadata=bounds(min=10))
+    min_words: int = field(default=1, metadata=bounds(min=1))
+    ratio: int = field(default=5, metadata=bounds(min=1))
+    hard: float = field(default=0.5, metadata=bounds(min=0, max=1))
+    threshold: float = field(default=0.5, metadata=bounds(min=0, max=1))
+    calibration_pairs: int = field(default=1000, metadata=bounds(min=0))
+    epochs: int = field(default=10, metadata=bounds(min=1))
+    prune: float = field(default=1e-4, metadata=bounds(min=0, max=1))
+    seed: int = field(default=0, metadata=bounds(min=0))
     device: str | None = None
     resume: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if self.kind not in ("vdpwi", "mm"):
             raise ConfigError(f"kind: vdpwi or mm, got {self.kind!r}")
         if self.resume and self.kind != "vdpwi":

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bimine.config import bounds, check_fields
 from bimine.encoders import load_encoder
 from bimine.encoders.e5_weights import weights_path
 from bimine.errors import ConfigError, InputError, OptionError
@@ -56,25 +57,28 @@ class RescorerJob:
     pairs: list[str] = field(default_factory=list)
     model: str = "default"
     recipe: str | None = None
-    holdout: int | None = None
-    langs: int | None = None
-    gold: int = 300
-    distractors: int = 6000
-    near: int = 10
-    min_words: int = 0
-    pool: int = 20000
-    ratio: int = 0
+    holdout: int | None = field(default=None, metadata=bounds(min=1))
+    langs: int | None = field(default=None, metadata=bounds(min=1))
+    gold: int = field(default=300, metadata=bounds(min=10))
+    distractors: int = field(default=6000, metadata=bounds(min=10))
+    near: int = field(default=10, metadata=bounds(min=0))
+    min_words: int = field(default=0, metadata=bounds(min=0))
+    pool: int = field(default=20000, metadata=bounds(min=100))
+    ratio: int = field(default=0, metadata=bounds(min=0))
     all_features: bool = False
-    trees: int = 300
-    leaves: int = 31
-    seed: int = 0
-    threads: int = 0
+    trees: int = field(default=300, metadata=bounds(min=1))
+    leaves: int = field(default=31, metadata=bounds(min=2))
+    seed: int = field(default=0, metadata=bounds(min=0))
+    threads: int = field(default=0, metadata=bounds(min=0))
     cross: bool = False
-    cross_pairs: int = 16000
-    cross_layers: int = 2
-    cross_epochs: int = 3
+    cross_pairs: int = field(default=16000, metadata=bounds(min=100))
+    cross_layers: int = field(default=2, metadata=bounds(min=0, max=12))
+    cross_epochs: int = field(default=3, metadata=bounds(min=1))
     cross_kind: str = "e5"
-    cross_floor: float = 0.001
+    cross_floor: float = field(default=0.001, metadata=bounds(min=0.0, max=1.0))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass
