@@ -34,7 +34,7 @@ def recall_at(k, approx_ids, exact_ids):
     ("IVF64,Flat", 16, 0.97),
     ("IVF64,SQ8", 16, 0.93),
     ("HNSW32", 1, 0.9),
-    ("OPQ8,IVF64,PQ8", 16, 0.3),
+    pytest.param("OPQ8,IVF64,PQ8", 16, 0.3, marks=pytest.mark.slow),  # 22 s: -m slow (issue 72)
     # auto's choice from 300k keys, small: fast-scan PQ candidates re-scored with float16/8-bit codes
     ("IVF64,PQ16x4fs,Refine(SQfp16)", 16, 0.93),
     ("IVF64,PQ16x4fs,Refine(SQ8)", 16, 0.9),

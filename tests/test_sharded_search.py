@@ -41,7 +41,9 @@ def test_merge_topk_puts_missing_neighbours_last():
     assert sims[0, :3].tolist() == pytest.approx([0.9, 0.5, 0.4])
 
 
-@pytest.mark.parametrize("factory,nprobe", [("Flat", 0), ("IVF16,Flat", 4), ("IVF16,PQ8", 4), ("IVF16,PQ16x4fs", 4)])
+@pytest.mark.parametrize("factory,nprobe", [("Flat", 0), ("IVF16,Flat", 4),
+                                            pytest.param("IVF16,PQ8", 4, marks=pytest.mark.slow),  # 12 s: -m slow
+                                            ("IVF16,PQ16x4fs", 4)])
 def test_sharded_search_equals_one_index_with_the_same_quantiser(factory, nprobe):
     d, n, k = 32, 3000, 5
     keys, queries = _unit(n, d, 1), _unit(200, d, 2)
@@ -67,7 +69,7 @@ def test_sharded_search_equals_one_index_with_the_same_quantiser(factory, nprobe
     assert (i1 == i2).mean() > 0.9
 
 
-@pytest.mark.parametrize("factory", ["Flat", "IVF16,PQ8"])
+@pytest.mark.parametrize("factory", ["Flat", pytest.param("IVF16,PQ8", marks=pytest.mark.slow)])  # 12 s: -m slow
 def test_sharded_knn_equals_one_index(factory):
     from bimine.index.faiss_index import sharded_knn
 

@@ -425,8 +425,9 @@ def _combine_gate(filters: list[PairFilter], scores: dict[str, np.ndarray], note
                 found.append(f"{f.name} {int((~ok).sum()):,}")
             passed &= ok
     if found:
-        notes.append(f"{int((~passed).sum()):,} pairs score 0: they fail a rule (an untranslated copy, a side in "
-                     f"another language: {', '.join(found)})")
+        n = int((~passed).sum())
+        notes.append(f"{n:,} {'pair scores' if n == 1 else 'pairs score'} 0: {'it fails' if n == 1 else 'they fail'} "
+                     f"a rule (an untranslated copy, a side in another language: {', '.join(found)})")
     return gated(p, passed)
 
 
