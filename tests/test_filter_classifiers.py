@@ -160,6 +160,7 @@ def _slice(shared_data, n):
     return [p[0] for p in pairs if p[0] and p[1]], [p[1] for p in pairs if p[0] and p[1]]
 
 
+@pytest.mark.slow  # issue 72: the CI suite stays under 10 min on 2 cores; run with -m slow
 def test_bigru_learns_on_a_small_slice(shared_data, tmp_path):
     from bimine.training.classifier import ClassifierTrainConfig, train_classifier
 

@@ -27,6 +27,7 @@ def cross_rescorer(shared_data, tmp_path_factory):
     return d / "r"
 
 
+@pytest.mark.slow  # issue 72: the CI suite stays under 10 min on 2 cores; run with -m slow
 def test_cross_stage_round_trip_and_combination(cross_rescorer, tmp_path):
     from bimine.scoring.rescore import Rescorer
 
@@ -112,6 +113,7 @@ def test_shipped_rescorer_default_has_the_cross_encoder_and_trees_is_without():
     assert Rescorer.load(default_rescorer_path(), cross=False).fingerprint == trees.fingerprint
 
 
+@pytest.mark.slow  # issue 72: its fixture trains a cross-encoder (24 s); run with -m slow
 def test_a_cross_rescorer_without_its_extras_says_what_to_install(cross_rescorer, monkeypatch):
     from bimine.errors import ConfigError
     from bimine.scoring.rescore import load_rescorer
