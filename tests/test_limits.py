@@ -111,8 +111,8 @@ def test_ctrl_c_in_the_knn_search_stops_it_without_searching_the_queued_chunks(t
             def update(self, n):
                 Count.done += 1
 
-        print("searching", flush=True)
-        try:
+        try:  # the Ctrl-C may land as soon as "searching" is out: inside the try
+            print("searching", flush=True)
             search_stable(index, queries, 4, threads=2, progress=Count())
             print("finished", Count.done, flush=True)
         except KeyboardInterrupt:
