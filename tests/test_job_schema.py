@@ -21,6 +21,7 @@ from bimine.errors import ConfigError
 from bimine.filtering.job import FilterJob
 from bimine.index.faiss_index import IndexConfig
 from bimine.mining.spec import MineConfig, MineJob
+from bimine.training.adapt import AdaptJob
 from bimine.training.classifier import CalibrateJob, ClassifierJob
 from bimine.training.divergence import DivergenceJob
 from bimine.training.rescorer import RescorerJob
@@ -42,6 +43,7 @@ JOBS = {
     ClassifierJob: {"kind": "fc", "output": "c.safetensors", "src_lang": "en", "tgt_lang": "fr", "input": TSV},
     CalibrateJob: {"inputs": [TSV]},
     DivergenceJob: {"srcs": [EN], "tgts": [FR], "src_lang": "en", "tgt_lang": "fr", "output": "d.safetensors"},
+    AdaptJob: {"text": EN, "lang": "en", "output": "adapted"},
 }
 
 
@@ -171,7 +173,8 @@ def _commands():
             ("train-classifier", cli.commands["train-classifier"], [ClassifierJob]),
             ("calibrate", cli.commands["calibrate"], [CalibrateJob]),
             ("train-divergence", cli.commands["train-divergence"], [DivergenceJob]),
-            ("train-rescorer", cli.commands["train-rescorer"], [RescorerJob])]
+            ("train-rescorer", cli.commands["train-rescorer"], [RescorerJob]),
+            ("adapt", cli.commands["adapt"], [AdaptJob])]
 
 
 def test_the_command_line_ranges_are_the_schemas():

@@ -21,6 +21,7 @@ def registered() -> click.Group:
     """The ``bimine`` group with every command attached (each command module attaches its own
     on import)."""
     from bimine.cli import (  # noqa: F401  (register commands)
+        adapt,
         align,
         classifier,
         data,

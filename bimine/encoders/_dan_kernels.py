@@ -129,3 +129,25 @@ def pool_pq(ids, offsets, codes, codebook, out):
                 cen = codebook[m, codes[f, m]]
                 for t in range(dsub):
                     acc[m * dsub + t] += w * cen[t]
+
+
+@njit(cache=True, nogil=True)
+def pool_overlay(ids, offsets, slot, delta, scale, out):
+    """An adapted language's rows on top of the table (:class:`bimine.encoders.adapters.Adapter`):
+    row i of ``out`` = sum over the features f of sentence i that have a slot (``slot[f] >= 0``)
+    of w_i * (delta[slot[f]] * scale[slot[f]]) (int8 rows, one float32 scale each), w_i as the
+    table's pooling weighs them, in feature order (what the reference's sparse product over the
+    decoded delta rows gives: the other features add exact zeros)."""
+    n = len(offsets) - 1
+    d = delta.shape[1]
+    for i in range(n):
+        acc = out[i]
+        acc[:] = 0
+        w = _weight(offsets[i + 1] - offsets[i])
+        for p in range(offsets[i], offsets[i + 1]):
+            k = slot[ids[p]]
+            if k >= 0:
+                row = delta[k]
+                s = scale[k]
+                for j in range(d):
+                    acc[j] += w * (np.float32(row[j]) * s)

@@ -343,8 +343,11 @@ class DANEncoder:
         backend: str | None = None,
         threads: int | None = None,
         weights_file: str | os.PathLike | None = None,
+        adapters: dict | None = None,
     ) -> None:
         self.config = config
+        #: languages adapted by ``bimine adapt`` (:mod:`bimine.encoders.adapters`): code -> Adapter
+        self.adapters = dict(adapters or {})
         self.training: dict = {}
         self.backend = resolve_backend(backend)
         self.threads = threads
@@ -427,7 +430,13 @@ class DANEncoder:
         if weights is None:
             weights = load_safetensors(wfile, "numpy", "model weights")
         model_id = f"dan-{meta['model_id']}" if meta.get("model_id") else None
-        enc = cls(config, weights, model_id=model_id, weights_file=wfile, **kwargs)
+        adapters = None
+        if meta.get("adapters") is not None:
+            from bimine.encoders.adapters import read_adapters
+
+            adapters = read_adapters(path, meta["adapters"], config.features.rows, config.embed_dim,
+                                     config.layer_dims())
+        enc = cls(config, weights, model_id=model_id, weights_file=wfile, adapters=adapters, **kwargs)
         enc.training = meta.get("training", {})  # the trainer's record (data, held-out pairs, dev figures)
         enc._sealed = (path, sealed)
         if sealed is not None:  # the whole file's SHA-256 (65 ms for the default's 91 MB) on the other core,
@@ -464,6 +473,11 @@ class DANEncoder:
     def model_id(self, value: str) -> None:
         self._model_id = value
 
+    def tower(self, lang: str | None = None) -> tuple[EmbeddingTable, list[tuple[np.ndarray, np.ndarray]]]:
+        """The embedding table and feed-forward layers (``(W^T, b)`` pairs) of ``lang``'s tower
+        (of the shared model's one tower without it), adapters left out."""
+        return self._towers[self.config.tower_for(lang) if lang else self.config.towers()[0]]
+
     def table(self, lang: str | None = None) -> EmbeddingTable:
         """The embedding table of ``lang``'s tower (of the shared model's one tower without it)."""
         return self._towers[self.config.tower_for(lang) if lang else self.config.towers()[0]][0]
@@ -471,12 +485,20 @@ class DANEncoder:
     def pooled(self, sentences: list[str], lang: str) -> np.ndarray:
         """The n-gram embeddings summed and divided by sqrt(n): input of the feed-forward stack."""
         table, _ = self._towers[self.config.tower_for(lang)]
+        adapter = self.adapter(lang)
         if self.backend == "numpy":
-            return self._pooled_numpy(table, sentences, lang)
+            return self._pooled_numpy(table, sentences, lang, adapter)
         ids, offsets = self.featurizer.featurize(sentences, lang)
-        return table.pool(ids, offsets)
+        return table.pool(ids, offsets) if adapter is None else adapter.pool(table, ids, offsets)
 
-    def _pooled_numpy(self, table: EmbeddingTable, sentences: list[str], lang: str) -> np.ndarray:
+    def adapter(self, lang: str | None):
+        """The :class:`~bimine.encoders.adapters.Adapter` of ``lang`` (None: not adapted to it, or
+        no language given)."""
+        if not self.adapters or not lang or lang == "und":
+            return None
+        return self.adapters.get(normalize_lang(lang))
+
+    def _pooled_numpy(self, table: EmbeddingTable, sentences: list[str], lang: str, adapter=None) -> np.ndarray:
         """The NumPy reference: each distinct feature of the batch is decoded once; the
         per-sentence sums are one sparse (sentences x distinct features) by dense product
         (float32, in feature order, as ``EmbeddingTable.pool`` sums them).
@@ -491,7 +513,10 @@ class DANEncoder:
         uniq, inv = np.unique(ids, return_inverse=True)
         weights = np.repeat((1.0 / np.sqrt(np.maximum(counts, 1))).astype(np.float32), counts)
         bags = csr_matrix((weights, inv.reshape(-1), offsets), shape=(n, len(uniq)))
-        return np.asarray(bags @ table.lookup(uniq), dtype=np.float32)
+        out = np.asarray(bags @ table.lookup(uniq), dtype=np.float32)
+        if adapter is not None:  # the adapted rows' deltas, pooled apart and added (as Adapter.pool does)
+            out += np.asarray(bags @ adapter.delta_rows(uniq), dtype=np.float32)
+        return out
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -523,17 +548,21 @@ class DANEncoder:
         sentences = to_unicode(sentences)
         tower = self.config.tower_for(lang)
         table, layers = self._towers[tower]
+        adapter = self.adapter(lang)
+        if adapter is not None and adapter.layers is not None:
+            layers = adapter.layers
         n = len(sentences)
         out = np.empty((n, self.dim), dtype=np.float32)
         if self.backend == "numpy":
             bs = self.batch_size
             for i in range(0, n, bs):
-                out[i : i + bs] = _forward(self._pooled_numpy(table, sentences[i : i + bs], lang), layers)
+                out[i : i + bs] = _forward(self._pooled_numpy(table, sentences[i : i + bs], lang, adapter), layers)
             return out
 
         def run(i: int, j: int) -> None:
             ids, offsets = self.featurizer.featurize(sentences[i:j], lang)
-            out[i:j] = _forward(table.pool(ids, offsets), layers, fused=True)
+            pooled = table.pool(ids, offsets) if adapter is None else adapter.pool(table, ids, offsets)
+            out[i:j] = _forward(pooled, layers, fused=True)
 
         threads = self._thread_count()
         # slices of a fixed size, whatever the number of threads: a row's float32 value depends

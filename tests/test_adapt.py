@@ -1,0 +1,185 @@
+"""``bimine adapt`` (issue 73): per-language rows on top of the fast model, learnt from the teacher.
+
+The adapted rows are pooled by a compiled kernel that must give the NumPy reference's bytes; every
+language but the adapted one keeps the base model's vectors exactly; the folder is sealed (a
+changed adapters file is refused) and named apart from its base (no cache of the base's vectors is
+read for it); a run killed mid-training and run again writes the same model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bimine.encoders.adapters import Adapter, quantize_rows
+from bimine.encoders.base import default_model_path
+from bimine.encoders.dan import DANEncoder
+from bimine.errors import BimineError, ConfigError
+from bimine.training import adapt as A
+
+KM = ["ខ្ញុំស្រលាញ់ភាសាខ្មែរ ហើយខ្ញុំរៀនវារាល់ថ្ងៃ។", "រដ្ឋាភិបាលបានប្រកាសពីគម្រោងថ្មី។", "តម្លៃប្រេងបានកើនឡើងកាលពីសប្តាហ៍មុន។"]
+EN = ["The government announced a new plan.", "Oil prices rose last week.", "I love the Khmer language."]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return (DANEncoder.load(default_model_path(), backend="numba"),
+            DANEncoder.load(default_model_path(), backend="numpy"))
+
+
+def synthetic_adapter(enc: DANEncoder, with_layers: bool, seed: int = 0) -> Adapter:
+    ids, _ = enc.featurizer.featurize(KM[:2], "km")
+    uniq = np.unique(ids)[::2]  # half the rows of two sentences: the third has rows with and without
+    rng = np.random.default_rng(seed)
+    codes, scale = quantize_rows(rng.normal(0, 0.5, (len(uniq), enc.config.embed_dim)).astype(np.float32))
+    layers = None
+    if with_layers:
+        layers = [(w + rng.normal(0, 0.01, w.shape).astype(np.float32), b.copy()) for w, b in enc.tower()[1]]
+    return Adapter("km", uniq.astype(np.int64), codes, scale, layers)
+
+
+@pytest.mark.parametrize("with_layers", [False, True])
+def test_adapted_rows_compiled_equal_the_reference_and_other_languages_are_untouched(shipped, with_layers):
+    fast, ref = shipped
+    before_en, before_km = fast.encode(EN, "en"), fast.encode(KM, "km")
+    adapter = synthetic_adapter(fast, with_layers)
+    try:
+        fast.adapters = {"km": adapter}
+        ref.adapters = {"km": adapter}
+        a, b = fast.encode(KM, "km"), ref.encode(KM, "km")
+        assert a.tobytes() == b.tobytes()
+        assert np.abs(a - before_km).max() > 0.01  # the rows did change the Khmer vectors
+        # English, and Khmer given as no language, are the base model's bytes
+        assert fast.encode(EN, "en").tobytes() == before_en.tobytes()
+        assert fast.encode(KM, "und").tobytes() == before_km.tobytes()
+        # the reference's overlay is the hand-computed one: rows + decoded deltas, summed, / sqrt(n)
+        ids, offsets = fast.featurizer.featurize(KM[:1], "km")
+        rows = fast.table().lookup(ids) + adapter.delta_rows(ids)
+        pooled = rows.astype(np.float64).sum(axis=0) / np.sqrt(len(ids))
+        assert np.allclose(fast.pooled(KM[:1], "km")[0], pooled, atol=1e-5)
+    finally:
+        fast.adapters, ref.adapters = {}, {}
+
+
+def test_sample_is_the_same_whatever_the_order_and_counts_what_it_read(tmp_path):
+    lines = [f"line number {i}" for i in range(200)] + ["line number 3", "", "  "]
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shuffled = lines[:]
+    random.Random(1).shuffle(shuffled)
+    with gzip.open(b.with_suffix(".txt.gz"), "wt", encoding="utf-8") as f:
+        f.write("\n".join(shuffled) + "\n")
+    sa, ca = A.take_sample(str(a), 50)
+    sb, _ = A.take_sample(str(b.with_suffix(".txt.gz")), 50)
+    assert sa == sb and len(sa) == len(set(sa)) == 50
+    want = sorted({t.strip() for t in lines if t.strip()}, key=lambda t: hashlib.sha1(t.encode()).digest())[:50]
+    assert sa == want
+    assert ca == {"lines": 203, "empty": 2, "distinct_sampled": 50}
+
+
+def test_fragments_are_runs_of_words_or_of_pieces_most_frequent_first():
+    words = A.fragments(["the cat sat.", "the cat ran"], str.split, 2, 100)
+    assert words[:2] == ["the", "cat"] and "the cat" in words and "cat sat" in words
+    assert "sat." not in words and "the cat sat." not in words  # punctuation off, never a whole line
+    assert A.fragments(["the cat sat.", "the cat ran"], str.split, 2, 3) == ["the", "cat", "the cat"]
+    pieces = A.fragments(["ខ្ញុំស្រលាញ់អ្នក"], lambda t: ["\u2581ខ្ញុំ", "ស្រលាញ់", "អ្នក"], 2, 100)
+    assert pieces == ["ខ្ញុំ", "ស្រលាញ់", "អ្នក", "ខ្ញុំស្រលាញ់", "ស្រលាញ់អ្នក"]
+
+
+def khmer_lines(shared_data: Path, n: int) -> list[str]:
+    f = shared_data / "dev/ntrex128/NTREX-128/newstest2019-ref.khm.txt.gz"
+    with gzip.open(f, "rt", encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in itertools.islice(fh, n)]
+
+
+def small_job(text: Path, out: Path, **kw) -> A.AdaptJob:
+    return A.AdaptJob(text=str(text), lang="km", output=str(out), sample=40, steps=30, fragments_per_line=3,
+                      batch_size=16, progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def adapted(shared_data, tmp_path_factory):
+    d = tmp_path_factory.mktemp("adapt")
+    text = d / "km.txt"
+    text.write_text("\n".join(khmer_lines(shared_data, 60)) + "\n", encoding="utf-8")
+    report = A.adapt_model(small_job(text, d / "model"))
+    return text, d / "model", report
+
+
+def test_an_adapted_model_loads_moves_only_its_language_and_is_named_apart(adapted, shipped):
+    text, folder, report = adapted
+    base = shipped[0]
+    enc = DANEncoder.load(folder)
+    assert set(enc.adapters) == {"km"} and enc.model_id != base.model_id
+    assert enc.encode(EN, "en").tobytes() == base.encode(EN, "en").tobytes()
+    km = text.read_text(encoding="utf-8").splitlines()[:5]
+    assert np.abs(enc.encode(km, "km") - base.encode(km, "km")).max() > 0.01
+    rec = report.record
+    assert rec["sample"] + rec["heldout_lines"] == 40 and rec["steps"] == 30 and rec["fragments"] > 0
+    assert not (folder / A.WORK).exists()
+    # the same job again: nothing redone
+    again = A.adapt_model(small_job(text, folder))
+    assert again.reused and again.record == rec
+
+
+def test_a_changed_adapters_file_is_refused(adapted, tmp_path):
+    import shutil
+
+    _, folder, _ = adapted
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    f = copy / "adapters.safetensors"
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 1
+    f.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="changed after the model was adapted"):
+        DANEncoder.load(copy)
+
+
+def test_a_run_killed_while_training_resumes_to_the_same_model(adapted, tmp_path, monkeypatch):
+    text, folder, _ = adapted
+    monkeypatch.setattr(A, "CHECKPOINT_STEPS", 10)
+    calls = {"n": 0}
+    real = A._loss
+
+    def dying(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] > 35:  # two losses a step (lines, fragments): killed in step 18, after the checkpoint at 10
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(A, "_loss", dying)
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        A.adapt_model(small_job(text, out))
+    assert (out / A.WORK / "train.pt").is_file() and not (out / "config.json").exists()
+    monkeypatch.setattr(A, "_loss", real)
+    A.adapt_model(small_job(text, out))
+    assert (out / "adapters.safetensors").read_bytes() == (folder / "adapters.safetensors").read_bytes()
+
+
+def test_bad_jobs_are_refused_before_any_work(adapted, tmp_path):
+    text, folder, _ = adapted
+    with pytest.raises(ConfigError, match="is the model being adapted"):
+        A.adapt_model(small_job(text, default_model_path()))
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine\n")
+    with pytest.raises(ConfigError, match="holds other files"):
+        A.adapt_model(small_job(text, busy))
+    with pytest.raises(ConfigError, match="not adapted by this job"):
+        A.adapt_model(small_job(text, folder, seed=1))
+    short = tmp_path / "short.txt"
+    short.write_text("one\ntwo\n")
+    with pytest.raises(BimineError, match="at least 10"):
+        A.adapt_model(small_job(short, tmp_path / "out"))
+    with pytest.raises(ConfigError, match="only bimine's fast"):
+        A.adapt_model(A.AdaptJob(text=str(text), lang="km", output=str(tmp_path / "o2"), model="e5-small"))
+    with pytest.raises(ConfigError):
+        A.AdaptJob(text=str(text), lang="km", output="x", sample=0)
