@@ -349,10 +349,37 @@ def _finished(out: Path, key: str) -> dict | None:
     raise ConfigError(f"{out}: holds a model already (not adapted by this job); give a new folder or delete it")
 
 
-def _teacher_vectors(texts: list[str], work: Path, reader: str, progress: bool) -> np.ndarray:
-    from bimine.training.distill import TeacherCache, word_teacher
+class _LazyTeacher:
+    """The teacher of :func:`bimine.training.distill.word_teacher` ``(reader)``, loaded at its first
+    call: a rerun that finds every vector cached (a resumed run) never starts ONNX Runtime."""
 
-    cache = TeacherCache(str(work / "teacher"), word_teacher(reader))
+    dim = 384
+
+    def __init__(self, reader: str) -> None:
+        from bimine.encoders.e5_onnx import MODEL_IDS
+        from bimine.training.distill import TEACHER_READERS, _auto_reader
+
+        if reader not in TEACHER_READERS:
+            raise ConfigError(f"teacher reader must be one of {', '.join(TEACHER_READERS)}, got {reader!r}")
+        name = _auto_reader() if reader == "auto" else reader
+        self.model_id = MODEL_IDS["int8"] if name == "int8" else MODEL_IDS["fp32"]
+        self.reader = reader
+        self._enc = None
+
+    def encode(self, texts: list[str], lang: str) -> np.ndarray:
+        if self._enc is None:
+            from bimine.training.distill import word_teacher
+
+            self._enc = word_teacher(self.reader)
+            if self._enc.model_id != self.model_id:  # the cache folder is named by the id: never mixed
+                raise ConfigError(f"teacher {self._enc.model_id} is not the expected {self.model_id}")
+        return self._enc.encode(texts, lang)
+
+
+def _teacher_vectors(texts: list[str], work: Path, reader: str, progress: bool) -> np.ndarray:
+    from bimine.training.distill import TeacherCache
+
+    cache = TeacherCache(str(work / "teacher"), _LazyTeacher(reader))
     v = cache.embed(texts, progress=progress).astype(np.float32)
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
