@@ -39,11 +39,8 @@ def cache_dir() -> str | None:
 
 def file_digest(path: str) -> str:
     """SHA-256 of a file's bytes (the identity of a model file in a cache key)."""
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _load(entry: str, key: str) -> dict[str, np.ndarray] | None:

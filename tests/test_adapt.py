@@ -167,7 +167,7 @@ def test_a_run_killed_while_training_resumes_to_the_same_model(adapted, tmp_path
     out = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
         A.adapt_model(small_job(text, out))
-    assert (out / A.WORK / "train.pt").is_file() and not (out / "config.json").exists()
+    assert (out / A.WORK / A.CHECKPOINT).is_file() and not (out / "config.json").exists()
     rerun = {"n": 0}
 
     def counting(*args, **kw):

@@ -16,12 +16,12 @@ the adapted one.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from bimine.diskcache import file_digest
 from bimine.errors import ConfigError
 from bimine.weights import check_safetensors, load_safetensors
 
@@ -82,11 +82,6 @@ def quantize_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, scale
 
 
-def file_sha256(path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def adapter_tensors(adapters: dict[str, Adapter]) -> dict[str, np.ndarray]:
     """The tensors of ``adapters.safetensors``: ``<lang>.ids`` (int64), ``<lang>.delta`` (int8),
     ``<lang>.scale`` (float32),
@@ -115,7 +110,7 @@ def read_adapters(folder: Path, record: dict, rows: int, embed_dim: int,
         raise ConfigError(f"{folder}: the model was adapted to {', '.join(record['languages'])} but has no "
                           f"{ADAPTERS_FILE}")
     check_safetensors(path, "adapted rows")
-    if file_sha256(path) != record["sha256"]:
+    if file_digest(path) != record["sha256"]:
         raise ConfigError(f"{path} was changed after the model was adapted (its SHA-256 no longer matches "
                           "config.json): adapt again, or use the base model")
     t = load_safetensors(path, "numpy", "adapted rows")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import ctypes
 import glob
-import hashlib
 import json
 import mmap
 import multiprocessing
@@ -41,6 +40,7 @@ import numpy as np
 
 from bimine.cleanup import one_thread_per_worker
 from bimine.cores import usable_cores
+from bimine.diskcache import file_digest
 from bimine.encoders.base import check_model_digest, check_weights_sha256, weights_digest
 from bimine.errors import ConfigError
 from bimine.jitcache import in_background, wait_for_background
@@ -321,11 +321,6 @@ _OPENBLAS = _OpenBLAS()
 _POOL_LOCK = threading.Lock()
 
 
-def _file_sha256(path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 class DANEncoder:
     """DAN encoder; ``encode(sentences, lang)`` returns unit-norm float32 rows.
 
@@ -444,7 +439,7 @@ class DANEncoder:
         enc._sealed = (path, sealed)
         if sealed is not None:  # the whole file's SHA-256 (65 ms for the default's 91 MB) on the other core,
             box: dict = {}      # while the kernels and SentencePiece load; checked before the first vector
-            in_background(lambda: box.update(sha=_file_sha256(wfile)), "bimine-weights-digest")
+            in_background(lambda: box.update(sha=file_digest(wfile)), "bimine-weights-digest")
             enc._digest_box = box
         return enc
 
@@ -456,7 +451,7 @@ class DANEncoder:
         if box is None:
             return
         wait_for_background()
-        whole = box.get("sha") or _file_sha256(self._weights_file)
+        whole = box.get("sha") or file_digest(self._weights_file)
         check_weights_sha256(*self._sealed, whole)
         self._digest_box = None
         if self._model_id is None:
@@ -469,7 +464,7 @@ class DANEncoder:
         tensors for an encoder built in memory (:func:`~bimine.encoders.base.weights_digest`)."""
         self._check_weights()
         if self._model_id is None:
-            self._model_id = "dan-" + _file_sha256(self._weights_file)[:16]
+            self._model_id = "dan-" + file_digest(self._weights_file)[:16]
         return self._model_id
 
     @model_id.setter
@@ -500,11 +495,16 @@ class DANEncoder:
         fitted on that model (copied into this folder) and caches of its vectors apply."""
         if not self.adapters or not getattr(self, "base_model_id", None):
             return self
-        view = copy.copy(self)
-        view.adapters = {}
-        view._model_id = self.base_model_id
-        view._digest_box = None
+        return self.with_adapters({}, self.base_model_id)
+
+    def with_adapters(self, adapters: dict, model_id: str) -> DANEncoder:
+        """This model (the same tables, layers and featuriser, not copied) with ``adapters`` in
+        place of its own, named ``model_id``."""
         self._check_weights()  # the weights are still checked against the folder's digest
+        view = copy.copy(self)
+        view.adapters = dict(adapters)
+        view._model_id = model_id
+        view._digest_box = None
         return view
 
     def adapter(self, lang: str | None):

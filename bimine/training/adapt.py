@@ -26,7 +26,6 @@ machine's speed: the record says where it stopped.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import heapq
 import importlib.util
@@ -41,20 +40,23 @@ import numpy as np
 
 from bimine.cleanup import folder_lock
 from bimine.config import bounds, check_fields
+from bimine.diskcache import file_digest
 from bimine.encoders import load_encoder
-from bimine.encoders.adapters import ADAPTERS_FILE, Adapter, adapter_tensors, file_sha256, quantize_rows
+from bimine.encoders.adapters import ADAPTERS_FILE, Adapter, adapter_tensors, quantize_rows
 from bimine.encoders.base import model_digest, model_folder
 from bimine.errors import ConfigError, InputError
 from bimine.langs import normalize_lang
 from bimine.progress import bar
 from bimine.streams import reading_once
 from bimine.text.io import read_lines, scan_text
+from bimine.training.checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from bimine.weights import read_json, save_safetensors, write_json
 
 log = logging.getLogger(__name__)
 
 WORK = ".adapt"
 CHECKPOINT_STEPS = 100
+CHECKPOINT = "train.checkpoint"
 PUNCT = ".,;:!?\"'()[]{}«»“”„‘’‹›¡¿、。，：；！？-–—/"
 
 
@@ -129,7 +131,7 @@ def _sha1(text: str) -> bytes:
 def take_sample(path: str, n: int, errors: str = "strict") -> tuple[list[str], dict]:
     """The ``n`` distinct non-empty lines of ``path`` with the smallest SHA-1, in that order (a
     fixed shuffle), and counts of what was read."""
-    heap: list[tuple[bytes, str]] = []  # max-heap by hash (negated bytes are not orderable: invert)
+    heap: list[tuple[bytes, bytes, str]] = []  # max-heap by hash (bytes cannot be negated: inverted)
     kept: set[bytes] = set()
     lines = empty = 0
     for line in read_lines(path, errors=errors):
@@ -143,13 +145,13 @@ def take_sample(path: str, n: int, errors: str = "strict") -> tuple[list[str], d
             continue
         inv = bytes(255 - b for b in h)
         if len(heap) < n:
-            heapq.heappush(heap, (inv, t))
+            heapq.heappush(heap, (inv, h, t))
             kept.add(h)
         elif inv > heap[0][0]:
-            _, old = heapq.heapreplace(heap, (inv, t))
-            kept.discard(_sha1(old))
+            _, old, _ = heapq.heapreplace(heap, (inv, h, t))
+            kept.discard(old)
             kept.add(h)
-    out = [t for _, t in sorted(heap, reverse=True)]
+    out = [t for _, _, t in sorted(heap, reverse=True)]
     return out, {"lines": lines, "empty": empty, "distinct_sampled": len(out)}
 
 
@@ -259,25 +261,18 @@ def _train(model, inv, offsets, targets, n_sent: int, n_frag: int, job: AdaptJob
     sparse = torch.optim.SparseAdam([model.delta.weight], lr=job.lr)
     dense_params = [p for p in list(model.weights) + list(model.biases) if p.requires_grad]
     dense = torch.optim.Adam(dense_params, lr=job.layers_lr) if dense_params else None
+    opts = [sparse] + ([dense] if dense is not None else [])
     rng = np.random.default_rng(job.seed)
     step = 0
-    ckpt = work / "train.pt"
-    if ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
-        if state.get("key") == key:
-            model.load_state_dict(state["model"])
-            sparse.load_state_dict(state["sparse"])
-            if dense is not None:
-                dense.load_state_dict(state["dense"])
-            rng.bit_generator.state = state["rng"]
-            step = state["step"]
-            log.info(f"adapt: resumed at step {step}")
+    ckpt = str(work / CHECKPOINT)
+    if fingerprint(ckpt) == key:  # another job's checkpoint (other sample or settings) is not read
+        state, _ = load_checkpoint(ckpt, model, opts, key)
+        rng.bit_generator.state = state["rng"]
+        step = state["step"]
+        log.info(f"adapt: resumed at step {step}")
 
-    def save() -> None:
-        tmp = work / f".train.pt.tmp{os.getpid()}"
-        torch.save({"key": key, "step": step, "model": model.state_dict(), "sparse": sparse.state_dict(),
-                    "dense": dense.state_dict() if dense is not None else None, "rng": rng.bit_generator.state}, tmp)
-        os.replace(tmp, ckpt)
+    def save() -> None:  # safetensors + JSON (bimine.training.checkpoint), renamed into place
+        save_checkpoint(ckpt, model, opts, None, {"fingerprint": key, "step": step, "rng": rng.bit_generator.state})
 
     stopped = "steps"
     bs = job.batch_size
@@ -453,8 +448,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
                   "lr", "layers_lr", "layers_pull", "rank_weight", "temperature", "fragment_weight",
                   "batch_size", "seed", "max_fragment_words", "fragments_per_line")}}
     if held:
-        probe = copy.copy(enc)  # the same tables and featuriser, this run's adapter
-        probe.adapters = {**enc.adapters, job.lang: adapter}
+        probe = enc.with_adapters({**enc.adapters, job.lang: adapter}, "dan-adapt-probe")
         record["heldout"] = _heldout_figures(enc.encode(held, job.lang), probe.encode(held, job.lang),
                                              teacher[n_ex:])
     record["seconds"] = round(time.monotonic() - t0, 1)
@@ -527,7 +521,7 @@ def _write_model(out: Path, base_folder: Path, enc, adapters: dict[str, Adapter]
             except OSError:
                 shutil.copy2(p, dst)
     save_safetensors(out / ADAPTERS_FILE, adapter_tensors(adapters))
-    sha = file_sha256(out / ADAPTERS_FILE)
+    sha = file_digest(out / ADAPTERS_FILE)
     previous = (meta.get("adapters") or {}).get("languages", {})
     base_ids = list(dict.fromkeys([*(meta.get("adapters") or {}).get("base_model_ids", []), enc.model_id]))
     meta["adapters"] = {"sha256": sha, "languages": {**previous, lang: record}, "base_model_ids": base_ids}

@@ -38,6 +38,14 @@ def check_start(path: str, resume: bool, command: str) -> bool:
     return resume
 
 
+def fingerprint(path: str) -> str | None:
+    """The fingerprint of the data and settings the checkpoint at ``path`` was written for (None:
+    no checkpoint there); a file that is no checkpoint is a one-line error."""
+    if not os.path.exists(path):
+        return None
+    return _read(path, tensors=False)[0].get("fingerprint")
+
+
 def discard(path: str | None) -> None:
     """Remove the checkpoint at ``path`` (if any) once the model it was for is written."""
     if path and os.path.exists(path):
