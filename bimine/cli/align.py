@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from bimine.cli.adapting import adapt_options
 from bimine.cli.group import cli
 from bimine.cli.options import MODEL_CHOICES_HELP, Finite, check_lang_option, echo_warning
 
@@ -51,9 +52,11 @@ DEFAULT_METHOD = "two-pass"  # the better one on the dev sets (docs/documents.md
                    "0.876 -> 0.902, docs/documents.md; 0 = embeddings alone).")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True,
               help="On invalid UTF-8: stop with an error, or replace with U+FFFD.")
+@adapt_options
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, src_docs, tgt_docs, model, max_side,
-          max_total, method, overlaps, length_weight, token_weight, encoding_errors, no_progress) -> None:
+          max_total, method, overlaps, length_weight, token_weight, encoding_errors, adapt, adapt_sample,
+          no_progress) -> None:
     """Align the sentences (one per line) of the document SRC with those of its translation TGT
     (or of many pairs: --batch, or --doc-pairs with the output of 'bimine docs match').
 
@@ -68,4 +71,26 @@ def align(src, tgt, src_lang, tgt_lang, output, tsv, tsv_all, batch, doc_pairs, 
                    method=method, max_side=max_side, max_total=max_total, overlaps=overlaps,
                    length_weight=length_weight, token_weight=token_weight,
                    encoding_errors=encoding_errors, progress=not no_progress)
+    if adapt:
+        from dataclasses import replace
+
+        job = replace(job, model=_adapt(job, adapt_sample))
     run_align(job, warn=echo_warning, say=lambda line: click.echo(line, err=True))
+
+
+def _adapt(job, sample: int) -> str:
+    """``--adapt``: each side's sentences are those of every document aligned on that side."""
+    from bimine.cli.adapting import adapted_model, collection_side, file_side
+    from bimine.documents.job import read_batch_list
+
+    errors = job.encoding_errors
+    if job.doc_pairs is not None:
+        sides = [collection_side(job.src_docs, job.src_lang, "--src-lang", job.src_docs, "auto", None, errors),
+                 collection_side(job.tgt_docs, job.tgt_lang, "--tgt-lang", job.tgt_docs, "auto", None, errors)]
+    else:
+        pairs = [(job.src, job.tgt, None)] if job.batch is None else read_batch_list(job.batch)
+        names = (job.src, job.tgt) if job.batch is None else (f"the source documents of {job.batch}",
+                                                              f"the target documents of {job.batch}")
+        sides = [file_side(names[0], job.src_lang, "--src-lang", [p[0] for p in pairs], errors),
+                 file_side(names[1], job.tgt_lang, "--tgt-lang", [p[1] for p in pairs], errors)]
+    return adapted_model(job.model, sides, work_dir=None, sample=sample, progress=job.progress)

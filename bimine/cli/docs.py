@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from bimine.cli.adapting import adapt_options
 from bimine.cli.group import cli
 from bimine.cli.options import MODEL_CHOICES_HELP, Finite, check_lang_option, echo_warning
 from bimine.documents.collections import FORMATS
@@ -59,10 +60,11 @@ def docs() -> None:
 @click.option("--no-wait", is_flag=True,
               help="A --work-dir another run is using: refuse at once (default: wait for that run to end).")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
+@adapt_options
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method, n, w1, w2, positions, rank, top,
           one_to_one, candidates, src_format, tgt_format, splitter, calibration, index, work_dir, no_wait,
-          encoding_errors, no_progress) -> None:
+          encoding_errors, adapt, adapt_sample, no_progress) -> None:
     """Find, for each document of SRC, its translation among the documents of TGT.
 
     A collection is a JSONL file ({"id": ..., "text": ...} or {"id": ..., "sentences": [...]}
@@ -82,6 +84,15 @@ def match(src, tgt, src_opt, tgt_opt, src_lang, tgt_lang, output, model, method,
                        src_format=src_format, tgt_format=tgt_format, splitter=splitter, calibration=calibration,
                        work_dir=work_dir, encoding_errors=encoding_errors, progress=not no_progress,
                        wait=not no_wait)
+    if adapt:
+        from dataclasses import replace
+
+        from bimine.cli.adapting import adapted_model, collection_side
+
+        sides = [collection_side(src, src_lang, "--src-lang", src, src_format, splitter, encoding_errors),
+                 collection_side(tgt, tgt_lang, "--tgt-lang", tgt, tgt_format, splitter, encoding_errors)]
+        job = replace(job, model=adapted_model(model, sides, work_dir=work_dir, sample=adapt_sample,
+                                               progress=not no_progress))
     report = run_docs_match(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
     from bimine.outputs import shown

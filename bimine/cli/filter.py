@@ -9,6 +9,7 @@ import os
 
 import click
 
+from bimine.cli.adapting import adapt_options
 from bimine.cli.group import cli
 from bimine.cli.options import (
     MODEL_CHOICES_HELP,
@@ -59,6 +60,7 @@ def _common(f):
         click.option("--report", type=click.Path(), default=None, metavar="FILE",
                      help="Also write an HTML report here: summary, a histogram of every score and "
                      "(filter) the first dropped pairs of each reason; self-contained, opens offline."),
+        adapt_options,
         click.option("--no-progress", is_flag=True, help="Hide the progress bar."),
     ]
     for opt in reversed(options):
@@ -75,7 +77,25 @@ def _run(filtering: bool, options: dict) -> None:
     cols = prepare_pair_input(o["input"], o["src"], o["tgt"], o.pop("columns"), o["executor"], o["ray_address"])
     o["classifiers"] = list(o["classifiers"])
     o["progress"] = not o.pop("no_progress")
-    execute(FilterJob(columns=cols, filtering=filtering, **o))
+    adapt, sample = o.pop("adapt"), o.pop("adapt_sample")
+    job = FilterJob(columns=cols, filtering=filtering, **o)
+    if adapt:
+        job = _adapted(job, sample)
+    execute(job)
+
+
+def _adapted(job, sample: int):
+    """``--adapt``: the job on the model adapted to its poorly served sides (none: as it was)."""
+    from dataclasses import replace
+
+    from bimine.cli.adapting import adapted_model, pair_sides
+    from bimine.filtering.job import check_outputs
+
+    if job.no_model:
+        raise click.UsageError("--adapt adapts the embedding model, which --no-model turns off")
+    check_outputs(job)
+    sides = pair_sides(job.input, job.src, job.tgt, job.columns, job.src_lang, job.tgt_lang, job.encoding_errors)
+    return replace(job, model=adapted_model(job.model, sides, work_dir=None, sample=sample, progress=job.progress))
 
 
 def execute(job) -> None:

