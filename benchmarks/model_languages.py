@@ -3,6 +3,8 @@
     python -m benchmarks.model_languages     # reads docs/results/xsim-full.md, writes bimine/models/default/languages.json
     python -m benchmarks.model_languages --json .bench/xsim/X.json --model default   # from an xsim run's JSON
     python -m benchmarks.model_languages --served   # the languages the shipped languages.json serves well (README)
+    python -m benchmarks.model_languages --e5       # e5-small's, from docs/results/xsim-e5-small.json,
+                                                    # into bimine/models/e5-small/languages.json
 
 For each language: the shipped model's NTREX-128 xsim error (the mean over that language's NTREX
 sets, e.g. zho_Hans/zho_Hant/yue for zh), its UD PUD xsim error where there is a set, and the
@@ -24,6 +26,8 @@ from collections import defaultdict
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(REPO, "docs", "results", "xsim-full.md")
 OUT = os.path.join(REPO, "bimine", "models", "default", "languages.json")
+E5_JSON = os.path.join(REPO, "docs", "results", "xsim-e5-small.json")
+E5_OUT = os.path.join(REPO, "bimine", "models", "e5-small", "languages.json")
 ROW = re.compile(r"^\| (ntrex|pud) \| [^|]*\((\w+)\) \| ([\d,]+) \| [\d.]+ \| ([\d.]+) \| [\d.]+ \|$")
 
 
@@ -61,12 +65,25 @@ def from_json(path: str, model: str) -> tuple[dict, dict[str, int], str]:
     return sets, pairs, f"{os.path.relpath(path, REPO)} (python -m benchmarks.xsim --json), model {model}"
 
 
+def from_e5(path: str) -> tuple[dict, dict, str, str]:
+    """e5-small's figures from its recorded xsim run (``{model_id: {ntrex|pud: {set: row}}}``);
+    no training pairs (e5-small's training data is not ours to count)."""
+    with open(path, encoding="utf-8") as f:
+        (model_id, res), = json.load(f).items()
+    sets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for kind in ("ntrex", "pud"):
+        for r in res.get(kind, {}).values():
+            sets[r["lang"]][kind].append(round(float(r["mean"]), 1))
+    return sets, {lang: None for lang in sets}, f"{os.path.relpath(path, REPO)} (python -m benchmarks.xsim)", model_id
+
+
 def main() -> None:
     from bimine import load_encoder
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default=None, help="an xsim run's JSON instead of docs/results/xsim-full.md")
     ap.add_argument("--model", default="default", help="with --json: the model's name in it")
+    ap.add_argument("--e5", action="store_true", help="write e5-small's figures (docs/results/xsim-e5-small.json)")
     ap.add_argument("--served", action="store_true",
                     help="print the languages the shipped languages.json serves well (NTREX xsim at most "
                          "bimine.encoders.languages.SERVED_XSIM), best first, for the README; write nothing")
@@ -74,18 +91,24 @@ def main() -> None:
     if args.served:
         served()
         return
-    sets, pairs, source = from_json(args.json, args.model) if args.json else from_table(TABLE)
+    out, model_id = OUT, None
+    if args.e5:
+        sets, pairs, source, model_id = from_e5(E5_JSON)
+        out = E5_OUT
+    else:
+        sets, pairs, source = from_json(args.json, args.model) if args.json else from_table(TABLE)
     langs = {lang: {"ntrex_xsim": round(sum(v["ntrex"]) / len(v["ntrex"]), 2) if v["ntrex"] else None,
                     "pud_xsim": round(sum(v["pud"]) / len(v["pud"]), 2) if v["pud"] else None,
                     "train_pairs": pairs[lang]} for lang, v in sorted(sets.items())}
-    doc = {"model_id": load_encoder("default").model_id, "source": source,
+    doc = {"model_id": model_id or load_encoder("default").model_id, "source": source,
            "measure": "xsim error in % against English, both directions, ratio margin k=4; NTREX-128 and UD PUD",
            "languages": langs}
-    with open(OUT + ".tmp", "w", encoding="utf-8") as f:
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".tmp", "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
-    os.replace(OUT + ".tmp", OUT)
-    print(f"wrote {OUT}: {len(langs)} languages")
+    os.replace(out + ".tmp", out)
+    print(f"wrote {out}: {len(langs)} languages")
 
 
 def served() -> None:

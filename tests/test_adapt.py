@@ -229,3 +229,30 @@ def test_a_job_with_no_side_in_an_adapted_language_is_the_base_model_with_its_he
                          output=str(tmp_path / f"{name}.pairs"), model=model, confidence=True, progress=False))
         outs[name] = ((tmp_path / f"{name}.tsv").read_bytes(), (tmp_path / f"{name}.pairs").read_bytes())
     assert outs["adapted"] == outs["base"]
+
+
+def test_an_adapted_model_takes_its_base_models_heads_and_no_others(adapted, shipped):
+    """The heads fitted on the base model (calibration, the filter's combination, the rescorer, the
+    divergence model) serve the adapted model on a side in its adapted language (they transfer:
+    docs/adapt.md); a head fitted on any other model is still refused."""
+    from bimine.encoders.base import head_ids
+    from bimine.filtering.combine import combiners_for
+    from bimine.scoring.calibration import Calibration
+    from bimine.scoring.divergence import DivergenceModel, default_path
+    from bimine.scoring.rescore import load_rescorer
+
+    _, folder, _ = adapted
+    enc, base = DANEncoder.load(folder), shipped[0]
+    assert head_ids(enc) == (enc.model_id, base.model_id) and head_ids(base) == (base.model_id,)
+    cal = Calibration.for_encoder(enc)
+    assert cal.config["encoder"] == base.model_id
+    assert combiners_for(enc) is not None and combiners_for(enc).model_id == base.model_id
+    load_rescorer("trees", enc)  # checked against the encoder: accepted
+    DivergenceModel.load(default_path()).check_encoder(enc)
+
+    class Other:
+        model_id = "dan-0000000000000000"
+        base_model_ids = ("dan-1111111111111111",)
+
+    with pytest.raises(ConfigError, match="trained on embeddings of"):
+        Calibration.for_encoder(Other(), folder / "calibration.safetensors")

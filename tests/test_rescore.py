@@ -130,7 +130,7 @@ def test_rescorer_round_trip_and_encoder_check(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, len(FEATURES)))
     y = (x[:, 0] + 0.5 * x[:, 3] > 0).astype(int)
-    r = train_rescorer(x[:300], y[:300], x_dev=x[300:], y_dev=y[300:], encoder="dan-abc", trees=20)
+    r = train_rescorer(x[:300], y[:300], dev=(x[300:], y[300:]), encoder="dan-abc", trees=20)
     p = r.predict(x)
     assert ((p > 0.5) == y).mean() > 0.9
     r.save(tmp_path / "r")

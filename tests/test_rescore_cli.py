@@ -275,7 +275,7 @@ def test_train_rescorer_refuses_one_class_in_the_library():
         train_rescorer(x, np.zeros(50), trees=2)
     y = np.r_[np.ones(25), np.zeros(25)]
     with pytest.raises(ConfigError, match="no gold pair among the 10 dev rows"):
-        train_rescorer(x, y, x_dev=x[:10], y_dev=np.zeros(10), trees=2)
+        train_rescorer(x, y, dev=(x[:10], np.zeros(10)), trees=2)
 
 
 def test_train_rescorer_warns_when_lang_is_not_the_files_language(tmp_path):

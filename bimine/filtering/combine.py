@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bimine.encoders.base import model_folder
+from bimine.encoders.base import head_ids, heads_folder
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
 from bimine.scoring.logistic import sigmoid
@@ -189,11 +189,11 @@ def load_combiners(path: str | os.PathLike) -> Combiners:
 
 def combiners_for(encoder) -> Combiners | None:
     """The combiner stored beside ``encoder``'s weights and trained on its scores, else None."""
-    folder = model_folder(encoder) if encoder is not None else None
+    folder = heads_folder(encoder) if encoder is not None else None
     if folder is None or not (Path(folder) / COMBINER_FILE).is_file():
         return None
     c = load_combiners(Path(folder) / COMBINER_FILE)
-    return c if c.model_id == getattr(encoder, "model_id", None) else None
+    return c if c.model_id in head_ids(encoder) else None
 
 
 def write_combiners(c: Combiners, path: str | os.PathLike) -> None:

@@ -298,11 +298,20 @@ def classifiers_unrelated_warning(result: FilterReport, filters: list, classifie
 def divergence_job(output: str, *, divergence_model: str = "default", keep: float | None = None, **kw) -> FilterJob:
     """``bimine divergence`` (``keep`` None: score only) or ``bimine select`` (keep the least
     divergent ``keep`` fraction) as a :class:`FilterJob`: the divergence model (a file from
-    ``bimine train-divergence`` or ``default``) as the pipeline's one score, one process.
+    ``bimine train-divergence`` or ``default``) as the pipeline's one score, one process. With the
+    shipped divergence model, ``-m e5-small`` and ``-m auto`` read the shipped model's word vectors
+    (the only ones it fits), with a note.
     Untranslated copies (``identical``, ``copy``) and sides in another language (``lang``) are
     rules that gate it (``combine: gate``): they score 0, at the bottom, where the model, which
     matches word vectors, gave a copy 0.96 (issue 72 §6). ``kw``: the other
     :class:`FilterJob` fields (input, src, tgt, languages, kept, report, ...)."""
+    model = kw.get("model", "default")
+    if divergence_model == "default" and model in ("e5-small", "auto"):
+        # -m names the encoder whose word vectors the divergence model reads: the shipped one reads the shipped
+        # model's, which -m auto would choose anyway (no other model's word vectors fit it)
+        log.warning(f"note: the shipped divergence model reads the shipped model's word vectors; -m {model} "
+                    "does not apply to it, -m default is used")
+        kw["model"] = "default"
     spec = PipelineSpec(filters=[{"rule": "identical"}, {"rule": "copy"}, {"rule": "lang"},
                                  {"score": "divergence", "path": divergence_model}], combine="gate")
     return FilterJob(output=output, filtering=keep is not None, config=None, rules="none", no_model=False,

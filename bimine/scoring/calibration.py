@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from bimine.encoders.base import model_folder
+from bimine.encoders.base import head_ids, heads_folder
 from bimine.errors import ConfigError
 from bimine.scoring.logistic import sigmoid
 from bimine.weights import read_safetensors
@@ -59,13 +59,13 @@ class Calibration:
         """The head of ``encoder``: ``path`` if given, else the model folder's
         ``calibration.safetensors``; refused when it was trained on another encoder."""
         if path is None:
-            folder = model_folder(encoder)
+            folder = heads_folder(encoder)
             if folder is None or not (folder / CALIBRATION_FILE).is_file():
                 raise ConfigError(f"model {encoder.model_id} has no calibration head; train one with "
                                   "'bimine calibrate' (or give a file with --calibration)")
             path = folder / CALIBRATION_FILE
         cal = cls.load(path)
-        if cal.config.get("encoder") != encoder.model_id:
+        if cal.config.get("encoder") not in head_ids(encoder):
             raise ConfigError(f"calibration {path} was trained on embeddings of {cal.config.get('encoder')}, not of "
                               f"{encoder.model_id}; train one for this model with 'bimine calibrate'")
         if cal.dim != encoder.dim:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bimine.encoders.base import default_model_path
+from bimine.encoders.base import default_model_path, head_ids
 from bimine.errors import ConfigError
 from bimine.outputs import atomic_path
 from bimine.scoring.divergence_features import LinearClassifier, pair_features
@@ -182,7 +182,7 @@ class DivergenceModel:
 
     def check_encoder(self, encoder) -> None:
         want = self.meta.get("encoder")
-        if self.kind == "vdpwi" and want and encoder is not None and getattr(encoder, "model_id", None) != want:
+        if self.kind == "vdpwi" and want and encoder is not None and want not in head_ids(encoder):
             raise ConfigError(f"this divergence model reads word vectors of encoder {want}, not "
                               f"{getattr(encoder, 'model_id', '?')}: use the model it was trained with (-m)")
 

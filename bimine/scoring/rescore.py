@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bimine.encoders.base import default_model_path
+from bimine.encoders.base import default_model_path, head_ids
 from bimine.errors import ConfigError, InputError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import CrossRescorer
@@ -311,9 +311,10 @@ class Rescorer:
         return str(self.meta.get("encoder", ""))
 
     def check_encoder(self, encoder) -> None:
-        """Refuse an encoder other than the one whose cosines the rescorer was trained on."""
+        """Refuse an encoder other than the one whose cosines the rescorer was trained on (or a model
+        adapted from it: :func:`bimine.encoders.base.head_ids`)."""
         have = getattr(encoder, "model_id", None)
-        if self.encoder and have != self.encoder:
+        if self.encoder and self.encoder not in head_ids(encoder):
             raise ConfigError(f"this rescorer was trained on the cosines of encoder {self.encoder}, not {have}: "
                               "use the model it was trained with (-m), or train one for this model "
                               "with 'bimine train-rescorer'")

@@ -411,13 +411,11 @@ def _bigru_digest(cfg: ClassifierTrainConfig, src, tgt, dev) -> str:
     return json_digest({"pairs": h.hexdigest(), "settings": settings})
 
 
-def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
-    import torch  # loaded on use: PyTorch is heavy or optional
+def _bigru_module(cfg):
+    """The BiGRU classifier's tokenizer, config and untrained module (its table started from the
+    tokenizer's rows where it has some)."""
+    import torch
 
-    from bimine.training.checkpoint import load_checkpoint, save_checkpoint
-
-    if cfg.batch_pairs <= 1:
-        raise ConfigError("bigru needs batches of at least 2 pairs (negatives come from the batch)")
     tok, tconf, rows = _bigru_tokenizer(cfg)
     conf = {"kind": "bigru", **tconf, "hidden": cfg.hidden, "fc": cfg.fc, "dropout": cfg.dropout,
             "max_tokens": cfg.max_tokens, "negatives": cfg.negatives, "hard_negatives": cfg.hard_negatives}
@@ -425,6 +423,17 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
     if rows is not None:
         with torch.no_grad():
             module.emb.weight.copy_(torch.from_numpy(rows))
+    return tok, conf, module
+
+
+def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress):
+    import torch  # loaded on use: PyTorch is heavy or optional
+
+    from bimine.training.checkpoint import load_checkpoint, save_checkpoint
+
+    if cfg.batch_pairs <= 1:
+        raise ConfigError("bigru needs batches of at least 2 pairs (negatives come from the batch)")
+    tok, conf, module = _bigru_module(cfg)
     pieces = tok.model if isinstance(tok, PieceTokenizer) else None
     t_tok = time.time()
     xs, xt = _Tokenized(tok, src), _Tokenized(tok, tgt)
@@ -467,24 +476,7 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                 neg = _random_others(len(idx), k, g)
                 if ep == first_epoch and b < first_batch:
                     continue
-                hs = module.encode(*xs.batch(idx))
-                ht = module.encode(*xt.batch(idx))
-                if hard:  # the batch's targets nearest to each source (cosine of the current states)
-                    with torch.no_grad():
-                        sim = torch.nn.functional.normalize(hs, dim=1) @ torch.nn.functional.normalize(ht, dim=1).T
-                        sim.fill_diagonal_(-2.0)
-                        neg[:, :hard] = sim.topk(hard, dim=1).indices.numpy()
-                negt = torch.from_numpy(neg.ravel())
-                rows_ = torch.arange(len(idx)).repeat_interleave(k)
-                z = torch.cat([module.match(hs, ht), module.match(hs[rows_], ht[negt])])
-                y = torch.cat([torch.ones(len(idx)), torch.zeros(len(rows_))])
-                loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)
-                for o in opts:
-                    o.zero_grad()
-                loss.backward()
-                clip_grad_norm(module.parameters(), cfg.clip)
-                for o in opts:
-                    o.step()
+                loss = _bigru_step(module, opts, xs.batch(idx), xt.batch(idx), neg, hard, cfg.clip)
                 pbar.update(1)
                 pbar.set_postfix(loss=f"{loss.item():.4f}")
                 if cfg.checkpoint and time.time() - last_save >= cfg.checkpoint_seconds:
@@ -492,14 +484,10 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                     last_save = time.time()
             if curve_n >= 2:  # the learning curve: dev figures after each epoch
                 module.eval()
-                point = {"epoch": ep + 1, "pairs_seen": (ep + 1) * per_epoch * B,
-                         "seconds": round(time.time() - t0, 1),
-                         **{f"cartesian_{a}": v for a, v in cartesian_f1(clf, dev[0][:curve_n], dev[1][:curve_n]).items()
-                            if a != "threshold"}}
-                curve.append(point)
-                line = (f"bigru: epoch {ep + 1}: dev Cartesian F1 {point['cartesian_F1']:.4f} (P "
-                        f"{point['cartesian_P']:.4f}, R {point['cartesian_R']:.4f}, top-1 "
-                        f"{point['cartesian_top1']:.4f}) on {curve_n} x {curve_n} candidates")
+                curve.append(_curve_point(clf, dev, curve_n, ep + 1, (ep + 1) * per_epoch * B, time.time() - t0))
+                line = (f"bigru: epoch {ep + 1}: dev Cartesian F1 {curve[-1]['cartesian_F1']:.4f} (P "
+                        f"{curve[-1]['cartesian_P']:.4f}, R {curve[-1]['cartesian_R']:.4f}, top-1 "
+                        f"{curve[-1]['cartesian_top1']:.4f}) on {curve_n} x {curve_n} candidates")
                 if bars_wanted(progress):
                     pbar.write(line, file=sys.stderr)  # above the bar, not into its line
                 else:
@@ -508,19 +496,54 @@ def _train_bigru(cfg, src, tgt, dev, encoder, src_lang, tgt_lang, rng, progress)
                 save(ep + 1, 0)
                 last_save = time.time()
     module.eval()
-    hs, ht = clf.encode_texts(dev[0]), clf.encode_texts(dev[1])
-    g = np.random.default_rng(cfg.seed + 1)
-    neg = _random_others(len(hs), k, g).ravel()
-    rows_ = np.repeat(np.arange(len(hs)), k)
-    sc = np.r_[clf.match_vectors(hs, ht), clf.match_vectors(hs[rows_], ht[neg])]
-    yy = np.r_[np.ones(len(hs), bool), np.zeros(len(rows_), bool)]
-    clf.config.update(_dev_figures(sc, yy))
+    clf.config.update(_bigru_dev_figures(clf, dev, k, cfg.seed))
     if curve:
         clf.config["curve"] = curve
         clf.config.update({f"dev_cartesian_{a}": curve[-1][f"cartesian_{a}"] for a in ("P", "R", "F1", "top1")})
         clf.config["dev_cartesian_pairs"] = curve_n
     clf.config["train_seconds_total"] = round(time.time() - t0, 1)
     return clf
+
+
+def _bigru_step(module, opts, src_batch, tgt_batch, neg: np.ndarray, hard: int, clip: float):
+    """One training step on a batch: each pair against ``neg``'s others of the batch (the first
+    ``hard`` of them replaced by the batch's targets nearest to the source), binary cross-entropy."""
+    import torch
+
+    hs, ht = module.encode(*src_batch), module.encode(*tgt_batch)
+    n, k = neg.shape
+    if hard:  # the batch's targets nearest to each source (cosine of the current states)
+        with torch.no_grad():
+            sim = torch.nn.functional.normalize(hs, dim=1) @ torch.nn.functional.normalize(ht, dim=1).T
+            sim.fill_diagonal_(-2.0)
+            neg[:, :hard] = sim.topk(hard, dim=1).indices.numpy()
+    negt = torch.from_numpy(neg.ravel())
+    rows = torch.arange(n).repeat_interleave(k)
+    z = torch.cat([module.match(hs, ht), module.match(hs[rows], ht[negt])])
+    y = torch.cat([torch.ones(n), torch.zeros(len(rows))])
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)
+    for o in opts:
+        o.zero_grad()
+    loss.backward()
+    clip_grad_norm(module.parameters(), clip)
+    for o in opts:
+        o.step()
+    return loss
+
+
+def _curve_point(clf: PairClassifier, dev, n: int, epoch: int, pairs_seen: int, seconds: float) -> dict:
+    """The learning curve's point after an epoch: Cartesian P, R, F1 and top-1 on ``n`` x ``n`` dev pairs."""
+    return {"epoch": epoch, "pairs_seen": pairs_seen, "seconds": round(seconds, 1),
+            **{f"cartesian_{a}": v for a, v in cartesian_f1(clf, dev[0][:n], dev[1][:n]).items() if a != "threshold"}}
+
+
+def _bigru_dev_figures(clf: PairClassifier, dev, k: int, seed: int) -> dict:
+    """The dev figures of the trained classifier: each dev pair against ``k`` random others."""
+    hs, ht = clf.encode_texts(dev[0]), clf.encode_texts(dev[1])
+    neg = _random_others(len(hs), k, np.random.default_rng(seed + 1)).ravel()
+    rows = np.repeat(np.arange(len(hs)), k)
+    sc = np.r_[clf.match_vectors(hs, ht), clf.match_vectors(hs[rows], ht[neg])]
+    return _dev_figures(sc, np.r_[np.ones(len(hs), bool), np.zeros(len(rows), bool)])
 
 
 def check_learnt(clf: PairClassifier, floor: float = MIN_DEV_AUC) -> None:

@@ -337,28 +337,9 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
         if log:
             log({"resumed": first})
     for ep in range(first, epochs):
-        net.train()
-        # batches of similar lengths, in a random order (less padding, same data each epoch)
-        idx = tr_idx[rng.permutation(len(tr_idx))]
-        chunks = [idx[k:k + batch * 50] for k in range(0, len(idx), batch * 50)]
-        batches = []
-        for ch in chunks:
-            ch = ch[np.argsort([max(len(sw[i]), len(tw[i])) for i in ch], kind="stable")]
-            batches += [ch[k:k + batch] for k in range(0, len(ch), batch)]
-        total = 0.0
-        shown = bar(total=len(batches), unit=" batches", desc=f"epoch {ep + 1}/{epochs}", enabled=t.progress)
-        for b in (batches[i] for i in rng.permutation(len(batches))):
-            xs, ls = pad_batch([vs[i] for i in b])
-            xt, lt = pad_batch([vt[i] for i in b])
-            gold = torch.from_numpy(np.stack([1 - y[b], y[b]], 1)).to(tdev)
-            loss = kl(net(xs.to(tdev), ls, xt.to(tdev), lt), gold)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
-            opt.step()
-            total += float(loss.detach()) * len(b)
-            shown.update(1)
-        shown.close()
+        batches = _length_batches(tr_idx, [max(len(a), len(b)) for a, b in zip(sw, tw)], batch, rng)
+        with bar(total=len(batches), unit=" batches", desc=f"epoch {ep + 1}/{epochs}", enabled=t.progress) as shown:
+            total = _train_epoch(net, opt, kl, batches, vs, vt, y, tdev, shown)
         dev = predict(dev_idx)
         r = pearson(dev, y[dev_idx])
         history.append({"epoch": ep + 1, "loss": total / len(tr_idx), "dev_pearson": r,
@@ -380,6 +361,38 @@ def train_vdpwi(examples, encoder, *, src_lang: str, tgt_lang: str, config: VDPW
                          "minutes": (time.time() - t0) / 60}}
     return DivergenceModel("vdpwi", {"vdpwi": cfg.to_dict(), "dim": int(dim), "token_version": TOKENS_VERSION},
                            weights, meta)
+
+
+def _length_batches(tr_idx: np.ndarray, lengths: list[int], batch: int, rng) -> list[np.ndarray]:
+    """An epoch's batches: the training rows shuffled, cut into chunks of 50 batches, each chunk
+    sorted by length (less padding) and cut into batches, then the batches shuffled."""
+    idx = tr_idx[rng.permutation(len(tr_idx))]
+    batches = []
+    for k in range(0, len(idx), batch * 50):
+        ch = idx[k:k + batch * 50]
+        ch = ch[np.argsort([lengths[i] for i in ch], kind="stable")]
+        batches += [ch[j:j + batch] for j in range(0, len(ch), batch)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _train_epoch(net, opt, kl, batches, vs, vt, y: np.ndarray, tdev, shown) -> float:
+    """One pass over ``batches``: KL divergence to ``[1-y, y]``, gradients clipped at 5; the summed loss."""
+    import torch
+
+    net.train()
+    total = 0.0
+    for b in batches:
+        xs, ls = pad_batch([vs[i] for i in b])
+        xt, lt = pad_batch([vt[i] for i in b])
+        gold = torch.from_numpy(np.stack([1 - y[b], y[b]], 1)).to(tdev)
+        loss = kl(net(xs.to(tdev), ls, xt.to(tdev), lt), gold)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+        opt.step()
+        total += float(loss.detach()) * len(b)
+        shown.update(1)
+    return total
 
 
 def train_mm(examples, aligner, *, src_lang: str, tgt_lang: str, l2: float = 1.0, prune: float = 1e-4,

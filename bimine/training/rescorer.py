@@ -136,7 +136,7 @@ def run_train_rescorer(job: RescorerJob, *, say: Callable[[str], None] | None = 
     train = _training_rows_kept(~dev, y, job.ratio, rng)
     _check_both_classes(y, train, dev, job.gold, job.distractors, sizes)
     t1 = time.time()
-    r = train_rescorer(x[train], y[train], x_dev=x[dev], y_dev=y[dev], encoder=encoder.model_id,
+    r = train_rescorer(x[train], y[train], dev=(x[dev], y[dev]), encoder=encoder.model_id,
                        features=FEATURES if job.all_features else DEFAULT_FEATURES, trees=job.trees,
                        leaves=job.leaves, seed=job.seed, threads=job.threads, text_version=TEXT_VERSION,
                        extra_meta={"languages": sorted(set(row_langs)), "gold": job.gold,
@@ -335,14 +335,16 @@ def train_cross_stage(r: Rescorer, rows: PlantedRows, job: RescorerJob, say: Cal
         r.meta.update({"threshold": thr, "dev_f1": f1, "trees_threshold": r.meta.get("threshold"),
                        "trees_dev_f1": r.meta.get("dev_f1")})
 
-def train_rescorer(x: np.ndarray, y: np.ndarray, *, x_dev: np.ndarray | None = None, y_dev: np.ndarray | None = None,
+
+def train_rescorer(x: np.ndarray, y: np.ndarray, *, dev: tuple[np.ndarray, np.ndarray] | None = None,
                    encoder: str = "", features: tuple[str, ...] = DEFAULT_FEATURES, trees: int = 300, leaves: int = 31,
                    learning_rate: float = 0.05, seed: int = 0, threads: int = 0,
                    extra_meta: dict | None = None, text_version: int = TEXT_VERSION) -> Rescorer:
     """Gradient-boosted trees on candidate features ``x`` (rows of :data:`FEATURES`; the trees
     read ``features`` of them, their text features of ``text_version``, which the rescorer
     records) with labels ``y`` (1 = gold pair); the stored threshold is the best-F1 one on the
-    dev rows when given."""
+    ``dev`` rows ``(x_dev, y_dev)`` when given."""
+    x_dev, y_dev = dev if dev is not None else (None, None)
     lgb = lightgbm_module()
     features = tuple(f for f in FEATURES if f in set(features))
     x = np.asarray(x, np.float64)

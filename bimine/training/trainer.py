@@ -304,6 +304,22 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
         cfg.data.root = base_dir
     else:
         cfg.data.root = os.path.join(base_dir, os.path.expandvars(cfg.data.root))
+    _add_recipes(cfg)
+    _check_sampling(cfg)
+    if not cfg.data.train:
+        raise ConfigError("data.train lists no corpus")
+    _check_export(cfg)
+    if not cfg.model.shared:
+        langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
+
+        missing = {normalize_lang(x) for x in langs} - set(cfg.model.languages)
+        if missing:
+            raise ConfigError(f"model.languages lacks {sorted(missing)} used in data.train")
+    return cfg
+
+
+def _add_recipes(cfg: TrainConfig) -> None:
+    """``data.recipes``: their corpora appended to ``data.train``, each source cap checked."""
     for i, r in enumerate(cfg.data.recipes):
         folder = recipe_folder(cfg, r)
         try:
@@ -323,6 +339,10 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
             if r.source_caps:
                 e.update(source_caps=dict(r.source_caps), recipe=folder)
         cfg.data.train += [from_dict(CorpusSpec, e) for e in entries]
+
+
+def _check_sampling(cfg: TrainConfig) -> None:
+    """``data.sampling_temperature``, ``language_weights`` (normalised codes) and ``max_passes``."""
     t = cfg.data.sampling_temperature
     if t is not None and not (0 < t < math.inf):
         raise ConfigError(f"data.sampling_temperature: must be a number > 0 or null, got {t}")
@@ -347,24 +367,18 @@ def load_train_config(data: dict, base_dir: str = ".") -> TrainConfig:
             raise ConfigError("data.max_passes: needs data.sampling_temperature (the cap acts on its sampling)")
         if isinstance(mp, bool) or not isinstance(mp, (int, float)) or not 0 < mp < math.inf:
             raise ConfigError(f"data.max_passes: must be a number > 0 or null, got {mp!r}")
-    if not cfg.data.train:
-        raise ConfigError("data.train lists no corpus")
+
+
+def _check_export(cfg: TrainConfig) -> None:
+    """``export_quantize``, checked now: the export runs after the last training step."""
     q = cfg.export_quantize
     if q not in ("int8", "int4", "float16", "none") and not (q.startswith("pq") and q[2:].isdigit()):
         raise ConfigError("export_quantize must be int8, int4, float16, none or pqM (e.g. pq32)")
-    # checked now: the export runs after the last training step
     d = cfg.model.embed_dim
     if q == "int4" and d % 2:
         raise ConfigError(f"export_quantize int4 needs an even model.embed_dim, got {d}")
     if q.startswith("pq") and (int(q[2:]) < 1 or d % int(q[2:])):
         raise ConfigError(f"export_quantize {q}: model.embed_dim {d} must be a multiple of {q[2:]}")
-    if not cfg.model.shared:
-        langs = {c.src_lang for c in cfg.data.train} | {c.tgt_lang for c in cfg.data.train}
-
-        missing = {normalize_lang(x) for x in langs} - set(cfg.model.languages)
-        if missing:
-            raise ConfigError(f"model.languages lacks {sorted(missing)} used in data.train")
-    return cfg
 
 
 # --------------------------------------------------------------------------- checkpoints
