@@ -4,7 +4,12 @@ reliability plot on dev pairs, raw cosine against the confidence head of paper 0
 Usage (from the repository root)::
 
     python -m benchmarks.calibration [--model default] [--train] [--plot docs/img/calibration.png]
-                                     [--json .bench/calibration.json]
+                                     [--json .bench/calibration.json] [--sets news,tatoeba,ntrex]
+                                     [--ntrex-langs khm,pus,...] [--no-global]
+
+(e5-small's head, shipped in bimine/models/e5-small, on the sets where -m auto picks it:
+``--model e5-small --sets news,ntrex --ntrex-langs khm,pus,mya,amh,lao,hau,som,kor,fra --no-global --plot ""``;
+the narrower sets and no global fit keep e5-small's embedding to minutes.)
 
 Held-out training pairs: the default model was trained on every pair of ``train/``, so the
 head is trained on dev pairs no other benchmark uses: newstest2009 and newstest2010, en-de,
@@ -73,29 +78,34 @@ def train_files() -> list[Path]:
     return out
 
 
-def eval_sets() -> dict[str, list[tuple[list[str], list[str]]]]:
-    """name -> list of (sources, targets), each one language pair and direction."""
+def eval_sets(only: tuple[str, ...] = ("news", "tatoeba", "ntrex"),
+              ntrex_langs: tuple[str, ...] | None = None) -> dict[str, list[tuple[list[str], list[str]]]]:
+    """name -> list of (sources, targets), each one language pair and direction; ``only`` the
+    kinds of sets named, NTREX-128 in ``ntrex_langs`` only (file codes: khm, fra) where given."""
     sets: dict[str, list] = {}
-    for year in (2012, 2013):
+    for year in (2012, 2013) if "news" in only else ():
         for x in LANGS:
             base = DEV / "newstest" / f"newstest{year}.en-{x}"
             s, t = _pairs(Path(f"{base}.en"), Path(f"{base}.{x}"))
             sets.setdefault("newstest2012-13", []).extend([(s, t), (t, s)])
-    for x in LANGS:
+    for x in LANGS if "tatoeba" in only else ():
         base = DEV / "tatoeba-test" / f"tatoeba-test.en-{x}"
         s, t = _pairs(Path(f"{base}.en"), Path(f"{base}.{x}"))
         sets.setdefault("tatoeba-test", []).extend([(s, t), (t, s)])
     nt = DEV / "ntrex128" / "NTREX-128"
     eng = nt / "newstest2019-src.eng.txt.gz"
-    if eng.exists():
+    if eng.exists() and "ntrex" in only:
         en = list(read_lines(eng))
         for f in sorted(glob.glob(str(nt / "newstest2019-ref.*.txt*"))):
             if os.path.basename(f).startswith("newstest2019-ref.eng"):
                 continue
+            if ntrex_langs and os.path.basename(f).split(".")[1] not in ntrex_langs:
+                continue
             xx = list(read_lines(f))
             keep = [i for i in range(min(len(en), len(xx))) if en[i].strip() and xx[i].strip()]
             s, t = [en[i] for i in keep], [xx[i] for i in keep]
-            sets.setdefault("ntrex-128 (all languages)", []).extend([(s, t), (t, s)])
+            name = "ntrex-128 (" + (", ".join(ntrex_langs) if ntrex_langs else "all languages") + ")"
+            sets.setdefault(name, []).extend([(s, t), (t, s)])
     return sets
 
 
@@ -130,6 +140,10 @@ def main() -> int:
     bench.arg("--train", action="store_true", help="train the head here first (bimine calibrate)")
     bench.arg("--retrieved", type=int, default=None, help="with --train: bimine calibrate --retrieved R")
     bench.arg("--plot", default="docs/img/calibration.png")
+    bench.arg("--sets", default="news,tatoeba,ntrex", help="kinds of evaluation sets (news, tatoeba, ntrex)")
+    bench.arg("--ntrex-langs", default=None, help="NTREX-128 languages only (file codes: khm,pus,...)")
+    bench.arg("--no-global", action="store_true", help="skip the global logistic fit (it embeds the training "
+              "pairs again: minutes with e5-small)")
     a = bench.parse()
     if not DEV.is_dir():
         print(f"no dev data at {DEV}: nothing to measure")
@@ -149,22 +163,25 @@ def main() -> int:
             return r.returncode
     cal = Calibration.for_encoder(enc, head_path)
     # the global fit is made on the head's own training pairs, in-batch, as the head was trained
-    tr_cos, tr_y = [], []
-    for f in files:
-        rows = [line.split("\t") for line in read_lines(f)]
-        s, t = [r[0] for r in rows], [r[1] for r in rows]
-        c, _, y = scores_of(enc, cal, s, t)["in-batch"]
-        tr_cos.append(c)
-        tr_y.append(y)
-    ga, gb = fit_logistic_1d(np.concatenate(tr_cos), np.concatenate(tr_y).astype(np.float64))
+    ga = gb = None  # --no-global: no global fit, its columns say "-"
+    if not a.no_global:
+        tr_cos, tr_y = [], []
+        for f in files:
+            rows = [line.split("\t") for line in read_lines(f)]
+            s, t = [r[0] for r in rows], [r[1] for r in rows]
+            c, _, y = scores_of(enc, cal, s, t)["in-batch"]
+            tr_cos.append(c)
+            tr_y.append(y)
+        ga, gb = fit_logistic_1d(np.concatenate(tr_cos), np.concatenate(tr_y).astype(np.float64))
     bench.extra.update(model=enc.model_id, head=cal.config, global_fit=[ga, gb])
     print(f"# {bench.command} ({bench.result()['date']}); head: {head_path or 'stored with the model'}; "
-          f"global fit sigmoid({ga:.2f} cos + {gb:.2f})")
+          + (f"global fit sigmoid({ga:.2f} cos + {gb:.2f})" if ga is not None else "no global fit"))
     print("| set | setting | pairs scored | share right | ECE raw cosine | ECE global fit | ECE head | "
           "Brier raw / global / head |")
     print("|---|---|---|---|---|---|---|---|")
     plot_data = {}
-    for name, pairs in eval_sets().items():
+    only = tuple(a.sets.split(","))
+    for name, pairs in eval_sets(only, tuple(a.ntrex_langs.split(",")) if a.ntrex_langs else None).items():
         acc: dict[str, list] = {}
         for s, t in pairs:
             for setting, (c, p, y) in scores_of(enc, cal, s, t).items():
@@ -174,17 +191,22 @@ def main() -> int:
             p = np.concatenate([x[1] for x in parts])
             y = np.concatenate([x[2] for x in parts])
             raw = np.clip(c, 0.0, 1.0)
-            glob_p = 1 / (1 + np.exp(-np.clip(ga * c + gb, -60, 60)))
+            glob_p = 1 / (1 + np.exp(-np.clip(ga * c + gb, -60, 60))) if ga is not None else None
             row = {"set": name, "setting": setting, "n": int(len(y)), "positive_rate": float(y.mean()),
-                   "ece_raw": expected_calibration_error(raw, y), "ece_global": expected_calibration_error(glob_p, y),
+                   "ece_raw": expected_calibration_error(raw, y),
+                   "ece_global": expected_calibration_error(glob_p, y) if glob_p is not None else None,
                    "ece_head": expected_calibration_error(p, y), "brier_raw": brier(raw, y),
-                   "brier_global": brier(glob_p, y), "brier_head": brier(p, y)}
+                   "brier_global": brier(glob_p, y) if glob_p is not None else None, "brier_head": brier(p, y)}
             bench.rows.append(row)
+
+            def f4(v):
+                return f"{v:.4f}" if v is not None else "-"
+
             print(f"| {name} | {setting} | {row['n']:,} | {row['positive_rate']:.3f} | {row['ece_raw']:.4f} | "
-                  f"{row['ece_global']:.4f} | **{row['ece_head']:.4f}** | {row['brier_raw']:.4f} / "
-                  f"{row['brier_global']:.4f} / {row['brier_head']:.4f} |")
+                  f"{f4(row['ece_global'])} | **{row['ece_head']:.4f}** | {row['brier_raw']:.4f} / "
+                  f"{f4(row['brier_global'])} / {row['brier_head']:.4f} |")
             sys.stdout.flush()
-            plot_data[(name, setting)] = (raw, glob_p, p, y)
+            plot_data[(name, setting)] = (raw, glob_p if glob_p is not None else raw, p, y)
     if a.plot:
         _plot(plot_data, a.plot, enc.model_id)
         print(f"\nreliability plot: {a.plot}")

@@ -1,6 +1,7 @@
 """Fit the combined score's logistic regression (issue 42) and write it beside the default model.
 
     python -m benchmarks.fit_combiner            # writes bimine/models/default/combiner.json
+    python -m benchmarks.fit_combiner --model e5-small --work .bench/fit_combiner_e5   # bimine/models/e5-small/
 
 The training set is the dev filtering benchmark's kind of mixture (``benchmarks/filter_noise.py``:
 clean pairs and seven kinds of synthetic web-crawl noise), made from newstest2012 en-fr/de/es
@@ -90,9 +91,9 @@ def main() -> None:
     if not os.path.isdir(os.path.join(args.data, "dev", "newstest")):
         raise SystemExit(f"fit_combiner: {os.path.join(args.data, 'dev', 'newstest')} not found")
     enc = load_encoder(args.model)
-    from bimine.encoders.base import model_folder
+    from bimine.encoders.base import heads_folder
 
-    out = args.out or os.path.join(model_folder(enc), COMBINER_FILE)
+    out = args.out or os.path.join(heads_folder(enc), COMBINER_FILE)  # e5-small: bimine/models/e5-small
     cols: dict[str, list[np.ndarray]] = {}
     labels = []
     os.makedirs(args.work, exist_ok=True)
@@ -118,7 +119,8 @@ def main() -> None:
         info = {"fitted_on": f"newstest{args.year} en-fr/de/es mixtures (benchmarks/filter_noise.py, seed {args.seed}, "
                              f"{args.clean} clean and {args.per_type} of each noise type per pair)",
                 "pairs": int(len(y)), "passing_rules": int(passed.sum()), "clean_passing": int(y[passed].sum()),
-                "command": "python -m benchmarks.fit_combiner" + (f" --drop {' '.join(args.drop)}" if args.drop else "")
+                "command": "python -m benchmarks.fit_combiner" + (f" --model {args.model}" if args.model != "default" else "")
+                + (f" --drop {' '.join(args.drop)}" if args.drop else "")
                 + (f" --l2 {args.l2:g}" if args.l2 != 30.0 else "")}
         fitted[variant] = LogisticCombiner(feats, mean, scale, w, b, cut=DEFAULT_CUT, info=info)
         print(f"{variant}: " + ", ".join(f"{f} {wi:+.2f}" for f, wi in zip(feats, w)) + f", bias {b:+.2f}")

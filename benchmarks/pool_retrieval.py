@@ -107,6 +107,11 @@ def recalls(q: np.ndarray, pool: np.ndarray, gold: np.ndarray, k: int = K) -> di
     return out
 
 
+def english_half(en_file: str) -> list[str]:
+    """NTREX's English lines 1..SPLIT (the other side of the adaptation lines; never the test half's)."""
+    return [t for t in list(read_lines(en_file))[:SPLIT] if t.strip()]
+
+
 def measure(enc, pool_vecs: np.ndarray, pool_index: dict[str, int], test: list[str], gold_en: list[str],
             lang: str) -> dict:
     gold = np.array([pool_index[t] for t in gold_en])
@@ -114,18 +119,25 @@ def measure(enc, pool_vecs: np.ndarray, pool_index: dict[str, int], test: list[s
     return {"n": len(test), **recalls(q, pool_vecs, gold)}
 
 
-def adapted_encoder(base: str, lang: str, adapt_lines: list[str], out_root: str):
-    """``base`` adapted to ``lang`` on ``adapt_lines`` (NTREX 1-1,000), kept under ``out_root``."""
+def _write(path: str, lines: list[str]) -> str:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.writelines(t.strip() + "\n" for t in lines)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def adapted_encoder(base: str, lang: str, adapt_lines: list[str], out_root: str, pivot: list[str] | None = None):
+    """``base`` adapted to ``lang`` on ``adapt_lines`` (NTREX 1-1,000), kept under ``out_root``;
+    with ``pivot`` (the English of NTREX 1-1,000) as the other side."""
     from bimine.training.adapt import AdaptJob, adapt_model
 
     folder = os.path.join(out_root, f"{os.path.basename(base.rstrip('/')) or base}-{lang}")
-    src = os.path.join(out_root, f"ntrex-{lang}.txt")
     os.makedirs(out_root, exist_ok=True)
-    with open(src + ".tmp", "w", encoding="utf-8") as f:
-        f.writelines(t.strip() + "\n" for t in adapt_lines)
-    os.replace(src + ".tmp", src)
+    src = _write(os.path.join(out_root, f"ntrex-{lang}.txt"), adapt_lines)
+    piv = _write(os.path.join(out_root, f"ntrex-{lang}.pivot.en.txt"), pivot) if pivot else None
     t0 = time.time()
-    report = adapt_model(AdaptJob(text=src, lang=lang, output=folder, model=base, sample=len(adapt_lines)))
+    report = adapt_model(AdaptJob(text=src, lang=lang, output=folder, model=base, sample=len(adapt_lines),
+                                  pivot=piv))
     return folder, time.time() - t0, report
 
 
@@ -133,6 +145,9 @@ def main() -> None:
     b = Bench("pool_retrieval", __doc__)
     b.arg("--model", action="append", default=None, help="default, e5-small or a model folder (repeat)")
     b.arg("--adapt", default=None, help="also measure this model adapted to each language (NTREX 1-1,000)")
+    b.arg("--adapted-root", default=".bench/adapted", help="where the adapted models are written")
+    b.arg("--pivot", action="store_true", help="with --adapt: NTREX's English lines 1-1,000 as the pivot (the other "
+          "side, as 'mine --adapt' has it; not the protocol's 'its side only')")
     b.arg("--data", default="../shared/data")
     b.arg("--langs", default=None, help="comma-separated NTREX codes (khm,pbt,...); default: all")
     b.arg("--pool", type=int, default=POOL_SIZE)
@@ -152,15 +167,17 @@ def main() -> None:
             done = json.load(f).get("results", {})
     results: dict[str, dict] = dict(done)
     models = list(args.model or ["default", "e5-small"])
-    for m in models + ([f"adapted:{args.adapt}"] if args.adapt else []):
-        fixed = None if m.startswith("adapted:") else CachedEncoder(m)
+    tag = "adapted+pivot" if args.pivot else "adapted"
+    for m in models + ([f"{tag}:{args.adapt}"] if args.adapt else []):
+        fixed = None if m.startswith(f"{tag}:") and args.adapt else CachedEncoder(m)
         pool_vecs = None
         for i, (name, lang, en_file, xx_file) in enumerate(sets):
             adapt, test, gold_en = ntrex_halves(en_file, xx_file)
             if fixed is not None:
                 key, enc = fixed.model_id, fixed
             else:
-                folder, secs, report = adapted_encoder(m.split(":", 1)[1], lang, adapt, ".bench/adapted")
+                pivot = english_half(en_file) if args.pivot else None
+                folder, secs, report = adapted_encoder(m.split(":", 1)[1], lang, adapt, args.adapted_root, pivot)
                 enc = CachedEncoder(folder)
                 key = enc.model_id
             row = results.get(m, {}).get(name)

@@ -60,6 +60,8 @@ def test_mine_adapt_adapts_the_poorly_served_side_once_and_reuses_it(small, km_e
     config = json.loads((folders[0] / "config.json").read_text())
     rec = config["adapters"]["languages"]["km"]
     assert rec["text"] == str(km) and rec["sample"] + rec["heldout_lines"] == 50 and rec["steps"] == 20
+    # the English side, which the model serves, is the pivot: sampled as the Khmer side is
+    assert rec["pivot"]["lang"] == "en" and rec["pivot"]["sample"] == 50 and rec["settings"]["center"] is True
     # the rerun reuses the adapted model (the same folder, nothing trained) and writes the same pairs
     r2 = run(*args, tmp_path / "b.tsv")
     assert r2.exit_code == 0 and "reused" in r2.output

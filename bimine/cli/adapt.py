@@ -27,10 +27,18 @@ from bimine.cli.options import Finite, check_lang_option
               help="Training steps [default: 400 plus one per 25 sampled lines, at most 2,000].")
 @click.option("--no-fragments", is_flag=True,
               help="Learn from whole lines only (not from the teacher's vectors of their words and word runs).")
+@click.option("--pivot", type=str, default=None,
+              help="A text of the other side (e.g. the English you will mine against): the teacher pairs its "
+                   "sentences with TEXT's, and the paired lines learn to land on the model's own vectors of them.")
+@click.option("--pivot-lang", default="en", show_default=True, callback=check_lang_option,
+              help="Language of --pivot (one the model serves).")
+@click.option("--no-center", is_flag=True,
+              help="Targets are the teacher's vectors as they are (default: less their mean over the sample).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the batches.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def adapt(text, lang, output, model, sample, budget, steps, no_fragments, seed, encoding_errors, no_progress) -> None:
+def adapt(text, lang, output, model, sample, budget, steps, no_fragments, pivot, pivot_lang, no_center, seed,
+          encoding_errors, no_progress) -> None:
     """Adapt the fast model to the language of TEXT (one sentence a line, no pairs needed).
 
     The teacher (e5-small, 'bimine[e5]') embeds a sample of TEXT, its lines and the runs of words
@@ -45,6 +53,6 @@ def adapt(text, lang, output, model, sample, budget, steps, no_fragments, seed, 
 
     logging.getLogger("bimine").setLevel(logging.INFO)
     job = AdaptJob(text=text, lang=lang, output=output, model=model, sample=sample, budget=budget, steps=steps,
-                   fragments=not no_fragments, seed=seed, encoding_errors=encoding_errors, progress=not no_progress)
+                   fragments=not no_fragments, pivot=pivot, pivot_lang=pivot_lang, center=not no_center, seed=seed, encoding_errors=encoding_errors, progress=not no_progress)
     report = adapt_model(job)
     click.echo(("already done: " if report.reused else "") + report.summary())

@@ -73,7 +73,12 @@ class AdaptJob:
     first, at most ``fragments_per_line`` x the sample and ``max_fragments`` in all; ``steps``:
     training steps (None: 400 plus one per 25 sampled lines, at most 2,000); ``budget``: minutes
     after which training stops;
-    ``source``: what the record names as the text (default: ``text``'s file name)."""
+    ``source``: what the record names as the text (default: ``text``'s file name); ``center``: the
+    teacher's vectors less their mean over the sample as targets; ``pivot``: a text of the other
+    side (in ``pivot_lang``, which the model serves), sampled as ``text`` is, whose sentences the
+    teacher pairs with the sample's (mutual nearest, ratio margin at least ``pivot_margin``): a
+    paired sentence's target moves ``pivot_weight`` of the way to the fast model's vector of its
+    pivot sentence (:mod:`bimine.training.adapt_targets`)."""
 
     text: str
     lang: str
@@ -95,6 +100,11 @@ class AdaptJob:
     fragment_weight: float = field(default=0.5, metadata=bounds(min=0))
     budget: float | None = field(default=None, metadata=bounds(min=0, min_open=True))
     seed: int = field(default=0, metadata=bounds(min=0))
+    center: bool = True
+    pivot: str | None = None
+    pivot_lang: str = "en"
+    pivot_weight: float = field(default=0.5, metadata=bounds(min=0, max=1))
+    pivot_margin: float = field(default=1.02, metadata=bounds(min=0))
     reader: str = "auto"
     encoding_errors: str = "strict"
     progress: bool = True
@@ -103,6 +113,9 @@ class AdaptJob:
     def __post_init__(self) -> None:
         check_fields(self)
         self.lang = normalize_lang(self.lang)
+        self.pivot_lang = normalize_lang(self.pivot_lang)
+        if self.pivot is not None and self.pivot_lang == self.lang:
+            raise ConfigError(f"the pivot is the other side: its language must differ from {self.lang}")
         if self.encoding_errors not in ("strict", "replace"):
             raise ConfigError("encoding_errors must be strict or replace")
 
@@ -318,13 +331,18 @@ def _train(model, inv, offsets, targets, n_sent: int, n_frag: int, job: AdaptJob
 # ------------------------------------------------------------------------------------ the job
 
 
-def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], steps: int) -> str:
+def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], steps: int,
+             pivot: list[str] | None = None) -> str:
     """What decides the trained rows: a checkpoint or a finished folder of another key is not reused."""
     h = hashlib.sha256()
     settings = {k: getattr(job, k) for k in ("lang", "batch_size", "lr", "layers_lr", "layers_pull",
                                              "rank_weight", "temperature", "fragment_weight", "seed", "heldout")}
+    if job.center:  # keys of jobs made before these settings existed stay as they were
+        settings["center"] = True
+    if pivot:
+        settings.update({k: getattr(job, k) for k in ("pivot_lang", "pivot_weight", "pivot_margin")})
     h.update(repr((sorted(settings.items()), base_id, steps)).encode())
-    for t in sample + ["\0"] + frags:
+    for t in sample + ["\0"] + frags + (["\0\0"] + pivot if pivot else []):
         h.update(_sha1(t))
     return h.hexdigest()
 
@@ -441,31 +459,57 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
                           min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
-    key = _job_key(job, enc.model_id, sample, frags, steps)
+    pivot = take_sample(job.pivot, job.sample, job.encoding_errors)[0] if job.pivot else None
+    key = _job_key(job, enc.model_id, sample, frags, steps, pivot)
     done = _finished(out, key)
     if done is not None:
         return AdaptReport(str(out), done, reused=True)
     work = out / WORK
     work.mkdir(exist_ok=True)
-    teacher = _teacher_vectors(train_lines + frags + held, work, job.reader, job.progress)
+    teacher = _teacher_vectors(train_lines + frags + held + (pivot or []), work, job.reader, job.progress)
     n_ex = len(train_lines) + len(frags)
+    targets, held_targets, paired = _targets(job, enc, teacher, len(train_lines), n_ex, len(held), pivot)
     deadline = t0 + 60 * job.budget if job.budget else None
-    adapter, done_steps, stopped = _fit(job, enc, train_lines + frags, len(train_lines), teacher[:n_ex], steps,
+    adapter, done_steps, stopped = _fit(job, enc, train_lines + frags, len(train_lines), targets, steps,
                                         work, key, deadline)
     record = {"lang": job.lang, "key": key, "text": job.source or os.path.basename(job.text), "sample": len(train_lines),
               "heldout_lines": len(held), **counts, "fragments": len(frags), "steps": done_steps,
               "stopped_by": stopped, "base_model_id": enc.model_id, "rows": int(len(adapter.ids)),
               "teacher": "e5-small", "settings": {k: getattr(job, k) for k in (
                   "lr", "layers_lr", "layers_pull", "rank_weight", "temperature", "fragment_weight",
-                  "batch_size", "seed", "max_fragment_words", "fragments_per_line")}}
+                  "batch_size", "seed", "max_fragment_words", "fragments_per_line", "center")}}
+    if pivot is not None:
+        record["pivot"] = {"text": os.path.basename(job.pivot), "lang": job.pivot_lang, "sample": len(pivot),
+                           "paired": paired, "weight": job.pivot_weight, "margin": job.pivot_margin}
     if held:
         probe = enc.with_adapters({**enc.adapters, job.lang: adapter}, "dan-adapt-probe")
         record["heldout"] = _heldout_figures(enc.encode(held, job.lang), probe.encode(held, job.lang),
-                                             teacher[n_ex:])
+                                             held_targets)
     record["seconds"] = round(time.monotonic() - t0, 1)
     _write_model(out, base_folder, enc, {**enc.adapters, job.lang: adapter}, job.lang, record)
     shutil.rmtree(work, ignore_errors=True)
     return AdaptReport(str(out), record)
+
+
+def _targets(job: AdaptJob, enc, teacher: np.ndarray, n_lines: int, n_ex: int, n_held: int,
+             pivot: list[str] | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The training targets of the sample's lines and fragments, the held-out lines' (what the
+    held-out figures compare with) and how many lines the pivot paired
+    (:mod:`bimine.training.adapt_targets`)."""
+    from bimine.training.adapt_targets import centred, pivot_pairs, pivot_targets
+
+    lines, frags = teacher[:n_lines], teacher[n_lines:n_ex]
+    held = teacher[n_ex:n_ex + n_held]
+    if job.center:
+        mean = lines.mean(axis=0)
+        lines, frags, held = centred(lines, mean), centred(frags), centred(held, mean)
+    paired = 0
+    if pivot:
+        rows, cols = pivot_pairs(teacher[:n_lines], teacher[n_ex + n_held:], job.pivot_margin)
+        student = enc.encode([pivot[j] for j in cols.tolist()], job.pivot_lang) if len(cols) else None
+        lines = pivot_targets(lines, rows, student, job.pivot_weight)
+        paired = int(len(rows))
+    return np.concatenate([lines, frags]).astype(np.float32), held, paired
 
 
 def _fit(job: AdaptJob, enc, texts: list[str], n_train: int, teacher: np.ndarray, steps: int, work: Path,

@@ -10,7 +10,10 @@ builds one :class:`Side` per input side (its language and a way to read its sent
 2. otherwise, for each poorly served language, takes the side's sample (the ``sample`` distinct
    sentences with the smallest SHA-1: the same whatever the order of the input), writes it beside
    the adapted folder, and runs :func:`bimine.training.adapt.adapt_model` on it (the base
-   model the first time, the previous result for a second language);
+   model the first time, the previous result for a second language), with a sample of the other
+   side as the pivot where the model serves that side (or has just been adapted to it): the
+   teacher pairs the two samples' sentences, and the paired ones learn to land on the other
+   side's vectors (:mod:`bimine.training.adapt_targets`);
 3. returns the folder to run the job with and one line saying what was adapted and what it cost.
 
 The adapted folder is named by the base model's id, the language and the sample's content: a rerun
@@ -100,14 +103,16 @@ def _needs_teacher() -> None:
         raise OptionError("--adapt needs PyTorch: pip install torch==2.13.0 'bimine[train]'")
 
 
-def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int) -> tuple[Path, int]:
-    """The side's sample written as ``<root>/<lang>-<key>.txt`` (key: the base model, the language
-    and the sampled sentences), unless it is there already; its path and line count."""
+def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
+                 pivot: Path | None = None) -> tuple[Path, int]:
+    """The side's sample written as ``<root>/<lang>-<key>.txt`` (key: the base model, the language,
+    the sampled sentences and the pivot's sample file, itself named by its content), unless it is
+    there already; its path and line count."""
     sample, _ = sample_lines(side.lines(), n)
     if len(sample) < 10:
         raise OptionError(f"--adapt: {side.name} has {len(sample)} distinct non-empty sentences; adapting needs "
                           "at least 10")
-    h = hashlib.sha256(f"{model_id}|{lang}|{n}".encode())
+    h = hashlib.sha256(f"{model_id}|{lang}|{n}|{pivot.name if pivot else ''}".encode())
     for t in sample:
         h.update(hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest())
     path = root / f"{lang}-{h.hexdigest()[:16]}.txt"
@@ -139,10 +144,14 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
     for side, lang in zip(sides, langs):
         if lang not in weak_langs or lang in done:
             continue
-        path, n = _sample_file(root, current_id, lang, side, sample)
+        pivot = next(((s, other) for s, other in zip(sides, langs) if other != lang
+                      and (other not in weak_langs or other in done)), None)
+        piv_path = _sample_file(root, current_id, pivot[1], pivot[0], sample)[0] if pivot else None
+        path, n = _sample_file(root, current_id, lang, side, sample, piv_path)
         out = path.with_suffix("")
         job = AdaptJob(text=str(path), lang=lang, output=str(out), model=current, sample=n, progress=progress,
-                       source=side.name, **SETTINGS)
+                       source=side.name, pivot=str(piv_path) if piv_path else None,
+                       pivot_lang=pivot[1] if pivot else "en", **SETTINGS)
         report = adapt_model(job)
         reports.append(report)
         done.add(lang)
@@ -156,7 +165,9 @@ def _summary(weak, reports: list[AdaptReport], seconds: float) -> str:
     for r in reports:
         rec = r.record
         how = (f"reused (made earlier in {rec['seconds']:.0f} s)" if r.reused else f"{rec['seconds']:.0f} s")
+        piv = rec.get("pivot")
+        paired = f", {piv['paired']:,} of them paired by the teacher with the {piv['lang']} side" if piv else ""
         parts.append(f"{rec['lang']} on {rec['sample'] + rec.get('heldout_lines', 0):,} sentences of "
-                     f"{rec['text']} ({rec['fragments']:,} fragments, {rec['steps']} steps): {how}")
+                     f"{rec['text']} ({rec['fragments']:,} fragments, {rec['steps']} steps{paired}): {how}")
     return (f"--adapt: the model serves {describe(weak)} poorly; adapted {'; '.join(parts)}; "
             f"{seconds:.0f} s in all; the job runs on {shown(reports[-1].output)}")
