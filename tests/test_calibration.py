@@ -114,8 +114,12 @@ def test_calibrate_then_mine_and_score_with_confidence(tmp_path):
     assert r.returncode == 0, r.stderr
     header = (tmp_path / "s.tsv").read_text(encoding="utf-8").splitlines()[0].split("\t")
     assert "confidence" in header
-    # another model's folder has no head: a clear error, nothing written
-    r = run_cli("mine", str(src), str(tgt), "-o", str(tmp_path / "x.tsv"), "--confidence", "-m", "e5-small")
+    # a model folder without a head: a clear error, nothing written (e5-small ships one since issue 73)
+    import shutil
+
+    bare = tmp_path / "bare-model"
+    shutil.copytree(tiny_model, bare, ignore=shutil.ignore_patterns(CALIBRATION_FILE))
+    r = run_cli("mine", str(src), str(tgt), "-o", str(tmp_path / "x.tsv"), "--confidence", "-m", str(bare))
     assert r.returncode == 2 and "calibration head" in r.stderr and not (tmp_path / "x.tsv").exists()
 
 

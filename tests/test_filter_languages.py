@@ -88,3 +88,19 @@ def test_e5_backend_scores_nepali_and_sinhala(shared_data, tmp_path, code, lang)
         good, bad = v[: len(rows)], v[len(rows):]
         assert (good > np.median(bad)).all(), (name, good.min(), np.median(bad))
         assert good.mean() > bad.mean() + 0.05
+
+
+def test_rules_none_with_a_model_that_ships_a_combination_scores_by_the_sum_and_says_why(tmp_path):
+    """--rules none leaves out the rule scores the trained combination reads: the score is 002's
+    sum, with a note naming them (it was an error naming a pipeline the user never wrote)."""
+    from pathlib import Path
+
+    ex = Path(__file__).resolve().parents[1] / "examples" / "dev.en-fr.tsv"
+    out = tmp_path / "out.tsv"
+    r = CliRunner().invoke(cli, ["score", str(ex), "--src-lang", "en", "--tgt-lang", "fr", "--rules", "none",
+                                 "-o", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "the model's trained combination reads the rule score(s) lang" in r.output and "--rules none" in r.output
+    header, *body = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    assert header == ["src", "tgt", "cosine", "margin", "score"] and len(body) == 300
+    assert all(abs(float(x[4]) - (float(x[2]) + float(x[3]))) < 1e-4 for x in body)

@@ -156,14 +156,21 @@ def run_filter(job: FilterJob, *, warn: Callable[[str], None] | None = None) -> 
     spec, classifier_items = pipeline_spec(job)
     default_pipeline = not job.config and job.pipeline_name is None and not job.no_model
     # a classifier needs the model when it scores embeddings (it says so if no_model)
-    encoder = combiners = None
+    encoder = combiners = gap_note = None
     if any(needs_model(item.get("score"), job.no_model) for item in spec.filters):
         encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "filter" if job.filtering else "score",
                                      warn=warn)
         combiners = combiners_for(encoder)
         if default_pipeline and combiners is not None and spec.combine is None:  # the model's trained combination
-            spec = with_combiner(job, spec, classifier_items)
+            left_out = rules_left_out(job, combiners)
+            if left_out:  # --rules names fewer rules than it reads: 002's sum, said in a note
+                gap_note = (f"score is the sum of cosine and margin (paper 002 Eq. 3): the model's trained "
+                            f"combination reads the rule score(s) {', '.join(left_out)}, which --rules {job.rules} "
+                            "leaves out")
+            else:
+                spec = with_combiner(job, spec, classifier_items)
     selection, cut_note = _selection(job, spec, encoder, combiners, default_pipeline)
+    cut_note = gap_note or cut_note
     filters = build_filters(spec, src_lang=job.src_lang, tgt_lang=job.tgt_lang, encoder=encoder,
                             where=job.config or "the command-line pipeline")
     result, notes = _run_pipeline(job, filters, selection, encoder)
@@ -201,6 +208,15 @@ def pipeline_spec(job: FilterJob) -> tuple[PipelineSpec, list[dict]]:
         raise ConfigError("--rules none with --no-model leaves no filter, so every pair would be kept with the same "
                           "score; name some --rules, drop --no-model, or add a --classifier")
     return spec, classifier_items
+
+
+def rules_left_out(job: FilterJob, combiners) -> list[str]:
+    """The score columns the model's trained combination reads that the job's ``--rules`` leave
+    out of the default pipeline (``--rules none``: every rule's)."""
+    extended = default_spec(job.rules, model=True, combiner=True)
+    have = {item.get("rule") or item.get("score") for item in extended.filters}
+    read = dict.fromkeys(list(combiners.full.columns) + list(combiners.small.columns))
+    return [c for c in read if c not in have]
 
 
 def with_combiner(job: FilterJob, spec: PipelineSpec, classifier_items: list[dict]) -> PipelineSpec:
