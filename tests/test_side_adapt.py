@@ -134,3 +134,28 @@ def test_auto_offers_adapt_and_uses_it_when_asked(small, km_en, tmp_path):
             "--no-progress", "-o", tmp_path / "a.tsv")
     assert r.exit_code == 0, r.output
     assert "adapted km on 40 sentences" in r.output and "e5-small" not in r.output
+
+
+def test_docs_match_and_align_batch_adapt_read_their_sides(small, km_en, tmp_path):
+    """docs match samples the collections' sentences (JSONL, as given), align --batch the listed
+    documents' lines."""
+    km, en = km_en
+    kms, ens = km.read_text(encoding="utf-8").splitlines(), en.read_text(encoding="utf-8").splitlines()
+    for name, lines in (("km", kms), ("en", ens)):
+        with open(tmp_path / f"docs.{name}.jsonl", "w", encoding="utf-8") as f:
+            for d in range(8):
+                f.write(json.dumps({"id": f"d{d}", "sentences": lines[d * 10:(d + 1) * 10]}, ensure_ascii=False) + "\n")
+    r = run("docs", "match", tmp_path / "docs.km.jsonl", tmp_path / "docs.en.jsonl", "--src-lang", "km",
+            "--tgt-lang", "en", "--adapt", "--adapt-sample", 40, "--no-progress", "-o", tmp_path / "m.tsv")
+    assert r.exit_code == 0, r.output
+    assert f"adapted km on 40 sentences of {tmp_path / 'docs.km.jsonl'}" in r.output
+    assert len((tmp_path / "m.tsv").read_text(encoding="utf-8").splitlines()) == 9  # header + one per document
+    for d in range(2):
+        (tmp_path / f"a{d}.km").write_text("\n".join(kms[d * 40:(d + 1) * 40]) + "\n", encoding="utf-8")
+        (tmp_path / f"a{d}.en").write_text("\n".join(ens[d * 40:(d + 1) * 40]) + "\n", encoding="utf-8")
+    (tmp_path / "list.tsv").write_text("a0.km\ta0.en\na1.km\ta1.en\n", encoding="utf-8")
+    r = run("align", "--batch", tmp_path / "list.tsv", "--src-lang", "km", "--tgt-lang", "en", "--adapt",
+            "--adapt-sample", 60, "--no-progress", "-o", tmp_path / "aligned")
+    assert r.exit_code == 0, r.output
+    assert "adapted km on 60 sentences of the source documents of" in r.output
+    assert sorted(p.name for p in (tmp_path / "aligned").glob("*.align")) == ["a0.km.align", "a1.km.align"]
