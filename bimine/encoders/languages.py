@@ -13,7 +13,7 @@ import importlib.util
 import logging
 from pathlib import Path
 
-from bimine.encoders.base import E5_MODEL_ID, default_model_path, heads_folder, uses_language
+from bimine.encoders.base import E5_MODEL_ID, default_model_path, e5_heads_path, heads_folder, uses_language
 from bimine.encoders.registry import load_encoder
 from bimine.errors import OptionError
 from bimine.langs import normalize_lang
@@ -28,8 +28,8 @@ ADAPT_COMMANDS = ("mine", "align", "score", "filter", "docs match")  # the comma
 
 
 def language_figures(encoder) -> dict[str, dict] | None:
-    """The per-language figures stored with ``encoder`` (``None``: the model has none, e.g. e5-small,
-    or they belong to another model)."""
+    """The per-language figures stored with ``encoder`` (in its heads folder: e5-small's ship in the
+    package); ``None``: the model has none, or they belong to another model."""
     folder = heads_folder(encoder) if encoder is not None else None
     if folder is None or not (Path(folder) / LANGUAGES_FILE).is_file():
         return None
@@ -70,15 +70,14 @@ def describe(weak: list[tuple[str, float | None]]) -> str:
                      else f"{lang} (no dev figure: not trained on it or not measured)" for lang, err in weak)
 
 
+def _stored_figures(folder: Path) -> dict[str, dict]:
+    path = folder / LANGUAGES_FILE
+    return read_json(path, "language figures").get("languages", {}) if path.is_file() else {}
+
+
 def e5_figures() -> dict[str, dict]:
     """e5-small's stored dev figures (shipped in the package's ``models/e5-small``)."""
-    path = Path(__file__).resolve().parent.parent / "models" / "e5-small" / LANGUAGES_FILE
-    return read_json(path, "language figures").get("languages", {}) if path.is_file() else {}
-
-
-def _default_figures() -> dict[str, dict]:
-    path = default_model_path() / LANGUAGES_FILE
-    return read_json(path, "language figures").get("languages", {}) if path.is_file() else {}
+    return _stored_figures(e5_heads_path())
 
 
 def unserved_by_e5(weak: list[tuple[str, float | None]]) -> list[tuple[str, float | None]]:
@@ -101,7 +100,7 @@ def language_warning(encoder, langs: list[str], command: str) -> str | None:
     if not weak:
         return None
     if getattr(encoder, "model_id", None) == E5_MODEL_ID:
-        default = _default_figures()
+        default = _stored_figures(default_model_path())
         better = [lang for lang, _ in weak if ((default.get(lang) or {}).get("ntrex_xsim") or 100.0) <= SERVED_XSIM]
         also = (f"; the shipped model serves {', '.join(better)} well (-m default)" if better else
                 ": no model bimine ships serves it well")

