@@ -76,6 +76,22 @@ def test_mine_adapt_adapts_the_poorly_served_side_once_and_reuses_it(small, km_e
     assert len([p for p in (work / "adapted").iterdir() if p.is_dir()]) == 2
 
 
+def test_a_short_weak_side_gets_the_whole_pivot_sample(small, km_en, tmp_path):
+    """The served side's sample is --adapt-sample lines, not cut to the weak side's size: a first
+    version paired 1,996 Khmer lines with only 1,996 of the 20,000 English ones sampled (where most of
+    their translations were not), and its teacher found 136 pairs instead of ~1,400."""
+    km, en = km_en
+    short = tmp_path / "km30.txt"
+    short.write_text("\n".join(km.read_text(encoding="utf-8").splitlines()[:30]) + "\n", encoding="utf-8")
+    work = tmp_path / "work"
+    r = run("mine", short, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 60,
+            "--work-dir", work, "--no-progress", "-o", tmp_path / "a.tsv")
+    assert r.exit_code == 0, r.output
+    folder = next(p for p in (work / "adapted").iterdir() if p.is_dir())
+    rec = json.loads((folder / "config.json").read_text())["adapters"]["languages"]["km"]
+    assert rec["sample"] + rec["heldout_lines"] == 30 and rec["pivot"]["sample"] == 60
+
+
 def test_without_work_dir_the_adapted_model_is_kept_in_the_cache_folder(small, km_en, tmp_path):
     km, en = km_en
     r = run("align", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 40,

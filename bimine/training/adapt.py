@@ -78,7 +78,9 @@ class AdaptJob:
     side (in ``pivot_lang``, which the model serves), sampled as ``text`` is, whose sentences the
     teacher pairs with the sample's (mutual nearest, ratio margin at least ``pivot_margin``): a
     paired sentence's target moves ``pivot_weight`` of the way to the fast model's vector of its
-    pivot sentence (:mod:`bimine.training.adapt_targets`)."""
+    pivot sentence (:mod:`bimine.training.adapt_targets`); ``pivot_sample``: distinct lines of the
+    pivot taken (None: ``sample``; a small text's side gets the other side's whole sample, where its
+    translations may be)."""
 
     text: str
     lang: str
@@ -102,6 +104,7 @@ class AdaptJob:
     seed: int = field(default=0, metadata=bounds(min=0))
     center: bool = True
     pivot: str | None = None
+    pivot_sample: int | None = field(default=None, metadata=bounds(min=10))
     pivot_lang: str = "en"
     pivot_weight: float = field(default=0.5, metadata=bounds(min=0, max=1))
     pivot_margin: float = field(default=1.02, metadata=bounds(min=0))
@@ -467,7 +470,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
                           min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
-    pivot = take_sample(job.pivot, job.sample, job.encoding_errors)[0] if job.pivot else None
+    pivot = take_sample(job.pivot, job.pivot_sample or job.sample, job.encoding_errors)[0] if job.pivot else None
     key = _job_key(job, enc.model_id, sample, frags, steps, pivot)
     done = _finished(out, key)
     if done is not None:

@@ -94,6 +94,11 @@ def _check(model: str, sides: list[Side]):
     return base, enc
 
 
+#: in the adapted folders' names: a folder made by an earlier version of the adaptation (2: the pivot
+#: sampled to --adapt-sample, where version 1 cut it to the weak side's sample) is never reused
+FOLDER_VERSION = 2
+
+
 def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
                  pivot: Path | None = None) -> tuple[Path, int]:
     """The side's sample written as ``<root>/<lang>-<key>.txt`` (key: the base model, the language,
@@ -103,7 +108,7 @@ def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
     if len(sample) < 10:
         raise OptionError(f"--adapt: {side.name} has {len(sample)} distinct non-empty sentences; adapting needs "
                           "at least 10")
-    h = hashlib.sha256(f"{model_id}|{lang}|{n}|{pivot.name if pivot else ''}".encode())
+    h = hashlib.sha256(f"{FOLDER_VERSION}|{model_id}|{lang}|{n}|{pivot.name if pivot else ''}".encode())
     for t in sample:
         h.update(line_hash(t))
     path = root / f"{lang}-{h.hexdigest()[:16]}.txt"
@@ -142,7 +147,7 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
         out = path.with_suffix("")
         job = AdaptJob(text=str(path), lang=lang, output=str(out), model=current, sample=n, progress=progress,
                        source=side.name, pivot=str(piv_path) if piv_path else None,
-                       pivot_lang=pivot[1] if pivot else "en", **SETTINGS)
+                       pivot_sample=sample, pivot_lang=pivot[1] if pivot else "en", **SETTINGS)
         report = adapt_model(job)
         reports.append(report)
         done.add(lang)
