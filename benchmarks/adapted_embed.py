@@ -47,7 +47,7 @@ def main() -> int:
         _, t = timed(lambda enc=enc: enc.encode(lines, a.lang), repeat=a.repeats)
         inproc[name] = t["wall_s"]
     print(f"# {bench.command} ({bench.result()['date']}): {n:,} lines of {a.text}, --lang {a.lang}")
-    print("| model | whole process s (median of {0}) | lines/s | in process s | lines/s |".format(a.repeats))
+    print(f"| model | whole process s (median of {a.repeats}) | lines/s | in process s | lines/s |")
     print("|---|---:|---:|---:|---:|")
     for name, m in models.items():
         w = sorted(whole[name])[(a.repeats - 1) // 2]

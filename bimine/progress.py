@@ -64,9 +64,11 @@ class NoBar:
         self.close()
 
 
-def bar(*, total: int | None = None, unit: str = " it", desc: str = "", enabled: bool = True, initial: int = 0):
-    """A tqdm bar on stderr (a :class:`NoBar` when :func:`bars_wanted` says no)."""
-    if not bars_wanted(enabled):
+def bar(*, total: int | None = None, unit: str = " it", desc: str = "", enabled: bool = True, initial: int = 0,
+        force: bool = False):
+    """A tqdm bar on stderr (a :class:`NoBar` when :func:`bars_wanted` says no); ``force``: drawn
+    wherever stderr goes (a notebook asks for it with ``show_progress_bar=True``)."""
+    if not force and not bars_wanted(enabled):
         return NoBar(total=total, initial=initial)
     from tqdm.auto import tqdm  # loaded on use: tqdm is heavy or optional
 

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field, replace
 from bimine.cleanup import sweep_leftovers, temp_prefix
 from bimine.config import bounds, check_fields
 from bimine.documents.align import Aligner, atomic_lines, write_aligned_tsv, write_alignment
-from bimine.documents.beads import AlignConfig
+from bimine.documents.beads import AlignConfig, Alignment
 from bimine.documents.collections import read_collection
 from bimine.documents.pipeline import DocMatchReport, match_documents
 from bimine.documents.spec import DocsMatchJob
 from bimine.encoders.languages import load_for_languages, resolve_lang
+from bimine.encoders.user import hold_model
 from bimine.errors import InputError, OptionError
 from bimine.outputs import check_output_dir, check_output_file, shown
 from bimine.progress import bar as progress_bar
@@ -84,6 +85,7 @@ class AlignJob:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        hold_model(self)  # an encoder object given in Python: its name, the object kept
         check_fields(self)
         if self.token_weight is not None and self.method != "two-pass":
             raise OptionError("--token-weight goes with --method two-pass")
@@ -277,6 +279,23 @@ def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
     if len(pairs) > 1:
         say(f"{len(pairs)} document pairs aligned in {time.perf_counter() - t_all:.1f} s into {job.output}")
     return len(pairs)
+
+
+def align_in_memory(job: AlignJob, src: list[str], tgt: list[str], *, warn: Callable[[str], None]) -> Alignment:
+    """One document pair held in memory (``job.src`` / ``job.tgt`` name the sides in warnings),
+    aligned as :func:`run_align` aligns a pair of files: the same beads, the same warnings."""
+    if src == tgt and src:
+        warn(f"warning: {job.src} and {job.tgt} hold the same sentences: {SAME_DOCUMENT}")
+    aligner, src_lang, tgt_lang = aligner_for(job, warn)
+    with progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=job.progress,
+                      force=job.progress) as bar:
+        a = aligner.align(src, tgt, src_lang, tgt_lang, progress=bar)
+    for line in no_text_warnings(a, job.src, job.tgt):
+        warn(line)
+    skipped = mostly_skipped_warning(a, job.src, job.tgt) or unrelated_warning(a, job.src, job.tgt)
+    if skipped:
+        warn(skipped)
+    return a
 
 
 def _align_doc_pairs(job: AlignJob, warn, say) -> int:

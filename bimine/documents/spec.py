@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from bimine.config import bounds, check_fields
 from bimine.documents.match import Eq3Config
+from bimine.encoders.user import hold_model
 from bimine.errors import ConfigError
 
 METHODS = ("eq3", "counts", "embedding", "two-stage")
@@ -57,5 +58,6 @@ class DocsMatchJob:
     wait: bool = True  # a work folder (or store) another run is using: wait for it; False refuses
 
     def __post_init__(self) -> None:
+        hold_model(self)  # an encoder object given in Python: its name, the object kept
         check_fields(self)
 

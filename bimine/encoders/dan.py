@@ -41,7 +41,7 @@ import numpy as np
 from bimine.cleanup import one_thread_per_worker
 from bimine.cores import usable_cores
 from bimine.diskcache import file_digest
-from bimine.encoders.base import check_model_digest, check_weights_sha256, weights_digest
+from bimine.encoders.base import Encoder, check_model_digest, check_weights_sha256, weights_digest
 from bimine.errors import ConfigError
 from bimine.jitcache import in_background, wait_for_background
 from bimine.langs import normalize_lang
@@ -321,7 +321,7 @@ _OPENBLAS = _OpenBLAS()
 _POOL_LOCK = threading.Lock()
 
 
-class DANEncoder:
+class DANEncoder(Encoder):
     """DAN encoder; ``encode(sentences, lang)`` returns unit-norm float32 rows.
 
     ``threads``: how many slices of a batch are encoded at once, each on one core (default:
@@ -557,7 +557,7 @@ class DANEncoder:
                 self._executor_key = key
             return self._executor
 
-    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
         """Embed ``sentences`` of language ``lang``: ``(n, dim)`` float32, unit-norm rows (a
         Burmese line in Zawgyi is read as its Unicode text: :mod:`bimine.text.zawgyi`)."""
         if self._digest_box is not None:

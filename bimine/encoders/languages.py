@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from bimine.encoders.base import E5_MODEL_ID, default_model_path, e5_heads_path, heads_folder, uses_language
+from bimine.encoders.base import (
+    E5_MODEL_ID,
+    Encoder,
+    default_model_path,
+    e5_heads_path,
+    heads_folder,
+    uses_language,
+)
 from bimine.encoders.registry import load_encoder
 from bimine.errors import OptionError
 from bimine.langs import normalize_lang
@@ -154,7 +163,7 @@ def choose_auto(langs: list[str], default=None, command: str | None = None) -> t
                         f"{offer}")
 
 
-def load_for_languages(model: str, langs: list[str | None], command: str, *, warn=None):
+def load_for_languages(model: Any, langs: Sequence[str | None], command: str, *, warn=None) -> Encoder:
     """The encoder of ``model`` for a job whose sides are in ``langs``. ``auto`` picks the
     shipped model or e5-small by the shipped model's stored dev figures and says which and why;
     a model with figures (the shipped one) warns once, in one line, when it serves a side's

@@ -27,7 +27,15 @@ class EncoderSpec:
     def load(self) -> Encoder:
         if self.kind not in _REGISTRY:
             raise ConfigError(f"no encoder kind {self.kind!r}; registered: {', '.join(sorted(_REGISTRY))}")
-        enc = _REGISTRY[self.kind](self.path, **dict(self.options))
+        try:
+            enc = _REGISTRY[self.kind](self.path, **dict(self.options))
+        except TypeError as e:
+            if "unexpected keyword argument" not in str(e):
+                raise
+            raise ConfigError(f"model {self.path or self.kind}: {str(e).split('got ')[-1]}; its options are those of "
+                              f"its loader ({getattr(_REGISTRY[self.kind], '__name__', self.kind)})") from None
+        if self.kind == "object":  # the user's object as it is: it keeps its own spec, or has none (no Ray)
+            return enc
         try:
             enc.spec = self
         except AttributeError:  # an encoder class with slots: the spec is only a convenience
@@ -84,18 +92,40 @@ def _load_transformer(path, **options):
     return TransformerEncoder.load(path, **options)
 
 
+def _load_object(path, **options):
+    from bimine.encoders.user import registered_object
+
+    return registered_object(path)
+
+
+def _load_st(path, **options):
+    from bimine.encoders.user import (
+        load_sentence_transformer,  # sentence-transformers: an extra, loaded on use
+    )
+
+    return load_sentence_transformer(path, **options)
+
+
 register_encoder("dan", _load_dan, threads_option="threads")
+register_encoder("object", _load_object)
+register_encoder("st", _load_st)
 register_encoder("e5-small", _load_e5, threads_option="num_threads")
 register_encoder("transformer", _load_transformer, threads_option="threads")
 
 
 def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> EncoderSpec:
     """The :class:`EncoderSpec` of ``"default"`` (the shipped DAN), ``"e5-small"`` (option
-    ``runtime``: :func:`bimine.encoders.e5.e5_runtime`) or a
+    ``runtime``: :func:`bimine.encoders.e5.e5_runtime`), a
     model folder written by ``bimine train`` (a DAN or a transformer, as its ``config.json``
-    says); the folder is checked now, so a bad name fails in the driver, not in a worker."""
+    says), ``"st:PATH"`` (a local sentence-transformers folder) or ``"object:..."`` (an encoder
+    object a job holds: :func:`bimine.encoders.user.hold_model`); the folder is checked now, so a
+    bad name fails in the driver, not in a worker."""
     name = "default" if model is None else str(model)
     options = tuple(sorted(kwargs.items()))
+    if name.startswith("object:"):
+        return EncoderSpec("object", name, options)
+    if name.startswith("st:"):
+        return EncoderSpec("st", name[3:], options)
     if name == "e5-small":
         from bimine.encoders.e5 import e5_runtime  # light: finds modules, imports none
 
@@ -105,8 +135,9 @@ def encoder_spec(model: str | os.PathLike | None = "default", **kwargs) -> Encod
     path = default_model_path() if name == "default" else Path(name)
     if not (path / "config.json").exists():
         raise ConfigError(
-            f"model {name!r}: {path} has no config.json; use 'default', 'e5-small' or a folder "
-            "written by 'bimine train'"
+            f"model {name!r}: {path} has no config.json; use 'default', 'e5-small', 'auto' (a command, or "
+            "bimine.load_encoder with langs), a folder written by 'bimine train' or 'bimine adapt', or st:FOLDER "
+            "(a sentence-transformers model)"
         )
     try:
         arch = json.loads((path / "config.json").read_text()).get("architecture", "dan")
@@ -125,4 +156,8 @@ def load_encoder(model: str | os.PathLike | None = "default", **kwargs) -> Encod
     ``bimine train``. Keyword arguments are passed to the encoder (e.g. ``batch_size``). The
     encoder's ``spec`` (:class:`EncoderSpec`) loads it again in another process.
     """
+    if model is not None and not isinstance(model, (str, os.PathLike)):
+        from bimine.encoders.user import as_encoder  # an encoder object given in Python: itself
+
+        return as_encoder(model)
     return encoder_spec(model, **kwargs).load()

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bimine.encoders.base import check_model_digest, check_weights_sha256, weights_digest
+from bimine.encoders.base import Encoder, check_model_digest, check_weights_sha256, weights_digest
 from bimine.encoders.dan import EmbeddingTable, model_options
 from bimine.encoders.torch_tables import SparseBag, quantize_table
 from bimine.errors import ConfigError
@@ -318,7 +318,7 @@ def _tensor(x) -> torch.Tensor:
     return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
-class TransformerEncoder:
+class TransformerEncoder(Encoder):
     """A transformer model folder behind the Encoder protocol (``--model FOLDER``).
 
     Sentences are encoded in batches of ``batch_size`` of similar length (sorted by their
@@ -415,7 +415,7 @@ class TransformerEncoder:
             out = self.net.from_token_vectors(torch.from_numpy(vectors), sent_off)
         return nn.functional.normalize(out, dim=1).numpy()
 
-    def encode(self, sentences: list[str], lang: str) -> np.ndarray:
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
         sentences = to_unicode(sentences)  # Zawgyi Burmese read as Unicode (bimine.text.zawgyi)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         # similar lengths together: less padding (the length of the text stands in for its tokens)

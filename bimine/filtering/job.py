@@ -28,6 +28,7 @@ from pathlib import Path
 from bimine.config import bounds, check_fields, load_yaml
 from bimine.cores import capped_workers
 from bimine.encoders.languages import SERVED_XSIM, describe, load_for_languages, poorly_served
+from bimine.encoders.user import hold_model
 from bimine.errors import ConfigError
 from bimine.executors import check_executor, plugin
 from bimine.filtering.combine import combiners_for
@@ -100,6 +101,7 @@ class FilterJob:
     command: str | None = None  # names the progress bar and the temporaries; default: filter or score
 
     def __post_init__(self) -> None:
+        hold_model(self)  # an encoder object given in Python: its name, the object kept
         check_fields(self)
         self.columns = checked_pair_input(self.input, self.src, self.tgt, self.columns)
         if self.workers != "auto" and (not isinstance(self.workers, int) or self.workers < 1):

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from bimine.embed import resolve_workers
+from bimine.encoders.base import Encoder
 from bimine.encoders.languages import load_for_languages, resolve_lang
 from bimine.errors import OptionError
 from bimine.index.faiss_index import IndexConfig
 from bimine.mining.pipeline import MineReport, expand_inputs, mine_files
-from bimine.mining.spec import MineJob
+from bimine.mining.spec import MineConfig, MineJob
 from bimine.scoring.calibration import Calibration
 from bimine.scoring.rescore import load_rescorer
 from bimine.streams import reading_once
@@ -84,25 +85,48 @@ def check_index_options(factory: str, *, nprobe: bool, k_factor: bool) -> None:
                           "ignored; drop it, or give an index that re-scores (e.g. IVF4096,PQ128x4fs,Refine(SQfp16))")
 
 
+@dataclass
+class MineModels:
+    """What a mining run loads before it reads a line: the encoder (``auto`` chosen), the mining
+    settings (the rescorer's trained threshold put in), the rescorer and the calibration head."""
+
+    encoder: Encoder
+    cfg: MineConfig
+    rescorer: object | None
+    calibration: Calibration | None
+
+
+def load_mine_models(model: str, langs: list[str | None], cfg: MineConfig, *, rescore: str | None = None,
+                     trained_threshold: bool = False, confidence: bool = False, calibration: str | None = None,
+                     warn: Callable[[str], None]) -> MineModels:
+    """Check the settings that need no input (threshold, index options), then load what a run
+    needs: the part of :func:`run_mine` that in-memory mining (:mod:`bimine.mining.memory`) shares."""
+    if trained_threshold and rescore is None:
+        raise OptionError("--threshold trained is the rescorer's threshold: use it with --rescore")
+    check_threshold(cfg.score, cfg.threshold, rescore)
+    index = cfg.index
+    check_index_options(index.factory, nprobe=index.nprobe != IndexConfig.nprobe,
+                        k_factor=index.k_factor != IndexConfig.k_factor)
+    encoder = load_for_languages(model, langs, "mine", warn=warn)
+    rescorer = None
+    if rescore is not None:
+        rescorer = load_rescorer(rescore, encoder)
+        if trained_threshold:
+            cfg = replace(cfg, threshold=rescorer.threshold)
+    if calibration is not None and not confidence:
+        raise OptionError("--calibration is used with --confidence")
+    cal = Calibration.for_encoder(encoder, calibration) if confidence else None
+    return MineModels(encoder, cfg, rescorer, cal)
+
+
 @reading_once
 def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> MineReport:
     """Mine ``job``; returns the run's :class:`~bimine.mining.pipeline.MineReport`."""
     warn = warn or log.warning
-    if job.trained_threshold and job.rescore is None:
-        raise OptionError("--threshold trained is the rescorer's threshold: use it with --rescore")
-    check_threshold(job.mine.score, job.mine.threshold, job.rescore)
-    index = job.mine.index
-    check_index_options(index.factory, nprobe=index.nprobe != IndexConfig.nprobe,
-                        k_factor=index.k_factor != IndexConfig.k_factor)
-    encoder = load_for_languages(job.model, [job.src_lang, job.tgt_lang], "mine", warn=warn)
-    cfg, rescorer = job.mine, None
-    if job.rescore is not None:
-        rescorer = load_rescorer(job.rescore, encoder)
-        if job.trained_threshold:
-            cfg = replace(cfg, threshold=rescorer.threshold)
-    if job.calibration is not None and not job.confidence:
-        raise OptionError("--calibration is used with --confidence")
-    cal = Calibration.for_encoder(encoder, job.calibration) if job.confidence else None
+    m = load_mine_models(job.model, [job.src_lang, job.tgt_lang], job.mine, rescore=job.rescore,
+                         trained_threshold=job.trained_threshold, confidence=job.confidence,
+                         calibration=job.calibration, warn=warn)
+    encoder = m.encoder
     src_files, tgt_files = expand_inputs(job.src), expand_inputs(job.tgt)
     same = same_input_warning(src_files, tgt_files, "every line would pair with itself, which says nothing about "
                               "translations")
@@ -110,7 +134,7 @@ def run_mine(job: MineJob, *, warn: Callable[[str], None] | None = None) -> Mine
         warn(same)
     checks = [(src_files[0], job.src_lang, "--src-lang", None), (tgt_files[0], job.tgt_lang, "--tgt-lang", None)]
     resolved = replace(job, src=src_files, tgt=tgt_files, src_lang=resolve_lang(encoder, job.src_lang, "--src-lang"),
-                       tgt_lang=resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), mine=cfg,
+                       tgt_lang=resolve_lang(encoder, job.tgt_lang, "--tgt-lang"), mine=m.cfg,
                        workers=resolve_workers(job.workers))
     with LanguageChecks([c for c in checks if c[1] is not None], warn=warn):
-        return mine_files(resolved, encoder=encoder, calibration=cal, rescorer=rescorer)
+        return mine_files(resolved, encoder=encoder, calibration=m.calibration, rescorer=m.rescorer)

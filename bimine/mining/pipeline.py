@@ -18,9 +18,11 @@ import re
 import resource
 import time
 import unicodedata
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -224,7 +226,15 @@ def mine_sides(x: Side, y: Side, cfg: MineConfig, *, progress: bool = False, cac
 
 
 def mine_embeddings(x: np.ndarray, y: np.ndarray, cfg: MineConfig = MineConfig()):
-    """Mine unit-norm rows ``x`` against ``y`` in memory: ``(score, src_row, tgt_row)`` best first."""
+    """Mine unit-norm rows ``x`` against ``y`` in memory: ``(score, src_row, tgt_row)`` best first
+    (:func:`bimine.mine` takes sentences or vectors, and gives records)."""
+    for name, a in (("x", x), ("y", y)):
+        if not isinstance(a, np.ndarray) or a.ndim != 2:
+            raise InputError(f"{name}: a 2-D array of vectors is needed, got {type(a).__name__} "
+                             f"{getattr(a, 'shape', '')}")
+    if x.shape[1] != y.shape[1]:
+        raise InputError(f"x and y differ in width ({x.shape[1]} and {y.shape[1]}): both sides must come from the "
+                         "same model")
     return mine_sides(side_from_array(x), side_from_array(y), cfg)
 
 
@@ -557,7 +567,8 @@ def search(job: MineJob, sides: dict[str, InputSide], work: Path, report: MineRe
     return Mined(*mined[:3], knn=mined[3] if knn_features else None)
 
 
-def drop_pairs(cfg: MineConfig, mined: Mined, sides: dict[str, InputSide], errors: str, report: MineReport) -> None:
+def drop_pairs(cfg: MineConfig, mined: Mined, sides: Mapping[str, InputSide | Any], errors: str,
+               report: MineReport) -> None:
     """Step 4 of :func:`mine_files`: read the texts of the selected pairs, then drop those too
     short (``min_chars``), copies (``drop_copies``) and repeated text pairs (``dedupe``), each
     counted in ``report``."""
@@ -590,10 +601,8 @@ def drop_pairs(cfg: MineConfig, mined: Mined, sides: dict[str, InputSide], error
 
 def rescore_mined(job: MineJob, mined: Mined, inputs: MineInputs, encoder: Encoder, rescorer, work: Path,
                   report: MineReport) -> None:
-    """Step 5 of :func:`mine_files`: the rescorer's probability of each pair becomes its score
-    (pairs sorted by it, ``job.mine.threshold`` applied to it), the mining score the margin
-    column; kept in the work dir under a name derived from all it depends on."""
-    t_r = time.time()
+    """Step 5 of :func:`mine_files`: :func:`apply_rescorer`, its result kept in the work dir under a
+    name derived from all it depends on."""
     cfg, i, j = job.mine, mined.i, mined.j
     key = {"inputs": [inputs.sums[p] for p in inputs.files["src"]] + ["|"]
            + [inputs.sums[p] for p in inputs.files["tgt"]],
@@ -603,15 +612,26 @@ def rescore_mined(job: MineJob, mined: Mined, inputs: MineInputs, encoder: Encod
     cache_file = work / f"rescore-{json_digest(key)}.npy" if job.work_dir else None
     if cache_file is not None and cache_file.exists():
         report.reused.append(f"rescored pairs ({cache_file.name})")
+    apply_rescorer(mined, rescorer, encoder, cfg.threshold, (job.src_lang, job.tgt_lang), report,
+                   progress=job.progress, cache=cache_file)
+
+
+def apply_rescorer(mined: Mined, rescorer, encoder: Encoder, threshold: float | None, langs: tuple[str, str],
+                   report: MineReport, *, progress: bool = False, cache: Path | None = None) -> None:
+    """The rescorer's probability of each pair of ``mined`` (its texts read) becomes its score:
+    pairs sorted by it, ``threshold`` applied to it, the mining score the margin column (paper
+    001 §6.2's second stage)."""
+    t_r = time.time()
+    i, j = mined.i, mined.j
     stats: dict = {}
     prob = rescore_pairs(rescorer, encoder, [mined.src_text[a] for a in i.tolist()],
-                         [mined.tgt_text[b] for b in j.tolist()], mined.knn, job.src_lang, job.tgt_lang,
-                         progress=job.progress, cache=cache_file, stats=stats)
+                         [mined.tgt_text[b] for b in j.tolist()], mined.knn, langs[0], langs[1],
+                         progress=progress, cache=cache, stats=stats)
     report.rescored, report.cross_pairs = len(i), stats.get("cross_pairs", -1)
     order = np.argsort(-prob, kind="stable")
     margin, mined.s, mined.i, mined.j = mined.s[order], prob[order], i[order], j[order]
-    if cfg.threshold is not None:
-        ok = mined.s >= cfg.threshold
+    if threshold is not None:
+        ok = mined.s >= threshold
         report.below_threshold = int((~ok).sum())
         margin, mined.s, mined.i, mined.j = margin[ok], mined.s[ok], mined.i[ok], mined.j[ok]
     mined.margin = margin.tolist()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bimine.config import bounds, check_fields
+from bimine.encoders.user import hold_model
 from bimine.errors import ConfigError
 from bimine.executors import check_executor
 from bimine.index.faiss_index import IndexConfig
@@ -93,6 +94,7 @@ class MineJob:
     wait: bool = True  # a work folder (or store) another run is using: wait for it; False refuses
 
     def __post_init__(self) -> None:
+        hold_model(self)  # an encoder object given in Python: its name, the object kept
         check_fields(self)
         check_executor(self.executor)
         if self.fmt not in FORMATS:

@@ -315,7 +315,7 @@ class LanguageChecks:
     instead of adding to the job's wall time (docs/benchmarks.md §3).
     """
 
-    def __init__(self, checks: list[tuple[str, str, str, int | None]], warn=None) -> None:
+    def __init__(self, checks: list[tuple[str | os.PathLike | Sequence[str], str, str, int | None]], warn=None) -> None:
         self._checks = checks
         self._warn = warn or log.warning
         self._thread = threading.Thread(target=self._run, name="bimine-language-check", daemon=True)
