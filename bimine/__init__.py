@@ -29,14 +29,16 @@ if TYPE_CHECKING:
         load_encoder,
         match_documents,
         mine,
+        read_lines,
         score_pairs,
         select,
     )
 
 __version__ = "0.1.0"
-_API = ("load_encoder", "mine", "align", "match_documents", "filter_pairs", "score_pairs", "divergence", "select")
+_API = ("load_encoder", "mine", "align", "match_documents", "filter_pairs", "score_pairs", "divergence", "select",
+        "read_lines")
 __all__ = ["Encoder", "BimineError", "ConfigError", "InputError", "OptionError", "load_encoder", "mine", "align",
-           "match_documents", "filter_pairs", "score_pairs", "divergence", "select", "__version__"]
+           "match_documents", "filter_pairs", "score_pairs", "divergence", "select", "read_lines", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

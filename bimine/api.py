@@ -43,6 +43,21 @@ def _is_name(model: object) -> bool:
     return isinstance(model, (str, os.PathLike))
 
 
+def _plain(value: Any) -> Any:
+    """A NumPy scalar (``np.int64(4)``, ``np.float32(1.5)``) as the Python number it holds."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def read_lines(path: str | os.PathLike, *, column: int | None = None, errors: str = "strict") -> list[str]:
+    """The lines of a file as the commands read them: plain or compressed (.gz, .xz, .bz2, .zst), a
+    byte-order mark dropped, split at ``\\n`` only (``str.splitlines`` also splits at U+2028 and
+    form feeds, and its positions then differ from the command's line numbers), ``column`` a TSV
+    column; a bad byte is an error naming file and line (``errors="replace"`` replaces it)."""
+    from bimine.text.io import read_lines as read
+
+    return list(read(path, column=column, errors=errors))
+
+
 def load_encoder(model: Model = "default", *, langs: Sequence[str] | None = None, **options: Any) -> Encoder:
     """An encoder: ``"default"`` (the shipped fast model), ``"e5-small"``, a model folder (``bimine
     train``, ``bimine adapt``), ``"st:FOLDER"`` (a local sentence-transformers model, extra
@@ -51,10 +66,12 @@ def load_encoder(model: Model = "default", *, langs: Sequence[str] | None = None
     log (as ``-m auto`` says it on the command line). With ``langs``, a language the model serves
     poorly is said in the log too. An object with ``encode`` is returned as a bimine encoder.
     ``options`` go to the model (e.g. ``batch_size``, ``threads``)."""
+    if model is None:
+        model = "default"
     if not _is_name(model):
         return as_encoder(model)
-    if isinstance(langs, str):
-        raise OptionError(f"langs: a list of language codes, e.g. ['{langs}'], not a string")
+    if isinstance(langs, str) or (langs is not None and not isinstance(langs, Iterable)):
+        raise OptionError(f"langs: a list of language codes, e.g. ['en', 'fr'], not {langs!r}")
     codes = list(langs or [])
     if str(model) == "auto":
         if not codes:
@@ -90,7 +107,10 @@ def mine(src: SideInput, tgt: SideInput, *, model: Model = "default", src_lang: 
     positions in ``src`` and ``tgt``), ``src`` and ``tgt`` (the sentences, None where only vectors
     were given), and ``confidence`` / ``margin`` where asked. Warnings (a language the model serves
     poorly, a side that looks like another language) go to ``warn`` (default: the ``bimine`` log).
+    ``batch_size``: sentences per call of the model (default: the command's 8,192; with the shipped
+    model a multiple of 512 gives the command's bytes, any other size differs in the last bits).
     """
+    k, threshold, min_chars = (_plain(v) for v in (k, threshold, min_chars))  # NumPy scalars as Python's
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold, index=IndexConfig(factory=index),
                      dedupe=dedupe, drop_copies=drop_copies, min_chars=min_chars)
     return mine_memory(src, tgt, cfg, model=model, src_lang=src_lang, tgt_lang=tgt_lang, src_text=src_text,
@@ -132,6 +152,8 @@ def _pair_columns(pairs: Any) -> tuple[list[str], list[str]]:
     src: list[str] = []
     tgt: list[str] = []
     for n, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)):
+            raise InputError(f"pairs[{n}]: {pair!r:.60} is a string, not a (src, tgt) pair")
         try:
             a, b = pair
         except (TypeError, ValueError):
@@ -184,6 +206,7 @@ def _run_pairs(pairs: Any, warn: Callable[[str], None] | None, make_job: Callabl
                           "--src-lang/--tgt-lang on the command line)")
     from bimine.cleanup import temp_prefix
     from bimine.filtering.job import run_filter
+    from bimine.scoring.pair_scores import clear_embed_cache
 
     warn = warn or log.warning
     with tempfile.TemporaryDirectory(prefix=temp_prefix("api")) as tmp:
@@ -195,14 +218,23 @@ def _run_pairs(pairs: Any, warn: Callable[[str], None] | None, make_job: Callabl
         out = os.path.join(tmp, "scored.tsv")
         names = {paths["src"]: "pairs (src side)", paths["tgt"]: "pairs (tgt side)", out: "the output"}
         say = warn
-        with _named(names):
-            outcome = run_filter(make_job(src=paths["src"], tgt=paths["tgt"], output=out),
-                                 warn=lambda line: say(_renamed(line, names)))
+        try:
+            with _named(names):
+                outcome = run_filter(make_job(src=paths["src"], tgt=paths["tgt"], output=out),
+                                     warn=lambda line: say(_renamed(line, names)))
+        finally:
+            clear_embed_cache()  # the last blocks' vectors, and the model that made them, are let go
         for line in outcome.result.warnings:
             say(_renamed(line, names))
         for line in outcome.result.notes:
             log.info(_renamed(line, names))
         return _read_scored(out)
+
+
+def _workers(model: Model, workers: int | str) -> int | str:
+    """One process for a model given as an object: a user's PyTorch model is never run in forked
+    workers (where it can hang, and a CUDA one fails); bimine's named models fork as the command does."""
+    return workers if _is_name(model) else 1
 
 
 def filter_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None = None, model: Model = "default",
@@ -223,7 +255,7 @@ def filter_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | Non
     return _run_pairs(pairs, warn, lambda **io: FilterJob(
         **io, src_lang=src_lang, tgt_lang=tgt_lang, model=model, rules=rules, config=config,
         classifiers=list(classifiers), no_model=no_model, threshold=threshold, top_fraction=top_fraction,
-        token_budget=token_budget, normalize=normalize, report=report, workers=workers,
+        token_budget=token_budget, normalize=normalize, report=report, workers=_workers(model, workers),
         progress=show_progress_bar, filtering=True), (src_lang, tgt_lang))
 
 
@@ -237,7 +269,7 @@ def score_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None
 
     return _run_pairs(pairs, warn, lambda **io: FilterJob(
         **io, src_lang=src_lang, tgt_lang=tgt_lang, model=model, rules=rules, config=config,
-        classifiers=list(classifiers), no_model=no_model, workers=workers, progress=show_progress_bar,
+        classifiers=list(classifiers), no_model=no_model, workers=_workers(model, workers), progress=show_progress_bar,
         filtering=False), (src_lang, tgt_lang))
 
 
@@ -275,7 +307,7 @@ def align(src_lines: Iterable[str], tgt_lines: Iterable[str], *, src_lang: str |
     """Align the sentences of one document pair as ``bimine align`` does: its beads in order, each a
     dict ``src`` and ``tgt`` (the 0-based sentence numbers of each side: one side empty for an
     insertion or deletion), ``cost`` (lower is better) and ``src_text`` / ``tgt_text`` (the
-    sentences joined by a space, as ``--tsv`` writes them). The options are the command's."""
+    sentences, stripped, joined by a space). The options are the command's."""
     from bimine.documents.job import AlignJob, align_in_memory
 
     src, tgt = as_sentences(src_lines), as_sentences(tgt_lines)
@@ -314,7 +346,7 @@ def match_documents(src_docs: Any, tgt_docs: Any, *, src_lang: str | None = None
     does. A collection: a dict ``{id: document}`` or a list (ids 0, 1, ...); a document is its raw
     text (split into sentences as the command splits it) or a list of its sentences. One dict per
     match written, as the command's rows: ``src_doc``, ``tgt_doc``, ``score`` and the method's
-    columns (``rank``, ``votes``, ``confidence``, ...)."""
+    columns (``rank``, ``votes``)."""
     import json
 
     from bimine.cleanup import temp_prefix

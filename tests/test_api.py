@@ -96,7 +96,7 @@ def test_load_encoder_auto_needs_the_languages_and_says_why(caplog):
         e = bimine.load_encoder("auto", langs=["en", "fr"])
     assert e.model_id == bimine.load_encoder().model_id
     assert "model auto: default: it serves en and fr well" in caplog.text
-    with pytest.raises(bimine.BimineError, match="not a string"):
+    with pytest.raises(bimine.BimineError, match="a list of language codes.*not 'fr'"):
         bimine.load_encoder("default", langs="fr")
     with pytest.raises(bimine.BimineError, match="has no config.json"):
         bimine.load_encoder("no-such-model")
@@ -258,3 +258,94 @@ def test_mine_embeddings_refuses_vectors_of_two_widths():
 
     with pytest.raises(bimine.BimineError, match="differ in width"):
         mine_embeddings(np.ones((3, 4), np.float32), np.ones((3, 5), np.float32))
+
+
+# --------------------------------------------------------------------------- found in review
+def test_two_encoder_objects_of_one_model_id_stay_apart(tmp_path):
+    """The registry named an object by its model id: a second job's encoder of the same model took the
+    first job's place, and freeing it left the first job without its encoder."""
+    import gc
+
+    from bimine.encoders.registry import load_encoder as by_name
+
+    e1, e2 = bimine.load_encoder("default", threads=1), bimine.load_encoder("default", threads=2)
+    j1 = MineJob(src="a", tgt="b", output=str(tmp_path / "1.tsv"), model=e1)
+    j2 = MineJob(src="a", tgt="b", output=str(tmp_path / "2.tsv"), model=e2)
+    assert j1.model != j2.model
+    assert by_name(j1.model) is e1 and by_name(j2.model) is e2
+    del j2, e2
+    gc.collect()
+    assert by_name(j1.model) is e1
+
+
+def test_vectors_with_their_sentences_skip_blank_ones_as_sentences_do(enc):
+    en, fr = lines("sample.en")[:60] + ["", " "], lines("sample.fr")[:60] + ["", ""]
+    by_text = bimine.mine(en, fr, src_lang="en", tgt_lang="fr")
+    by_vec = bimine.mine(enc.encode(en, "en"), enc.encode(fr, "fr"), model=None, src_text=en, tgt_text=fr)
+    assert [(p["src_index"], p["tgt_index"]) for p in by_vec] == [(p["src_index"], p["tgt_index"]) for p in by_text]
+    assert all(p["src"].strip() and p["tgt"].strip() for p in by_vec)
+
+
+def test_a_side_is_searched_in_the_commands_shards(monkeypatch, tmp_path):
+    """The command indexes and searches each store shard apart (with an approximate index, per-shard
+    candidates differ from one index's): in memory a side is cut the same way (here shards of 100
+    rows, the command's shard_size 100, a PQ index re-ranking one candidate each: the same pairs;
+    one shard gives others)."""
+    from bimine.mining import memory
+    from bimine.mining.spec import MineConfig
+
+    index = {"factory": "IVF8,PQ16x4fs,Refine(Flat)", "nprobe": 1, "k_factor": 1, "exact_below": 0}
+    out = tmp_path / "p.tsv"
+    run_mine(MineJob(src=str(EX / "sample.en"), tgt=str(EX / "sample.fr"), output=str(out), src_lang="en",
+                     tgt_lang="fr", shard_size=100, mine={"index": index}, progress=False))
+    cmd = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    cfg = MineConfig(index=index)
+    en, fr = lines("sample.en"), lines("sample.fr")
+    monkeypatch.setattr(memory, "SHARD_ROWS", 100)
+    assert rows(memory.mine_memory(en, fr, cfg, src_lang="en", tgt_lang="fr").pairs) == cmd
+    monkeypatch.setattr(memory, "SHARD_ROWS", 1000)
+    assert rows(memory.mine_memory(en, fr, cfg, src_lang="en", tgt_lang="fr").pairs) != cmd
+
+
+def test_review_refusals_and_conveniences(enc, monkeypatch, capsys):
+    with pytest.raises(bimine.BimineError, match=r"sentences\[1\]: .* lone surrogate"):
+        enc.encode(["fine", "bad \ud800 text"], "en")
+    with pytest.raises(bimine.BimineError, match=r"pairs\[0\]: 'ab' is a string"):
+        bimine.filter_pairs(["ab"], src_lang="en", tgt_lang="fr")
+    with pytest.raises(bimine.BimineError, match="a list of language codes"):
+        bimine.load_encoder("default", langs=5)
+    assert bimine.load_encoder(None).model_id == enc.model_id
+    k, t = np.int64(4), np.float32(1.85)
+    assert len(bimine.mine(lines("sample.en")[:50], lines("sample.fr")[:50], k=k, threshold=t)) > 0
+    monkeypatch.setenv("BIMINE_PROGRESS", "1")  # what a terminal gives: still no bar when none is asked for
+    enc.encode(["a", "b", "c"], "en", batch_size=2)
+    bimine.mine(lines("sample.en")[:20], lines("sample.fr")[:20])
+    assert "it/s" not in capsys.readouterr().err and "sentences/s" not in capsys.readouterr().err
+
+
+def test_an_object_in_bimines_encoder_shape_is_called_with_the_language(enc):
+    class Shaped:
+        model_id, dim = "shaped-1", enc.dim
+
+        def __init__(self):
+            self.langs = set()
+
+        def encode(self, sentences, lang):
+            self.langs.add(lang)
+            return enc.encode(sentences, lang)
+
+    s = Shaped()
+    pairs = bimine.mine(lines("sample.en"), lines("sample.fr"), model=s, src_lang="en", tgt_lang="fr", threshold=1.85)
+    assert s.langs == {"en", "fr"} and len(pairs) > 200
+
+
+def test_a_users_model_is_let_go_after_filtering(enc):
+    import gc
+    import weakref
+
+    stand = Stand(enc)
+    ref = weakref.ref(stand)
+    bimine.filter_pairs([("The cat sleeps.", "Le chat dort.")] * 3, src_lang="en", tgt_lang="fr", model=stand)
+    del stand
+    gc.collect()
+    assert ref() is None

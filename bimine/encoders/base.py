@@ -52,7 +52,6 @@ class Encoder:
         inside); ``show_progress_bar``: a bar over the batches, drawn in a notebook too."""
         from bimine.errors import OptionError
         from bimine.langs import normalize_lang
-        from bimine.progress import bar
 
         single = isinstance(sentences, str)
         texts = as_sentences(sentences)
@@ -68,15 +67,37 @@ class Encoder:
         # with a bar and no batch_size, the command's batches (bimine.embed's 8,192 rows: for the DAN,
         # the same bytes as one call, its threads taking fixed slices of 512 rows)
         step = batch_size or (8192 if show_progress_bar else max(1, len(texts)))
-        if step >= len(texts) and not show_progress_bar:
+        try:
+            return self._batches(texts, lang, step, show_progress_bar, single)
+        except UnicodeEncodeError:
+            from bimine.errors import InputError
+
+            bad = next((i for i, t in enumerate(texts) if not _encodable(t)), None)
+            if bad is None:
+                raise
+            raise InputError(f"sentences[{bad}]: {texts[bad][:40]!r} holds a lone surrogate, which is not text "
+                             "(decode the input with errors='replace' first)") from None
+
+    def _batches(self, texts: list[str], lang: str, step: int, progress: bool, single: bool) -> np.ndarray:
+        from bimine.progress import bar
+
+        if step >= len(texts) and not progress:
             out = self._encode(texts, lang)
         else:
             out = np.empty((len(texts), self.dim), dtype=np.float32)
-            with bar(total=len(texts), unit=" sentences", desc="encode", force=show_progress_bar) as pb:
+            with bar(total=len(texts), unit=" sentences", desc="encode", enabled=progress, force=progress) as pb:
                 for i in range(0, len(texts), step):
                     out[i : i + step] = self._encode(texts[i : i + step], lang)
                     pb.update(min(step, len(texts) - i))
         return out[0] if single else out
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def as_sentences(sentences: Any) -> list[str]:

@@ -1,7 +1,7 @@
 """A user's own encoder as a bimine encoder (issue 74).
 
 Anything with ``encode(list[str]) -> array`` (the sentence-transformers shape: a SentenceTransformer,
-LaBSE, LASER's ``laser_encoders``, SONAR through a small wrapper) is accepted wherever a model is
+LaBSE; LASER's ``laser_encoders`` or SONAR through a two-line wrapper whose ``encode`` calls theirs) is accepted wherever a model is
 taken: :class:`UserEncoder` calls it, checks what comes back (one finite row per sentence, the same
 width every call) and L2-normalises the rows, as bimine's own encoders give them. Its ``model_id``
 is new for every wrapping (``user-<class>-<random>``): a cache or store made with it is never reused
@@ -18,6 +18,7 @@ process (an object cannot be sent to a Ray worker by name: refused there in one 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import uuid
@@ -69,8 +70,9 @@ class UserEncoder(Encoder):
     def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
         if not sentences and self.dim:
             return np.zeros((0, self.dim), dtype=np.float32)
+        raw = self.obj.encode(sentences)  # the user's code: its own errors are its own
         try:
-            arr = _to_array(self.obj.encode(sentences))
+            arr = _to_array(raw)
         except (TypeError, ValueError) as e:
             raise InputError(f"model {self.name}: its encode(list of {len(sentences)} str) did not give an array "
                              f"of numbers: {e}") from None
@@ -86,10 +88,30 @@ class UserEncoder(Encoder):
         return np.ascontiguousarray(arr / np.maximum(norms, 1e-12), dtype=np.float32)
 
 
+class ProtocolEncoder(Encoder):
+    """An object already in bimine's own encoder shape (``model_id``, ``dim``, ``encode(sentences,
+    lang)``: a stand-in, a plug-in's encoder) as an :class:`Encoder`: called with the language, known
+    by its own ``model_id``."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self.model_id = str(obj.model_id)
+        self.dim = int(obj.dim)
+        self.uses_language = bool(getattr(obj, "uses_language", True))
+
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        return np.asarray(self.obj.encode(sentences, lang), dtype=np.float32)
+
+
 def as_encoder(model: Any) -> Encoder:
-    """``model`` as an encoder: one of bimine's as it is, anything else with ``encode`` wrapped in a
+    """``model`` as an encoder: one of bimine's as it is; an object in bimine's encoder shape (with
+    ``model_id`` and ``dim``) called as it expects; anything else with ``encode`` wrapped in a
     :class:`UserEncoder`."""
-    return model if isinstance(model, Encoder) else UserEncoder(model)
+    if isinstance(model, Encoder):
+        return model
+    if all(hasattr(model, a) for a in ("model_id", "dim", "encode")):
+        return ProtocolEncoder(model)
+    return UserEncoder(model)
 
 
 def object_model_name(model: Any) -> str | os.PathLike | None:
@@ -99,7 +121,7 @@ def object_model_name(model: Any) -> str | os.PathLike | None:
     if model is None or isinstance(model, (str, os.PathLike)):
         return model
     enc = as_encoder(model)
-    name = OBJECT_PREFIX + enc.model_id
+    name = f"{OBJECT_PREFIX}{enc.model_id}:{uuid.uuid4().hex[:12]}"  # one a registration: two objects never share one
     _OBJECTS[name] = enc
     return name
 
@@ -125,10 +147,21 @@ def registered_object(name: str) -> Encoder:
     return enc
 
 
+@functools.lru_cache(maxsize=256)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> bytes:
+    """A file's SHA-256, once a process for the same size and time (LaBSE's 1.8 GB is read once)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").digest()
+
+
 def load_sentence_transformer(path: str, **options: Any) -> Encoder:
     """``-m st:PATH``: the local sentence-transformers model folder ``PATH`` (never downloaded), its
     ``model_id`` named by the folder's files (names, sizes, bytes)."""
     folder = Path(path)
+    unknown = sorted(set(options) - {"device"})
+    if unknown:
+        raise ConfigError(f"model st:{path}: unknown option(s) {', '.join(unknown)}; a sentence-transformers model "
+                          "takes device (default cpu)")
     if not folder.is_dir():
         raise ConfigError(f"model st:{path}: no such folder (st: takes a local sentence-transformers model folder)")
     try:
@@ -137,9 +170,9 @@ def load_sentence_transformer(path: str, **options: Any) -> Encoder:
         raise ConfigError(f"model st:{path} needs sentence-transformers: pip install 'bimine[st]'") from None
     h = hashlib.sha256()
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(folder).as_posix()}|{f.stat().st_size}|".encode())
-        with open(f, "rb") as fh:
-            h.update(hashlib.file_digest(fh, "sha256").digest())
+        meta = f.stat()
+        h.update(f"{f.relative_to(folder).as_posix()}|{meta.st_size}|".encode())
+        h.update(_file_sha256(str(f), meta.st_size, meta.st_mtime_ns))
     try:
         st = SentenceTransformer(str(folder), device=options.get("device", "cpu"), local_files_only=True)
     except (OSError, ValueError) as e:

@@ -103,12 +103,18 @@ def side_from_store(store: EmbeddingStore) -> Side:
                 store_fingerprint(store))
 
 
-def side_from_array(x: np.ndarray, valid: np.ndarray | None = None) -> Side:
+def side_from_array(x: np.ndarray, valid: np.ndarray | None = None, *, shard_rows: int | None = None) -> Side:
+    """A side held in memory; ``shard_rows``: cut into shards of that many rows, as a store of that
+    shard size is (each its own index and search, read as float32 one shard at a time)."""
     valid = np.arange(len(x), dtype=np.int64) if valid is None else np.asarray(valid, dtype=np.int64)
-    h = hashlib.sha256(np.ascontiguousarray(x).tobytes())
+    x = np.ascontiguousarray(x)
+    h = hashlib.sha256(memoryview(x).cast("B") if x.size else b"")  # the bytes as they are: no copy
     h.update(str(x.shape).encode())
     h.update(valid.tobytes())
-    return Side(len(x), x.shape[1], [(0, len(x), ArrayRows(x))], valid, "array:" + h.hexdigest())
+    step = shard_rows or max(1, len(x))
+    sources = [(a, min(step, len(x) - a), ArrayRows(x[a : a + step])) for a in range(0, len(x), step)]
+    sources = sources or [(0, 0, ArrayRows(x))]
+    return Side(len(x), x.shape[1], sources, valid, "array:" + h.hexdigest())
 
 
 def store_fingerprint(store: EmbeddingStore) -> str:

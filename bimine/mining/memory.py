@@ -39,6 +39,9 @@ Side = Iterable[str] | np.ndarray
 
 #: sentences embedded per call: the command's batch (bimine.embed), so that the DAN's vectors are its bytes
 EMBED_BATCH = 8192
+#: rows of a side searched as one shard: the command's store shards (``MineJob.shard_size``), so that a side
+#: of more rows is indexed and searched as the command's stores are (and read as float32 a shard at a time)
+SHARD_ROWS = 1_000_000
 
 
 @dataclass
@@ -77,7 +80,10 @@ def vector_side(x: np.ndarray, name: str, text: Iterable[str] | None = None) -> 
     texts = None if text is None else as_sentences(text)
     if texts is not None and len(texts) != len(x):
         raise InputError(f"{name}: {len(x)} vectors but {len(texts)} sentences beside them")
-    valid = np.flatnonzero(norms > 0).astype(np.int64)
+    keep = norms > 0
+    if texts is not None:  # a blank sentence is never mined, as with sentences alone and in the command
+        keep &= np.array([bool(t.strip()) for t in texts], dtype=bool)
+    valid = np.flatnonzero(keep).astype(np.int64)
     return MemorySide(x.astype(np.float16), texts, valid)
 
 
@@ -88,7 +94,7 @@ def text_side(data: Iterable[str], name: str, encoder: Encoder, lang: str, *, ba
     step = batch_size or EMBED_BATCH
     from bimine.progress import bar
 
-    with bar(total=len(texts), unit=" lines", desc=f"embed {name}", force=progress) as pb:
+    with bar(total=len(texts), unit=" lines", desc=f"embed {name}", enabled=progress, force=progress) as pb:
         for i in range(0, len(texts), step):
             chunk = texts[i : i + step]
             out[i : i + len(chunk)] = encoder.encode(chunk, lang).astype(np.float16)
@@ -118,6 +124,9 @@ def _sides(src: Side, tgt: Side, m: MineModels | None, langs: tuple[str, str], t
                 raise OptionError(f"{name}: sentences need a model to embed them")
             sides.append(text_side(data, name, m.encoder, lang, batch_size=batch_size, progress=progress))
     x, y = sides
+    if is_vectors(src) != is_vectors(tgt):
+        log.warning(f"{'src' if is_vectors(src) else 'tgt'} is given as vectors and the other side is embedded by "
+                    "the model: mine them together only if the vectors come from that same model")
     if x.vectors.shape[1] != y.vectors.shape[1]:
         raise InputError(f"src and tgt vectors differ in width ({x.vectors.shape[1]} and {y.vectors.shape[1]}): "
                          "both sides must come from the same model")
@@ -187,7 +196,8 @@ def mine_memory(src: Side, tgt: Side, cfg: MineConfig, *, model: Any = "default"
     report.src_blank, report.tgt_blank = len(x.vectors) - len(x.valid), len(y.vectors) - len(y.valid)
     rescorer = m.rescorer if m is not None else None
     search_cfg = replace(cfg, threshold=None) if rescorer is not None else cfg
-    found = mine_sides(side_from_array(x.vectors, x.valid), side_from_array(y.vectors, y.valid), search_cfg,
+    found = mine_sides(side_from_array(x.vectors, x.valid, shard_rows=SHARD_ROWS),
+                       side_from_array(y.vectors, y.valid, shard_rows=SHARD_ROWS), search_cfg,
                        progress=progress, report=report, knn_features=rescorer is not None)
     mined = Mined(found[0], found[1], found[2], knn=found[3] if rescorer is not None else None)
     drop_pairs(cfg, mined, {"src": x, "tgt": y}, "strict", report)

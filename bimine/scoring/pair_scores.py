@@ -42,6 +42,12 @@ def embed(encoder, texts: list[str], lang: str) -> np.ndarray:
     return emb
 
 
+def clear_embed_cache() -> None:
+    """Let go of the last blocks' encoder, texts and vectors (a library call's end: a user's model is
+    not kept alive by bimine)."""
+    _EMBED_CACHE.clear()
+
+
 @dataclass
 class CosineScore(PairFilter):
     """Score: cosine of the two sides' embeddings (``encoder``, unit-norm rows); no threshold
