@@ -198,6 +198,9 @@ def test_mine_bad_vectors_are_bimine_errors(enc):
         bimine.mine(np.ones((3, 4), np.float32), np.ones((3, 4), np.float32), model=None, dedupe=True)
     with pytest.raises(bimine.BimineError, match="not for given vectors"):
         bimine.mine(enc.encode(["a b c"]), ["a b c"], confidence=True)
+    said = []
+    bimine.mine(enc.encode(lines("sample.en")[:20]), lines("sample.fr")[:20], warn=said.append)
+    assert any("src is given as vectors and the other side is embedded by the model" in w for w in said)
 
 
 # --------------------------------------------------------------------------- align, filter, documents

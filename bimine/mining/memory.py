@@ -112,7 +112,7 @@ class MemoryMined:
 
 
 def _sides(src: Side, tgt: Side, m: MineModels | None, langs: tuple[str, str], texts: tuple, *,
-           batch_size: int | None, progress: bool) -> tuple[MemorySide, MemorySide]:
+           batch_size: int | None, progress: bool, warn: Callable[[str], None]) -> tuple[MemorySide, MemorySide]:
     sides = []
     for data, name, lang, text in zip((src, tgt), ("src", "tgt"), langs, texts):
         if is_vectors(data):
@@ -125,8 +125,8 @@ def _sides(src: Side, tgt: Side, m: MineModels | None, langs: tuple[str, str], t
             sides.append(text_side(data, name, m.encoder, lang, batch_size=batch_size, progress=progress))
     x, y = sides
     if is_vectors(src) != is_vectors(tgt):
-        log.warning(f"{'src' if is_vectors(src) else 'tgt'} is given as vectors and the other side is embedded by "
-                    "the model: mine them together only if the vectors come from that same model")
+        warn(f"warning: {'src' if is_vectors(src) else 'tgt'} is given as vectors and the other side is embedded by "
+             "the model: mine them together only if the vectors come from that same model")
     if x.vectors.shape[1] != y.vectors.shape[1]:
         raise InputError(f"src and tgt vectors differ in width ({x.vectors.shape[1]} and {y.vectors.shape[1]}): "
                          "both sides must come from the same model")
@@ -190,7 +190,7 @@ def mine_memory(src: Side, tgt: Side, cfg: MineConfig, *, model: Any = "default"
         if lang is not None and not is_vectors(d)]
     with LanguageChecks(checks, warn=warn):  # the command's check of each side's language, on the sentences
         x, y = _sides(src, tgt, m, (normalize_lang(langs[0]), normalize_lang(langs[1])), texts,
-                      batch_size=batch_size, progress=progress)
+                      batch_size=batch_size, progress=progress, warn=warn)
     report = MineReport()
     report.src_sentences, report.tgt_sentences = len(x.vectors), len(y.vectors)
     report.src_blank, report.tgt_blank = len(x.vectors) - len(x.valid), len(y.vectors) - len(y.valid)
