@@ -18,6 +18,7 @@ timed with the run: it is what the user waits for).
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -29,21 +30,17 @@ import numpy as np
 from benchmarks.harness import Bench
 from benchmarks.pool_retrieval import NTREX, english_pool
 from bimine.langs import normalize_lang
+from bimine.scoring.logistic import best_f1_threshold
 from bimine.text.io import read_lines
 
 WORK = ".bench/adapt_mining"
 
 
 def best_f1(scores: np.ndarray, right: np.ndarray, n_gold: int) -> dict:
-    """P, R, F1 at the score threshold with the best F1 (pairs at or above it kept)."""
-    order = np.argsort(-scores, kind="stable")
-    hits = np.cumsum(right[order])
-    kept = np.arange(1, len(order) + 1)
-    p, r = hits / kept, hits / n_gold
-    f = np.where(p + r > 0, 2 * p * r / np.maximum(p + r, 1e-12), 0)
-    i = int(np.argmax(f)) if len(f) else 0
-    return {"P": float(p[i]) if len(f) else 0.0, "R": float(r[i]) if len(f) else 0.0,
-            "F1": float(f[i]) if len(f) else 0.0, "threshold": float(scores[order][i]) if len(f) else None}
+    """P, R, F1 at the score threshold with the best F1 (pairs at or above it kept; recall of the
+    ``n_gold`` gold pairs): :func:`bimine.scoring.logistic.best_f1_threshold`, as a record."""
+    t, p, r, f = best_f1_threshold(scores, right, n_gold)
+    return {"P": p, "R": r, "F1": f, "threshold": t if math.isfinite(t) else None}
 
 
 def main() -> int:

@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from bimine.encoders.registry import load_encoder as load_named
 from bimine.encoders.user import as_encoder
 from bimine.errors import BimineError, InputError, OptionError
 from bimine.index.faiss_index import IndexConfig
-from bimine.mining.memory import mine_memory
+from bimine.mining.memory import MemoryJob, mine_memory
 from bimine.mining.spec import MineConfig
 
 log = logging.getLogger("bimine")
@@ -113,9 +114,9 @@ def mine(src: SideInput, tgt: SideInput, *, model: Model = "default", src_lang: 
     k, threshold, min_chars = (_plain(v) for v in (k, threshold, min_chars))  # NumPy scalars as Python's
     cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold, index=IndexConfig(factory=index),
                      dedupe=dedupe, drop_copies=drop_copies, min_chars=min_chars)
-    return mine_memory(src, tgt, cfg, model=model, src_lang=src_lang, tgt_lang=tgt_lang, src_text=src_text,
-                       tgt_text=tgt_text, rescore=rescore, confidence=confidence, batch_size=batch_size,
-                       progress=show_progress_bar, warn=warn).pairs
+    job = MemoryJob(cfg, model=model, src_lang=src_lang, tgt_lang=tgt_lang, rescore=rescore, confidence=confidence,
+                    batch_size=batch_size, progress=show_progress_bar)
+    return mine_memory(src, tgt, job, src_text=src_text, tgt_text=tgt_text, warn=warn).pairs
 
 
 @contextmanager
@@ -194,13 +195,14 @@ def _read_scored(path: str, text: tuple[str, ...] = ("src", "tgt", "reason"),
     return out
 
 
-def _run_pairs(pairs: Any, warn: Callable[[str], None] | None, make_job: Callable[..., Any],
-               langs: tuple[str | None, str | None]) -> list[dict[str, Any]]:
-    """Write ``pairs`` as two line-aligned files, run the job ``make_job(src=, tgt=, output=)``
-    builds (the command's), read back its rows. ``langs``: needed, as the command's --src-lang and
-    --tgt-lang are."""
+def _run_pairs(pairs: Any, make_job: Callable[..., Any], *, src_lang: str | None, tgt_lang: str | None,
+               model: Model, progress: bool, warn: Callable[[str], None] | None) -> list[dict[str, Any]]:
+    """Write ``pairs`` as two line-aligned files, run the job that ``make_job`` (the command's job
+    object, its own options bound) builds for them, with the languages, model and bar every one of
+    these commands takes, and read back its rows. The languages are needed, as the command's
+    --src-lang and --tgt-lang are."""
     src, tgt = _pair_columns(pairs)
-    missing = [n for n, lang in zip(("src_lang", "tgt_lang"), langs) if lang is None]
+    missing = [n for n, lang in (("src_lang", src_lang), ("tgt_lang", tgt_lang)) if lang is None]
     if missing:
         raise OptionError(f"{' and '.join(missing)} needed: the filters check each side's language (as "
                           "--src-lang/--tgt-lang on the command line)")
@@ -220,8 +222,9 @@ def _run_pairs(pairs: Any, warn: Callable[[str], None] | None, make_job: Callabl
         say = warn
         try:
             with _named(names):
-                outcome = run_filter(make_job(src=paths["src"], tgt=paths["tgt"], output=out),
-                                     warn=lambda line: say(_renamed(line, names)))
+                job = make_job(src=paths["src"], tgt=paths["tgt"], output=out, src_lang=src_lang, tgt_lang=tgt_lang,
+                               model=model, progress=progress)
+                outcome = run_filter(job, warn=lambda line: say(_renamed(line, names)))
         finally:
             clear_embed_cache()  # the last blocks' vectors, and the model that made them, are let go
         for line in outcome.result.warnings:
@@ -252,11 +255,11 @@ def filter_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | Non
     ``report``: an HTML report written there)."""
     from bimine.filtering.job import FilterJob
 
-    return _run_pairs(pairs, warn, lambda **io: FilterJob(
-        **io, src_lang=src_lang, tgt_lang=tgt_lang, model=model, rules=rules, config=config,
-        classifiers=list(classifiers), no_model=no_model, threshold=threshold, top_fraction=top_fraction,
-        token_budget=token_budget, normalize=normalize, report=report, workers=_workers(model, workers),
-        progress=show_progress_bar, filtering=True), (src_lang, tgt_lang))
+    job = partial(FilterJob, rules=rules, config=config, classifiers=list(classifiers), no_model=no_model,
+                  threshold=threshold, top_fraction=top_fraction, token_budget=token_budget, normalize=normalize,
+                  report=report, workers=_workers(model, workers), filtering=True)
+    return _run_pairs(pairs, job, src_lang=src_lang, tgt_lang=tgt_lang, model=model, progress=show_progress_bar,
+                      warn=warn)
 
 
 def score_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None = None, model: Model = "default",
@@ -267,10 +270,10 @@ def score_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None
     in input order, ``src``, ``tgt``, each score and the combined ``score`` (higher is cleaner)."""
     from bimine.filtering.job import FilterJob
 
-    return _run_pairs(pairs, warn, lambda **io: FilterJob(
-        **io, src_lang=src_lang, tgt_lang=tgt_lang, model=model, rules=rules, config=config,
-        classifiers=list(classifiers), no_model=no_model, workers=_workers(model, workers), progress=show_progress_bar,
-        filtering=False), (src_lang, tgt_lang))
+    job = partial(FilterJob, rules=rules, config=config, classifiers=list(classifiers), no_model=no_model,
+                  workers=_workers(model, workers), filtering=False)
+    return _run_pairs(pairs, job, src_lang=src_lang, tgt_lang=tgt_lang, model=model, progress=show_progress_bar,
+                      warn=warn)
 
 
 def divergence(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None = None,
@@ -281,9 +284,8 @@ def divergence(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None 
     meaning)."""
     from bimine.filtering.job import divergence_job
 
-    return _run_pairs(pairs, warn, lambda **io: divergence_job(
-        io.pop("output"), divergence_model=divergence_model, keep=None, src_lang=src_lang, tgt_lang=tgt_lang,
-        model=model, progress=show_progress_bar, **io), (src_lang, tgt_lang))
+    return _run_pairs(pairs, partial(divergence_job, divergence_model=divergence_model, keep=None), src_lang=src_lang,
+                      tgt_lang=tgt_lang, model=model, progress=show_progress_bar, warn=warn)
 
 
 def select(pairs: Any, keep: float, *, src_lang: str | None = None, tgt_lang: str | None = None,
@@ -293,9 +295,8 @@ def select(pairs: Any, keep: float, *, src_lang: str | None = None, tgt_lang: st
     as :func:`divergence` gives, with ``keep`` and ``reason``."""
     from bimine.filtering.job import divergence_job
 
-    return _run_pairs(pairs, warn, lambda **io: divergence_job(
-        io.pop("output"), divergence_model=divergence_model, keep=keep, src_lang=src_lang, tgt_lang=tgt_lang,
-        model=model, progress=show_progress_bar, **io), (src_lang, tgt_lang))
+    return _run_pairs(pairs, partial(divergence_job, divergence_model=divergence_model, keep=keep), src_lang=src_lang,
+                      tgt_lang=tgt_lang, model=model, progress=show_progress_bar, warn=warn)
 
 
 # --------------------------------------------------------------------------- documents

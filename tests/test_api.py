@@ -302,12 +302,12 @@ def test_a_side_is_searched_in_the_commands_shards(monkeypatch, tmp_path):
     run_mine(MineJob(src=str(EX / "sample.en"), tgt=str(EX / "sample.fr"), output=str(out), src_lang="en",
                      tgt_lang="fr", shard_size=100, mine={"index": index}, progress=False))
     cmd = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
-    cfg = MineConfig(index=index)
+    job = memory.MemoryJob(MineConfig(index=index), src_lang="en", tgt_lang="fr")
     en, fr = lines("sample.en"), lines("sample.fr")
     monkeypatch.setattr(memory, "SHARD_ROWS", 100)
-    assert rows(memory.mine_memory(en, fr, cfg, src_lang="en", tgt_lang="fr").pairs) == cmd
+    assert rows(memory.mine_memory(en, fr, job).pairs) == cmd
     monkeypatch.setattr(memory, "SHARD_ROWS", 1000)
-    assert rows(memory.mine_memory(en, fr, cfg, src_lang="en", tgt_lang="fr").pairs) != cmd
+    assert rows(memory.mine_memory(en, fr, job).pairs) != cmd
 
 
 def test_review_refusals_and_conveniences(enc, monkeypatch, capsys):
@@ -352,3 +352,22 @@ def test_a_users_model_is_let_go_after_filtering(enc):
     del stand
     gc.collect()
     assert ref() is None
+
+
+def test_score_divergence_and_select_give_the_commands_columns(tmp_path):
+    src = tmp_path / "d.tsv"
+    src.write_text("\n".join(lines("dev.en-fr.tsv")[:21]) + "\n", encoding="utf-8")
+    pairs = [tuple(line.split("\t")[:2]) for line in lines("dev.en-fr.tsv")[:21]]
+    for command, call in (("score", lambda: bimine.score_pairs(pairs, src_lang="en", tgt_lang="fr")),
+                          ("divergence", lambda: bimine.divergence(pairs, src_lang="en", tgt_lang="fr")),
+                          ("select", lambda: bimine.select(pairs, 0.5, src_lang="en", tgt_lang="fr"))):
+        out = tmp_path / f"{command}.tsv"
+        run(command, src, "--src-lang", "en", "--tgt-lang", "fr", "-o", out, "--no-progress",
+            *(["--keep", "0.5"] if command == "select" else []))
+        cmd = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+        got = call()
+        assert list(got[0]) == cmd[0] and len(got) == len(cmd) - 1 == 21
+        for r, c in zip(got, cmd[1:]):
+            assert r["score"] == pytest.approx(float(c[cmd[0].index("score")]), abs=1e-6)
+            if command == "select":
+                assert r["keep"] == (c[cmd[0].index("keep")] == "1")

@@ -269,11 +269,7 @@ def run_align(job: AlignJob, *, warn: Callable[[str], None] | None = None,
         if job.tsv is not None or job.tsv_all:
             write_aligned_tsv(job.tsv if name is None else os.path.join(job.output, name + ".tsv"), a, s, t)
         bar.clear()
-        for line in no_text_warnings(a, src_path, tgt_path):
-            warn(line)
-        skipped = mostly_skipped_warning(a, src_path, tgt_path) or unrelated_warning(a, src_path, tgt_path)
-        if skipped:
-            warn(skipped)
+        warn_about(a, src_path, tgt_path, warn)
         say(f"{name or shown(out)}: " + summary(a, time.perf_counter() - t0))
     bar.close()
     if len(pairs) > 1:
@@ -290,12 +286,18 @@ def align_in_memory(job: AlignJob, src: list[str], tgt: list[str], *, warn: Call
     with progress_bar(total=0, unit=" text", desc="embedding runs of sentences", enabled=job.progress,
                       force=job.progress) as bar:
         a = aligner.align(src, tgt, src_lang, tgt_lang, progress=bar)
-    for line in no_text_warnings(a, job.src, job.tgt):
+    warn_about(a, job.src, job.tgt, warn)
+    return a
+
+
+def warn_about(a: Alignment, src: str, tgt: str, warn: Callable[[str], None]) -> None:
+    """The warnings of one aligned pair: sides with no text, and an alignment mostly skipped or no
+    closer than unrelated sentences."""
+    for line in no_text_warnings(a, src, tgt):
         warn(line)
-    skipped = mostly_skipped_warning(a, job.src, job.tgt) or unrelated_warning(a, job.src, job.tgt)
+    skipped = mostly_skipped_warning(a, src, tgt) or unrelated_warning(a, src, tgt)
     if skipped:
         warn(skipped)
-    return a
 
 
 def _align_doc_pairs(job: AlignJob, warn, say) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from bimine.diskcache import file_digest
 from bimine.encoders.base import Encoder
 from bimine.errors import ConfigError, InputError
 
@@ -148,10 +149,10 @@ def registered_object(name: str) -> Encoder:
 
 
 @functools.lru_cache(maxsize=256)
-def _file_sha256(path: str, size: int, mtime_ns: int) -> bytes:
-    """A file's SHA-256, once a process for the same size and time (LaBSE's 1.8 GB is read once)."""
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").digest()
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """:func:`bimine.diskcache.file_digest`, once a process for the same size and time (LaBSE's 1.8 GB
+    is read once)."""
+    return file_digest(path)
 
 
 def load_sentence_transformer(path: str, **options: Any) -> Encoder:
@@ -172,7 +173,7 @@ def load_sentence_transformer(path: str, **options: Any) -> Encoder:
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
         meta = f.stat()
         h.update(f"{f.relative_to(folder).as_posix()}|{meta.st_size}|".encode())
-        h.update(_file_sha256(str(f), meta.st_size, meta.st_mtime_ns))
+        h.update(_file_sha256(str(f), meta.st_size, meta.st_mtime_ns).encode())
     try:
         st = SentenceTransformer(str(folder), device=options.get("device", "cpu"), local_files_only=True)
     except (OSError, ValueError) as e:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 import numpy as np
 
+from bimine.embed import embed_lines
 from bimine.encoders.base import Encoder, as_sentences
 from bimine.encoders.languages import resolve_lang
 from bimine.errors import InputError, OptionError
@@ -29,6 +30,7 @@ from bimine.langs import normalize_lang
 from bimine.mining.job import MineModels, load_mine_models
 from bimine.mining.pipeline import Mined, MineReport, apply_rescorer, drop_pairs, mine_sides
 from bimine.mining.spec import MineConfig
+from bimine.progress import bar
 from bimine.scoring.calibration import Calibration
 from bimine.text.langcheck import LanguageChecks
 
@@ -91,14 +93,11 @@ def text_side(data: Iterable[str], name: str, encoder: Encoder, lang: str, *, ba
     """A side of sentences, embedded in the command's batches (blank ones are never mined)."""
     texts = as_sentences(data)
     out = np.empty((len(texts), encoder.dim), dtype=np.float16)
-    step = batch_size or EMBED_BATCH
-    from bimine.progress import bar
-
+    row = 0
     with bar(total=len(texts), unit=" lines", desc=f"embed {name}", enabled=progress, force=progress) as pb:
-        for i in range(0, len(texts), step):
-            chunk = texts[i : i + step]
-            out[i : i + len(chunk)] = encoder.encode(chunk, lang).astype(np.float16)
-            pb.update(len(chunk))
+        for emb in embed_lines(encoder, texts, lang, batch_size=batch_size or EMBED_BATCH, progress=pb):
+            out[row : row + len(emb)] = emb  # the command's batches, kept in float16 as its stores keep them
+            row += len(emb)
     valid = np.array([n for n, t in enumerate(texts) if t.strip()], dtype=np.int64)
     return MemorySide(out, texts, valid)
 
@@ -162,27 +161,45 @@ def _check_request(src: Side, tgt: Side, model: Any, cfg: MineConfig, *, rescore
         raise OptionError("model=None takes vectors only; give a model to embed the sentences")
 
 
-def mine_memory(src: Side, tgt: Side, cfg: MineConfig, *, model: Any = "default", src_lang: str | None = None,
-                tgt_lang: str | None = None, src_text: Iterable[str] | None = None,
-                tgt_text: Iterable[str] | None = None, rescore: str | None = None,
-                trained_threshold: bool = False, confidence: bool = False, calibration: str | None = None,
-                batch_size: int | None = None, progress: bool = False,
-                warn: Callable[[str], None] | None = None) -> MemoryMined:
-    """Mine ``src`` against ``tgt`` (sentences or vectors each: module docstring) with ``cfg``; the
-    pairs best first as records ``score``, ``src_index``, ``tgt_index`` (0-based), ``src``, ``tgt``
-    (None where only vectors were given), ``confidence`` (with ``confidence``), ``margin`` (the
-    mining score, with ``rescore``, whose probability is then the score)."""
+@dataclass(frozen=True)
+class MemoryJob:
+    """What in-memory mining is asked besides its two sides (:func:`bimine.mine`'s options):
+    ``cfg`` the mining settings; ``model`` a name, an encoder object, or None (both sides vectors);
+    the sides' languages; ``rescore``, ``trained_threshold``, ``confidence`` and ``calibration`` as
+    :class:`~bimine.mining.spec.MineJob` has them; ``batch_size`` sentences per call of the model
+    (None: :data:`EMBED_BATCH`); ``progress`` bars."""
+
+    cfg: MineConfig = field(default_factory=MineConfig)
+    model: Any = "default"
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    rescore: str | None = None
+    trained_threshold: bool = False
+    confidence: bool = False
+    calibration: str | None = None
+    batch_size: int | None = None
+    progress: bool = False
+
+
+def mine_memory(src: Side, tgt: Side, job: MemoryJob, *, src_text: Iterable[str] | None = None,
+                tgt_text: Iterable[str] | None = None, warn: Callable[[str], None] | None = None) -> MemoryMined:
+    """Mine ``src`` against ``tgt`` (sentences or vectors each: module docstring) as ``job`` asks;
+    the pairs best first as records ``score``, ``src_index``, ``tgt_index`` (0-based), ``src``,
+    ``tgt`` (None where only vectors were given), ``confidence`` (with ``confidence``), ``margin``
+    (the mining score, with ``rescore``, whose probability is then the score)."""
     warn = warn or log.warning
+    cfg, model, src_lang, tgt_lang, progress = job.cfg, job.model, job.src_lang, job.tgt_lang, job.progress
     src, tgt = (d if is_vectors(d) else as_sentences(d) for d in (src, tgt))  # a generator is read once, here
     texts = (src_text, tgt_text)
-    _check_request(src, tgt, model, cfg, rescore=rescore, confidence=confidence, texts=texts)
+    _check_request(src, tgt, model, cfg, rescore=job.rescore, confidence=job.confidence, texts=texts)
     for lang in (src_lang, tgt_lang):
         if lang is not None:
             normalize_lang(lang)  # a bad code fails before any work, as --src-lang xx does
     m, langs = None, ("und", "und")
     if model is not None:
-        m = load_mine_models(model, [src_lang, tgt_lang], cfg, rescore=rescore, trained_threshold=trained_threshold,
-                             confidence=confidence, calibration=calibration, warn=warn)
+        m = load_mine_models(model, [src_lang, tgt_lang], cfg, rescore=job.rescore,
+                             trained_threshold=job.trained_threshold, confidence=job.confidence,
+                             calibration=job.calibration, warn=warn)
         cfg = m.cfg
         langs = (resolve_lang(m.encoder, src_lang, "src_lang"), resolve_lang(m.encoder, tgt_lang, "tgt_lang"))
     checks: list[tuple[Any, str, str, int | None]] = [
@@ -190,7 +207,7 @@ def mine_memory(src: Side, tgt: Side, cfg: MineConfig, *, model: Any = "default"
         if lang is not None and not is_vectors(d)]
     with LanguageChecks(checks, warn=warn):  # the command's check of each side's language, on the sentences
         x, y = _sides(src, tgt, m, (normalize_lang(langs[0]), normalize_lang(langs[1])), texts,
-                      batch_size=batch_size, progress=progress, warn=warn)
+                      batch_size=job.batch_size, progress=progress, warn=warn)
     report = MineReport()
     report.src_sentences, report.tgt_sentences = len(x.vectors), len(y.vectors)
     report.src_blank, report.tgt_blank = len(x.vectors) - len(x.valid), len(y.vectors) - len(y.valid)
