@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -84,13 +84,84 @@ def load_encoder(model: Model = "default", *, langs: Sequence[str] | None = None
     return load_for_languages(enc, codes, "embed", warn=log.warning) if codes else enc
 
 
+class MineOptions(TypedDict, total=False):
+    """:func:`mine`'s options (the command's, and the in-memory ones), each optional."""
+
+    k: int
+    score: str
+    strategy: str
+    threshold: float | None
+    index: str
+    rescore: str | None
+    confidence: bool
+    dedupe: bool
+    drop_copies: bool
+    min_chars: int
+    src_text: Iterable[str] | None
+    tgt_text: Iterable[str] | None
+    batch_size: int | None
+    show_progress_bar: bool
+    warn: Callable[[str], None] | None
+
+
+MINE_DEFAULTS: MineOptions = {"k": 4, "score": "eq9", "strategy": "max", "threshold": None, "index": "auto",
+                              "rescore": None, "confidence": False, "dedupe": False, "drop_copies": False,
+                              "min_chars": 0, "src_text": None, "tgt_text": None, "batch_size": None,
+                              "show_progress_bar": False, "warn": None}
+
+
+class AlignOptions(TypedDict, total=False):
+    """:func:`align`'s options (the command's), each optional."""
+
+    method: str
+    max_side: int | None
+    max_total: int | None
+    overlaps: str
+    length_weight: float | None
+    token_weight: float | None
+    show_progress_bar: bool
+    warn: Callable[[str], None] | None
+
+
+ALIGN_DEFAULTS: AlignOptions = {"method": "two-pass", "max_side": None, "max_total": None, "overlaps": "joined",
+                                "length_weight": None, "token_weight": None, "show_progress_bar": False,
+                                "warn": None}
+
+
+class FilterOptions(TypedDict, total=False):
+    """:func:`filter_pairs`'s options (the command's), each optional."""
+
+    rules: str
+    config: str | None
+    classifiers: Sequence[str]
+    no_model: bool
+    threshold: float | None
+    top_fraction: float | None
+    token_budget: int | None
+    normalize: bool
+    report: str | None
+    workers: int | str
+    show_progress_bar: bool
+    warn: Callable[[str], None] | None
+
+
+FILTER_DEFAULTS: FilterOptions = {"rules": "default", "config": None, "classifiers": (), "no_model": False,
+                                  "threshold": None, "top_fraction": None, "token_budget": None,
+                                  "normalize": False, "report": None, "workers": "auto",
+                                  "show_progress_bar": False, "warn": None}
+
+
+def _options(given: Mapping[str, Any], defaults: Mapping[str, Any], function: str) -> dict[str, Any]:
+    """``given`` over ``defaults``; a name not among them is an :class:`OptionError` naming the
+    ones there are (as an unknown option of the command is)."""
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise OptionError(f"{function}: unknown option(s) {', '.join(unknown)}; its options: {', '.join(defaults)}")
+    return {**defaults, **given}
+
+
 def mine(src: SideInput, tgt: SideInput, *, model: Model = "default", src_lang: str | None = None,
-         tgt_lang: str | None = None, k: int = 4, score: str = "eq9", strategy: str = "max",
-         threshold: float | None = None, index: str = "auto", rescore: str | None = None,
-         confidence: bool = False, dedupe: bool = False, drop_copies: bool = False, min_chars: int = 0,
-         src_text: Iterable[str] | None = None, tgt_text: Iterable[str] | None = None,
-         batch_size: int | None = None, show_progress_bar: bool = False,
-         warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+         tgt_lang: str | None = None, **options: Unpack[MineOptions]) -> list[dict[str, Any]]:
     """Mine translation pairs between ``src`` and ``tgt``, as ``bimine mine`` does: the same pairs,
     scores and order as the command gives on the same sentences.
 
@@ -111,12 +182,13 @@ def mine(src: SideInput, tgt: SideInput, *, model: Model = "default", src_lang: 
     ``batch_size``: sentences per call of the model (default: the command's 8,192; with the shipped
     model a multiple of 512 gives the command's bytes, any other size differs in the last bits).
     """
-    k, threshold, min_chars = (_plain(v) for v in (k, threshold, min_chars))  # NumPy scalars as Python's
-    cfg = MineConfig(k=k, score=score, strategy=strategy, threshold=threshold, index=IndexConfig(factory=index),
-                     dedupe=dedupe, drop_copies=drop_copies, min_chars=min_chars)
-    job = MemoryJob(cfg, model=model, src_lang=src_lang, tgt_lang=tgt_lang, rescore=rescore, confidence=confidence,
-                    batch_size=batch_size, progress=show_progress_bar)
-    return mine_memory(src, tgt, job, src_text=src_text, tgt_text=tgt_text, warn=warn).pairs
+    o = _options(options, MINE_DEFAULTS, "mine")
+    cfg = MineConfig(k=_plain(o["k"]), score=o["score"], strategy=o["strategy"], threshold=_plain(o["threshold"]),
+                     index=IndexConfig(factory=o["index"]), dedupe=o["dedupe"], drop_copies=o["drop_copies"],
+                     min_chars=_plain(o["min_chars"]))  # NumPy scalars as the Python numbers they hold
+    job = MemoryJob(cfg, model=model, src_lang=src_lang, tgt_lang=tgt_lang, rescore=o["rescore"],
+                    confidence=o["confidence"], batch_size=o["batch_size"], progress=o["show_progress_bar"])
+    return mine_memory(src, tgt, job, src_text=o["src_text"], tgt_text=o["tgt_text"], warn=o["warn"]).pairs
 
 
 @contextmanager
@@ -241,11 +313,7 @@ def _workers(model: Model, workers: int | str) -> int | str:
 
 
 def filter_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None = None, model: Model = "default",
-                 rules: str = "default", config: str | None = None, classifiers: Sequence[str] = (),
-                 no_model: bool = False, threshold: float | None = None, top_fraction: float | None = None,
-                 token_budget: int | None = None, normalize: bool = False, report: str | None = None,
-                 workers: int | str = "auto", show_progress_bar: bool = False,
-                 warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                 **options: Unpack[FilterOptions]) -> list[dict[str, Any]]:
     """Score and decide on each pair as ``bimine filter`` does: one dict per pair, in input order,
     with ``src``, ``tgt``, every score the pipeline computed, the combined ``score`` (higher is
     cleaner), ``keep`` (a bool) and ``reason`` (the first failing filter; "" for a kept pair) --
@@ -255,11 +323,13 @@ def filter_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | Non
     ``report``: an HTML report written there)."""
     from bimine.filtering.job import FilterJob
 
-    job = partial(FilterJob, rules=rules, config=config, classifiers=list(classifiers), no_model=no_model,
-                  threshold=threshold, top_fraction=top_fraction, token_budget=token_budget, normalize=normalize,
-                  report=report, workers=_workers(model, workers), filtering=True)
-    return _run_pairs(pairs, job, src_lang=src_lang, tgt_lang=tgt_lang, model=model, progress=show_progress_bar,
-                      warn=warn)
+    o = _options(options, FILTER_DEFAULTS, "filter_pairs")
+    job = partial(FilterJob, rules=o["rules"], config=o["config"], classifiers=list(o["classifiers"]),
+                  no_model=o["no_model"], threshold=o["threshold"], top_fraction=o["top_fraction"],
+                  token_budget=o["token_budget"], normalize=o["normalize"], report=o["report"],
+                  workers=_workers(model, o["workers"]), filtering=True)
+    return _run_pairs(pairs, job, src_lang=src_lang, tgt_lang=tgt_lang, model=model,
+                      progress=o["show_progress_bar"], warn=o["warn"])
 
 
 def score_pairs(pairs: Any, *, src_lang: str | None = None, tgt_lang: str | None = None, model: Model = "default",
@@ -301,10 +371,7 @@ def select(pairs: Any, keep: float, *, src_lang: str | None = None, tgt_lang: st
 
 # --------------------------------------------------------------------------- documents
 def align(src_lines: Iterable[str], tgt_lines: Iterable[str], *, src_lang: str | None = None,
-          tgt_lang: str | None = None, model: Model = "default", method: str = "two-pass",
-          max_side: int | None = None, max_total: int | None = None, overlaps: str = "joined",
-          length_weight: float | None = None, token_weight: float | None = None,
-          show_progress_bar: bool = False, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+          tgt_lang: str | None = None, model: Model = "default", **options: Unpack[AlignOptions]) -> list[dict[str, Any]]:
     """Align the sentences of one document pair as ``bimine align`` does: its beads in order, each a
     dict ``src`` and ``tgt`` (the 0-based sentence numbers of each side: one side empty for an
     insertion or deletion), ``cost`` (lower is better) and ``src_text`` / ``tgt_text`` (the
@@ -312,10 +379,11 @@ def align(src_lines: Iterable[str], tgt_lines: Iterable[str], *, src_lang: str |
     from bimine.documents.job import AlignJob, align_in_memory
 
     src, tgt = as_sentences(src_lines), as_sentences(tgt_lines)
+    o = _options(options, ALIGN_DEFAULTS, "align")
     job = AlignJob(output="", src="src", tgt="tgt", src_lang=src_lang, tgt_lang=tgt_lang, model=model,
-                   method=method, max_side=max_side, max_total=max_total, overlaps=overlaps,
-                   length_weight=length_weight, token_weight=token_weight, progress=show_progress_bar)
-    a = align_in_memory(job, src, tgt, warn=warn or log.warning)
+                   method=o["method"], max_side=o["max_side"], max_total=o["max_total"], overlaps=o["overlaps"],
+                   length_weight=o["length_weight"], token_weight=o["token_weight"], progress=o["show_progress_bar"])
+    a = align_in_memory(job, src, tgt, warn=o["warn"] or log.warning)
     return [{"src": list(b.src), "tgt": list(b.tgt), "cost": float(b.cost),
              "src_text": " ".join(src[i].strip() for i in b.src), "tgt_text": " ".join(tgt[j].strip() for j in b.tgt)}
             for b in a.beads]

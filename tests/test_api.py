@@ -371,3 +371,12 @@ def test_score_divergence_and_select_give_the_commands_columns(tmp_path):
             assert r["score"] == pytest.approx(float(c[cmd[0].index("score")]), abs=1e-6)
             if command == "select":
                 assert r["keep"] == (c[cmd[0].index("keep")] == "1")
+
+
+def test_an_unknown_option_is_a_bimine_error_naming_the_options():
+    with pytest.raises(bimine.BimineError, match=r"mine: unknown option\(s\) thresold; its options: k, score"):
+        bimine.mine(["a"], ["b"], thresold=1.2)
+    with pytest.raises(bimine.BimineError, match=r"align: unknown option\(s\) metod"):
+        bimine.align(["a"], ["b"], metod="vecalign")
+    with pytest.raises(bimine.BimineError, match=r"filter_pairs: unknown option\(s\) rule;"):
+        bimine.filter_pairs([("a", "b")], src_lang="en", tgt_lang="fr", rule="none")
