@@ -98,8 +98,8 @@ def khmer_lines(shared_data: Path, n: int) -> list[str]:
         return [line.rstrip("\n") for line in itertools.islice(fh, n)]
 
 
-def small_job(text: Path, out: Path, **kw) -> A.AdaptJob:
-    return A.AdaptJob(text=str(text), lang="km", output=str(out), sample=40, steps=30, fragments_per_line=3,
+def small_job(text: Path, out: Path, lang: str = "km", **kw) -> A.AdaptJob:
+    return A.AdaptJob(text=str(text), lang=lang, output=str(out), sample=40, steps=30, fragments_per_line=3,
                       batch_size=16, progress=False, **kw)
 
 
@@ -256,3 +256,32 @@ def test_an_adapted_model_takes_its_base_models_heads_and_no_others(adapted, shi
 
     with pytest.raises(ConfigError, match="trained on embeddings of"):
         Calibration.for_encoder(Other(), folder / "calibration.safetensors")
+
+
+def test_a_zawgyi_burmese_text_trains_the_rows_its_unicode_reading_uses(shared_data, tmp_path, monkeypatch):
+    """The encoders read a Zawgyi line as its Unicode text; adaptation once featurized the lines as
+    written, so it trained rows that encoding never looked up and a Zawgyi side did not move."""
+    from bimine.text.zawgyi import is_zawgyi, to_unicode
+
+    f = shared_data / "dev/ntrex128/NTREX-128/newstest2019-ref.mya.txt.gz"
+    with gzip.open(f, "rt", encoding="utf-8") as fh:
+        lines = [line.rstrip("\n") for line in itertools.islice(fh, 60)]
+    assert sum(map(is_zawgyi, lines)) >= 55  # NTREX's Myanmar is written in Zawgyi
+    text = tmp_path / "my.txt"
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    seen: list[str] = []
+
+    def teacher(self, texts, lang):
+        seen.extend(texts)
+        return fake_teacher(texts, lang)
+
+    monkeypatch.setattr(A._LazyTeacher, "encode", teacher)
+    A.adapt_model(small_job(text, tmp_path / "model", lang="my"))
+    assert seen and not any(is_zawgyi(t) for t in seen[:40])  # the teacher is given the lines as read
+    enc = DANEncoder.load(tmp_path / "model")
+    trained = A.take_sample(str(text), 40)[0]
+    ids, _ = enc.featurizer.featurize(to_unicode(trained), "my")
+    assert np.isin(np.unique(ids), enc.adapters["my"].ids).all()  # the old way: 34 % of them
+    base = DANEncoder.load(default_model_path())
+    moved = np.linalg.norm(enc.encode(trained, "my") - base.encode(trained, "my"), axis=1)
+    assert (moved > 0.05).all()

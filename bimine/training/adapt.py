@@ -50,6 +50,7 @@ from bimine.langs import normalize_lang
 from bimine.progress import bar
 from bimine.streams import reading_once
 from bimine.text.io import read_lines, scan_text
+from bimine.text.zawgyi import to_unicode
 from bimine.training.checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from bimine.weights import read_json, save_safetensors, write_json
 
@@ -460,6 +461,9 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
 
 def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], counts: dict,
            t0: float) -> AdaptReport:
+    # the lines as the encoders read them (a Zawgyi Burmese line as its Unicode text): the rows
+    # trained, the fragments and the teacher's vectors are those of the text that encode() sees
+    sample = to_unicode(sample)
     n_held = min(500, int(len(sample) * job.heldout)) if len(sample) >= 100 else 0
     train_lines, held = sample[: len(sample) - n_held], sample[len(sample) - n_held:]
     frags: list[str] = []
@@ -470,7 +474,8 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
                           min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
-    pivot = take_sample(job.pivot, job.pivot_sample or job.sample, job.encoding_errors)[0] if job.pivot else None
+    pivot = (to_unicode(take_sample(job.pivot, job.pivot_sample or job.sample, job.encoding_errors)[0])
+             if job.pivot else None)
     key = _job_key(job, enc.model_id, sample, frags, steps, pivot)
     done = _finished(out, key)
     if done is not None:
@@ -534,7 +539,7 @@ def _fit(job: AdaptJob, enc, texts: list[str], n_train: int, teacher: np.ndarray
     old = enc.adapter(job.lang)
     if old is not None and old.layers is not None:
         layers = old.layers
-    ids, offsets = enc.featurizer.featurize(texts, job.lang)
+    ids, offsets = enc.featurizer.featurize(to_unicode(texts), job.lang)  # as _encode featurizes them
     uniq, inv = np.unique(ids, return_inverse=True)
     rows = table.lookup(uniq) + (old.delta_rows(uniq) if old is not None else 0)
     threads = torch.get_num_threads()

@@ -95,8 +95,9 @@ def _check(model: str, sides: list[Side]):
 
 
 #: in the adapted folders' names: a folder made by an earlier version of the adaptation (2: the pivot
-#: sampled to --adapt-sample, where version 1 cut it to the weak side's sample) is never reused
-FOLDER_VERSION = 2
+#: sampled to --adapt-sample, where version 1 cut it to the weak side's sample; 3: a Zawgyi Burmese
+#: side trained as its Unicode text, where version 2 trained rows that encoding never read) is never reused
+FOLDER_VERSION = 3
 
 
 def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
