@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bimine.encoders.base import default_model_path, head_ids
+from bimine.encoders.base import default_model_path, head_ids, heads_folder
 from bimine.errors import ConfigError, InputError
 from bimine.progress import bar
 from bimine.scoring.cross_encoder import CrossRescorer
@@ -428,18 +428,22 @@ def _check_trees_text(text: str, sha256: str | None) -> None:
         raise ValueError("its tree count differs from its 'tree_sizes' line")
 
 
-def default_rescorer_path() -> Path:
-    """The rescorer shipped with the default encoder."""
+def default_rescorer_path(encoder=None) -> Path:
+    """The rescorer shipped for ``encoder``: the one in the folder of its heads (e5-small's in the
+    package's ``models/e5-small``) when there is one, else the default encoder's."""
+    folder = heads_folder(encoder) if encoder is not None else None
+    if folder is not None and (folder / "rescorer" / META_FILE).is_file():
+        return folder / "rescorer"
     return Path(default_model_path()) / "rescorer"
 
 
 def load_rescorer(name: str, encoder=None) -> Rescorer:
-    """``default`` (shipped with the default model: its trees, then its cross-encoder started
-    from e5-small, which needs the ``e5`` extra and PyTorch), ``trees`` (the same trees alone) or
-    a rescorer folder (with the stages it holds); checked against ``encoder`` (the one whose
-    cosines it reads) when given."""
+    """``default`` (shipped with the model: for the default model its trees, then its
+    cross-encoder started from e5-small, which needs the ``e5`` extra and PyTorch; for e5-small
+    its own trees), ``trees`` (the same trees alone) or a rescorer folder (with the stages it
+    holds); checked against ``encoder`` (the one whose cosines it reads) when given."""
     if name in ("default", "trees"):
-        path = default_rescorer_path()
+        path = default_rescorer_path(encoder)
         if not (path / META_FILE).is_file():
             raise ConfigError("this bimine ships no default rescorer yet; train one with 'bimine train-rescorer'")
         meta = read_json(path / META_FILE, "rescorer config")

@@ -535,7 +535,7 @@ def _fit(job: AdaptJob, enc, texts: list[str], n_train: int, teacher: np.ndarray
     steps done and why training stopped."""
     import torch
 
-    table, layers = enc.tower()
+    table, layers = enc.tower(job.lang)  # the tower _encode uses for that language
     old = enc.adapter(job.lang)
     if old is not None and old.layers is not None:
         layers = old.layers
