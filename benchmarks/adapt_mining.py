@@ -3,6 +3,7 @@
 Usage (from the repository root)::
 
     python -m benchmarks.adapt_mining [--lang khm] [--runs default,adapt,e5-small] [--json .bench/adapt_mining.json]
+    python -m benchmarks.adapt_mining --lang khm --recipe ../data/recipe [--english 100000]
 
 The source side: every line of NTREX-128 in ``--lang`` (1,997; dev holds no other text in Khmer or
 Pashto). The target side: the English pool of ``benchmarks.pool_retrieval`` (25,000 sentences:
@@ -14,10 +15,19 @@ mined pair is right when it is a gold pair; precision, recall (of the gold pairs
 threshold that maximises F1 on the run's own scores (BUCC's way of comparing miners), and F1 with
 every selected pair kept. ``adapt`` runs ``--adapt`` with a fresh work folder (the adaptation is
 timed with the run: it is what the user waits for).
+
+``--recipe DIR`` (a folder of ``bimine data build``) makes both sides as large as the project's text
+allows: the source side gets every other line of the language the recipe holds (the translation
+side of ``pairs/en-LANG.tsv.gz``, software and documentation strings), the target side the English
+Bible (train/bible-sword, ASV) and then English strings of the recipe's ``en-fr`` pairs, until it
+holds ``--english`` lines; an English line that is the English of an ``en-LANG`` pair (case and
+spacing aside) is left out, so that no added source line has its translation on the other side.
+Gold stays NTREX's pairs (NTREX's lines come first on both sides, as without ``--recipe``).
 """
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import shutil
@@ -43,11 +53,50 @@ def best_f1(scores: np.ndarray, right: np.ndarray, n_gold: int) -> dict:
     return {"P": p, "R": r, "F1": f, "threshold": t if math.isfinite(t) else None}
 
 
+def _key(t: str) -> str:
+    return " ".join(t.lower().split())
+
+
+def _recipe_pairs(recipe: str, lang: str):
+    with gzip.open(os.path.join(recipe, "pairs", f"en-{lang}.tsv.gz"), "rt", encoding="utf-8") as f:
+        for line in f:
+            en, sep, xx = line.rstrip("\n").partition("\t")
+            if sep:
+                yield en.strip(), xx.strip()
+
+
+def recipe_sides(recipe: str, data: str, lang: str, have_src: set, have_tgt: set, english: int):
+    """The lines ``--recipe`` adds (module docstring): the recipe's ``lang`` lines not on the source
+    side yet, and up to ``english`` English lines (the Bible's, then the recipe's en-fr strings of
+    3+ words) that are not the English of an en-``lang`` pair nor on the target side yet."""
+    src: dict[str, None] = {}
+    banned = set()
+    for en, xx in _recipe_pairs(recipe, lang):
+        banned.add(_key(en))
+        if xx and xx not in have_src:
+            src.setdefault(xx, None)
+    tgt: dict[str, None] = {}
+
+    def add(lines) -> None:
+        for t in lines:
+            t = t.strip()
+            if len(tgt) >= english:
+                return
+            if t and t not in have_tgt and _key(t) not in banned:
+                tgt.setdefault(t, None)
+
+    add(read_lines(os.path.join(data, "train/bible-sword/matrix/en-ASV.txt.gz")))
+    add(en for en, _ in _recipe_pairs(recipe, "fr") if len(en.split()) >= 3)
+    return list(src), list(tgt)
+
+
 def main() -> int:
     bench = Bench("adapt_mining", __doc__)
     bench.arg("--data", default="../shared/data")
     bench.arg("--lang", default="khm")
     bench.arg("--runs", default="default,adapt,e5-small")
+    bench.arg("--recipe", default=None, help="a 'bimine data build' folder: both sides as large as it allows")
+    bench.arg("--english", type=int, default=100_000, help="with --recipe: English lines on the target side")
     a = bench.parse()
     nt = os.path.join(a.data, NTREX)
     if not os.path.isdir(nt):
@@ -57,6 +106,9 @@ def main() -> int:
     en = [t.strip() for t in read_lines(os.path.join(nt, "newstest2019-src.eng.txt.gz"))]
     xx = [t.strip() for t in read_lines(os.path.join(nt, f"newstest2019-ref.{a.lang}.txt.gz"))]
     pool = english_pool(a.data)
+    if a.recipe:
+        more_src, more_tgt = recipe_sides(a.recipe, a.data, lang, set(xx), set(pool), a.english - len(pool))
+        xx, pool = xx + more_src, pool + more_tgt
     index = {t: i for i, t in enumerate(pool)}
     os.makedirs(WORK, exist_ok=True)
     src, tgt = os.path.join(WORK, f"src.{lang}.txt"), os.path.join(WORK, "tgt.en.txt")
