@@ -203,6 +203,14 @@ def test_mine_bad_vectors_are_bimine_errors(enc):
     assert any("src is given as vectors and the other side is embedded by the model" in w for w in said)
 
 
+
+def test_a_side_in_another_language_is_named_as_the_caller_gave_it(enc):
+    said: list[str] = []
+    bimine.mine(lines("sample.en"), lines("sample.fr"), src_lang="en", tgt_lang="de", model=enc, warn=said.append)
+    assert any(w.startswith("warning: the tgt sentences: declared 'de' but") and "is tgt_lang right?" in w
+               for w in said), said
+
+
 # --------------------------------------------------------------------------- align, filter, documents
 def test_align_gives_the_commands_beads(tmp_path):
     out = tmp_path / "a.align"

@@ -275,9 +275,17 @@ def check_language(
     return f"{where}: declared {lang!r} but {round(100 * count / len(found))}% of {len(found)} sampled lines look like {label}"
 
 
+def _where(source, option: str | None = None) -> str:
+    """How a warning names ``source``: its path; sentences given in memory by the option of their
+    language (``src_lang``: "the src sentences"), else ``<lines>``."""
+    if isinstance(source, (str, os.PathLike)):
+        return str(source)
+    return f"the {option.removesuffix('_lang')} sentences" if option and option.endswith("_lang") else "<lines>"
+
+
 def language_warning_line(source, lang: str, option: str, *, column: int | None = None) -> str | None:
     """``warning: <check_language's message>; is <option> right?``, or None."""
-    msg = check_language(source, lang, column=column)
+    msg = check_language(source, lang, column=column, name=_where(source, option))
     return f"warning: {msg}; is {option} right?" if msg else None
 
 
@@ -286,20 +294,20 @@ def _myanmar(line: str) -> bool:
 
 
 def zawgyi_warning_line(source, *, column: int | None = None, sample: int = 200, min_lines: int = 20,
-                        share: float = 0.5) -> str | None:
+                        share: float = 0.5, name: str | None = None) -> str | None:
     """``warning: ...`` when most sampled Myanmar-script lines of ``source`` are written in the
     Zawgyi font encoding rather than Unicode (:func:`bimine.text.zawgyi.is_zawgyi`), else None.
     The encoders read each Zawgyi line as its Unicode text, but the output keeps the text as it
     was read, so the user learns that it is Zawgyi (the NTREX Myanmar set is 99.9 % Zawgyi, the
     recipe's Burmese 0.25 %; docs/decisions.md, issue 56). Nothing is said for fewer than
-    ``min_lines`` Myanmar lines."""
+    ``min_lines`` Myanmar lines. ``name`` replaces the file name (as in :func:`check_language`)."""
     lines = [x for x in sample_lines(source, sample, column=column, min_letters=5) if _myanmar(x)]
     if len(lines) < min_lines:
         return None
     zawgyi = sum(map(is_zawgyi, lines))
     if zawgyi <= share * len(lines):
         return None
-    where = str(source) if isinstance(source, (str, os.PathLike)) else "<lines>"
+    where = name or _where(source)
     return (f"warning: {where}: {round(100 * zawgyi / len(lines))}% of {len(lines)} sampled Myanmar lines are in the "
             "Zawgyi font encoding, not Unicode; the models read each Zawgyi line as its Unicode text (ICU's "
             "Zawgyi-my transform), but the output keeps the text as written")
@@ -330,7 +338,7 @@ class LanguageChecks:
             if msg:
                 self._warn(msg)
             try:
-                msg = zawgyi_warning_line(source, column=column)
+                msg = zawgyi_warning_line(source, column=column, name=_where(source, option))
             except Exception as e:
                 log.debug(f"encoding check of {source} skipped: {e}")
                 continue
