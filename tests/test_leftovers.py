@@ -62,13 +62,14 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def start_with_workers(tmp_path: Path, command: str, **popen) -> tuple[subprocess.Popen, list[int], Path, Path]:
-    """Start ``bimine COMMAND`` (filter, score or embed) on 40,000 lines with two worker
+def start_with_workers(tmp_path: Path, command: str, n: int = 40_000,
+                       **popen) -> tuple[subprocess.Popen, list[int], Path, Path]:
+    """Start ``bimine COMMAND`` (filter, score or embed) on ``n`` lines with two worker
     processes, TMPDIR a fresh folder; return once its workers run: (the process, the workers'
     ids, its output path, TMPDIR). ``popen``: more arguments of :class:`subprocess.Popen`."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    en, fr = _pairs(tmp_path, 40_000)
+    en, fr = _pairs(tmp_path, n)
     out = tmp_path / "out" / ("x.npy" if command == "embed" else "x.tsv")
     out.parent.mkdir()
     if command == "embed":

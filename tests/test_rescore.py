@@ -194,3 +194,21 @@ def test_word_vector_cache_stays_bounded_and_correct():
     assert len(v.cache) == 2 and enc.calls[-1] == ["aa", "zz"]
     v.lookup([["aa"]], "en")
     assert len(enc.calls) == 2  # cached
+
+
+def test_the_shipped_rescorer_is_the_models_own():
+    """``--rescore default|trees`` takes the rescorer fitted on the job's model: e5-small's from the
+    package's models/e5-small, the default's (and an adapted model's, its base's) otherwise; each is
+    checked against the encoder whose cosines it reads."""
+    from types import SimpleNamespace
+
+    from bimine.encoders.base import E5_MODEL_ID, default_model_path, e5_heads_path
+    from bimine.scoring.rescore import default_rescorer_path, load_rescorer
+
+    e5 = SimpleNamespace(model_id=E5_MODEL_ID)
+    assert default_rescorer_path(e5) == e5_heads_path() / "rescorer"
+    assert load_rescorer("trees", e5).encoder == E5_MODEL_ID
+    other = SimpleNamespace(model_id="dan-0000000000000000")
+    assert default_rescorer_path(other) == default_model_path() / "rescorer"
+    with pytest.raises(ConfigError, match="trained on the cosines of encoder"):
+        load_rescorer("trees", other)
