@@ -90,8 +90,8 @@ def _threshold(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--rescore", "rescore", default=None,
               help="Re-score the selected pairs with a trained rescorer (paper 001 §6.2): 'default' (shipped with "
                    "the default model: trees, then an e5-small cross-encoder on the candidates they do not rule "
-                   "out; 45-70 pairs/s, needs torch and bimine[e5]), 'trees' (its trees alone: thousands of "
-                   "pairs/s, base install) or a folder from 'bimine train-rescorer'. Its probability becomes the score "
+                   "out; 45-70 pairs/s, needs torch and bimine[e5]; with -m e5-small its own trees), 'trees' (the trees "
+                   "alone: thousands of pairs/s, base install) or a folder from 'bimine train-rescorer'. Its probability becomes the score "
                    "(and what --threshold applies to; the rescorer's own threshold with --threshold trained); the "
                    "mining score is kept as a last column (margin).")
 @click.option("--dedupe", is_flag=True, help="Drop pairs whose (src, tgt) texts repeat an earlier pair.")
