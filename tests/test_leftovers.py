@@ -62,14 +62,21 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def start_with_workers(tmp_path: Path, command: str, n: int = 40_000,
-                       **popen) -> tuple[subprocess.Popen, list[int], Path, Path]:
-    """Start ``bimine COMMAND`` (filter, score or embed) on ``n`` lines with two worker
+def ctrl_c_default() -> None:
+    """A child's SIGINT as a terminal gives it (``preexec_fn``): a test run started in the background
+    of a non-interactive shell (``cmd &``, nohup) has SIGINT ignored, a child inherits that, and
+    Python then never turns Ctrl-C into KeyboardInterrupt: the tests of Ctrl-C must not depend on
+    how pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_with_workers(tmp_path: Path, command: str, **popen) -> tuple[subprocess.Popen, list[int], Path, Path]:
+    """Start ``bimine COMMAND`` (filter, score or embed) on 40,000 lines with two worker
     processes, TMPDIR a fresh folder; return once its workers run: (the process, the workers'
     ids, its output path, TMPDIR). ``popen``: more arguments of :class:`subprocess.Popen`."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    en, fr = _pairs(tmp_path, n)
+    en, fr = _pairs(tmp_path, 40_000)
     out = tmp_path / "out" / ("x.npy" if command == "embed" else "x.tsv")
     out.parent.mkdir()
     if command == "embed":
@@ -83,7 +90,7 @@ def start_with_workers(tmp_path: Path, command: str, n: int = 40_000,
         else:
             args = ["filter", "--src", str(en), "--tgt", str(fr)]
         args += ["--src-lang", "en", "--tgt-lang", "fr", "-o", str(out), "--workers", "2", "--block-size", "400"]
-    p = subprocess.Popen([sys.executable, "-m", "bimine", *args], env=_env(tmpdir),
+    p = subprocess.Popen([sys.executable, "-m", "bimine", *args], env=_env(tmpdir), preexec_fn=ctrl_c_default,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **popen)
     workers: list[int] = []
     deadline = time.time() + 120

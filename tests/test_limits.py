@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from bimine.cli.main import registered
 from bimine.errors import OptionError
+from tests.test_leftovers import ctrl_c_default
 
 ROOT = Path(__file__).resolve().parents[1]
 EN, FR = ROOT / "examples" / "sample.en", ROOT / "examples" / "sample.fr"
@@ -119,7 +120,8 @@ def test_ctrl_c_in_the_knn_search_stops_it_without_searching_the_queued_chunks(t
             print("stopped", Count.done, flush=True)
         os._exit(0)
     """))
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=ENV)
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=ENV,
+                         preexec_fn=ctrl_c_default)
     try:
         assert p.stdout.readline().strip() == "searching"
         p.send_signal(signal.SIGINT)
