@@ -20,8 +20,8 @@ timed with the run: it is what the user waits for).
 allows: the source side gets every other line of the language the recipe holds (the translation
 side of ``pairs/en-LANG.tsv.gz``, software and documentation strings), the target side the English
 Bible (train/bible-sword, ASV) and then English strings of the recipe's ``en-fr`` pairs, until it
-holds ``--english`` lines; an English line that is the English of an ``en-LANG`` pair (case and
-spacing aside) is left out, so that no added source line has its translation on the other side.
+holds ``--english`` lines; an English line that is the English of an ``en-LANG`` pair (its letters
+alone compared, case aside) is left out, so that no added source line has its translation on the other side.
 Gold stays NTREX's pairs (NTREX's lines come first on both sides, as without ``--recipe``).
 """
 
@@ -54,7 +54,9 @@ def best_f1(scores: np.ndarray, right: np.ndarray, n_gold: int) -> dict:
 
 
 def _key(t: str) -> str:
-    return " ".join(t.lower().split())
+    """An English line's letters alone, lower-cased: the same catalog string with another
+    accelerator, ellipsis, placeholder or spacing has the same key."""
+    return "".join(ch for ch in t.lower() if ch.isalpha())
 
 
 def _recipe_pairs(recipe: str, lang: str):
