@@ -481,13 +481,18 @@ class DANEncoder(Encoder):
         """The embedding table of ``lang``'s tower (of the shared model's one tower without it)."""
         return self._towers[self.config.tower_for(lang) if lang else self.config.towers()[0]][0]
 
+    def features(self, sentences: list[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+        """The feature ids and offsets of ``sentences`` as :meth:`_encode` reads them (a Burmese
+        line in Zawgyi as its Unicode text): what a trainer of this model's rows must look up."""
+        return self.featurizer.featurize(to_unicode(sentences), lang)
+
     def pooled(self, sentences: list[str], lang: str) -> np.ndarray:
         """The n-gram embeddings summed and divided by sqrt(n): input of the feed-forward stack."""
         table, _ = self._towers[self.config.tower_for(lang)]
         adapter = self.adapter(lang)
         if self.backend == "numpy":
-            return self._pooled_numpy(table, sentences, lang, adapter)
-        ids, offsets = self.featurizer.featurize(sentences, lang)
+            return self._pooled_numpy(table, to_unicode(sentences), lang, adapter)
+        ids, offsets = self.features(sentences, lang)
         return table.pool(ids, offsets) if adapter is None else adapter.pool(table, ids, offsets)
 
     def base_view(self) -> DANEncoder:

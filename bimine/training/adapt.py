@@ -539,7 +539,7 @@ def _fit(job: AdaptJob, enc, texts: list[str], n_train: int, teacher: np.ndarray
     old = enc.adapter(job.lang)
     if old is not None and old.layers is not None:
         layers = old.layers
-    ids, offsets = enc.featurizer.featurize(to_unicode(texts), job.lang)  # as _encode featurizes them
+    ids, offsets = enc.features(texts, job.lang)  # the features encoding looks up
     uniq, inv = np.unique(ids, return_inverse=True)
     rows = table.lookup(uniq) + (old.delta_rows(uniq) if old is not None else 0)
     threads = torch.get_num_threads()
