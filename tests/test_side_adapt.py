@@ -62,6 +62,8 @@ def test_mine_adapt_adapts_the_poorly_served_side_once_and_reuses_it(small, km_e
     assert rec["text"] == str(km) and rec["sample"] + rec["heldout_lines"] == 50 and rec["steps"] == 20
     # the English side, which the model serves, is the pivot: sampled as the Khmer side is
     assert rec["pivot"]["lang"] == "en" and rec["pivot"]["sample"] == 50 and rec["settings"]["center"] is True
+    # ... its 50 lines the fast model's nearest to the Khmer sample among its 80 (bimine.training.pivot_sample)
+    assert "(its 50 lines of 80 nearest the sample by the fast model)" in r.output
     # the rerun reuses the adapted model (the same folder, nothing trained) and writes the same pairs
     r2 = run(*args, tmp_path / "b.tsv")
     assert r2.exit_code == 0 and "reused" in r2.output

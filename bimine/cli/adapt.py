@@ -28,8 +28,9 @@ from bimine.cli.options import Finite, check_lang_option
 @click.option("--no-fragments", is_flag=True,
               help="Learn from whole lines only (not from the teacher's vectors of their words and word runs).")
 @click.option("--pivot", type=str, default=None,
-              help="A text of the other side (e.g. the English you will mine against): the teacher pairs its "
-                   "sentences with TEXT's, and the paired lines learn to land on the model's own vectors of them.")
+              help="A text of the other side (e.g. the English you will mine against): of its lines, the --sample "
+                   "ones the model finds nearest to TEXT's sample are taken (all, where it has no more); the teacher "
+                   "pairs them with TEXT's, and the paired lines learn to land on the model's own vectors of them.")
 @click.option("--pivot-lang", default="en", show_default=True, callback=check_lang_option,
               help="Language of --pivot (one the model serves).")
 @click.option("--no-center", is_flag=True,

@@ -76,12 +76,13 @@ class AdaptJob:
     after which training stops;
     ``source``: what the record names as the text (default: ``text``'s file name); ``center``: the
     teacher's vectors less their mean over the sample as targets; ``pivot``: a text of the other
-    side (in ``pivot_lang``, which the model serves), sampled as ``text`` is, whose sentences the
-    teacher pairs with the sample's (mutual nearest, ratio margin at least ``pivot_margin``): a
+    side (in ``pivot_lang``, which the model serves), of which the lines the model finds nearest to
+    the sample's are taken (:mod:`bimine.training.pivot_sample`), whose sentences the teacher pairs
+    with the sample's (mutual nearest, ratio margin at least ``pivot_margin``): a
     paired sentence's target moves ``pivot_weight`` of the way to the fast model's vector of its
     pivot sentence (:mod:`bimine.training.adapt_targets`); ``pivot_sample``: distinct lines of the
     pivot taken (None: ``sample``; a small text's side gets the other side's whole sample, where its
-    translations may be)."""
+    translations may be; a pivot of no more lines is taken whole)."""
 
     text: str
     lang: str
@@ -459,6 +460,16 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
         return _adapt(job, enc, base_folder, out, sample, counts, t0)
 
 
+def _pivot_lines(job: AdaptJob, enc, sample: list[str]) -> list[str]:
+    """The pivot's ``pivot_sample`` lines: all of them where it holds no more, else the ones the
+    base model finds nearest to the sample (:mod:`bimine.training.pivot_sample`)."""
+    from bimine.training.pivot_sample import guided_pivot
+
+    lines, _ = guided_pivot(enc, sample, job.lang, lambda: read_lines(job.pivot, errors=job.encoding_errors),
+                            job.pivot_lang, job.pivot_sample or job.sample, progress=job.progress)
+    return to_unicode(lines)
+
+
 def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], counts: dict,
            t0: float) -> AdaptReport:
     # the lines as the encoders read them (a Zawgyi Burmese line as its Unicode text): the rows
@@ -474,8 +485,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
                           min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
-    pivot = (to_unicode(take_sample(job.pivot, job.pivot_sample or job.sample, job.encoding_errors)[0])
-             if job.pivot else None)
+    pivot = _pivot_lines(job, enc, sample) if job.pivot else None
     key = _job_key(job, enc.model_id, sample, frags, steps, pivot)
     done = _finished(out, key)
     if done is not None:

@@ -96,28 +96,50 @@ def _check(model: str, sides: list[Side]):
 
 #: in the adapted folders' names: a folder made by an earlier version of the adaptation (2: the pivot
 #: sampled to --adapt-sample, where version 1 cut it to the weak side's sample; 3: a Zawgyi Burmese
-#: side trained as its Unicode text, where version 2 trained rows that encoding never read) is never reused
-FOLDER_VERSION = 3
+#: side trained as its Unicode text, where version 2 trained rows that encoding never read; 4: the pivot
+#: the fast model's nearest lines to the sample, where version 3 took a hashed sample) is never reused
+FOLDER_VERSION = 4
 
 
-def _sample_file(root: Path, model_id: str, lang: str, side: Side, n: int,
-                 pivot: Path | None = None) -> tuple[Path, int]:
-    """The side's sample written as ``<root>/<lang>-<key>.txt`` (key: the base model, the language,
-    the sampled sentences and the pivot's sample file, itself named by its content), unless it is
-    there already; its path and line count."""
-    sample, _ = sample_lines(side.lines(), n)
+def _enough(side: Side, sample: list[str]) -> None:
     if len(sample) < 10:
         raise OptionError(f"--adapt: {side.name} has {len(sample)} distinct non-empty sentences; adapting needs "
                           "at least 10")
-    h = hashlib.sha256(f"{FOLDER_VERSION}|{model_id}|{lang}|{n}|{pivot.name if pivot else ''}".encode())
-    for t in sample:
-        h.update(line_hash(t))
-    path = root / f"{lang}-{h.hexdigest()[:16]}.txt"
+
+
+def _write_sample(root: Path, key: str, lang: str, lines: Iterable[str]) -> Path:
+    """``lines`` written as ``<root>/<lang>-<key>.txt``, unless that file is there already."""
+    path = root / f"{lang}-{key}.txt"
     if not path.is_file():
         root.mkdir(parents=True, exist_ok=True)
         with atomic_path(str(path)) as tmp, open(tmp, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.writelines(t + "\n" for t in sample)
-    return path, len(sample)
+            f.writelines(t + "\n" for t in lines)
+    return path
+
+
+def _sample_key(*parts, lines: Iterable[str] = ()) -> str:
+    h = hashlib.sha256("|".join(str(p) for p in (FOLDER_VERSION,) + parts).encode())
+    for t in lines:
+        h.update(line_hash(t))
+    return h.hexdigest()[:16]
+
+
+def _pivot_file(root: Path, enc, lang: str, sample: list[str], other: Side, other_lang: str, n: int,
+                progress: bool) -> tuple[Path, dict]:
+    """The pivot's sample (:mod:`bimine.training.pivot_sample`) written beside the adapted folders,
+    keyed by the model, both languages, the weak side's sample and the other side's content: a
+    rerun on the same input finds it without searching again."""
+    from bimine.training.pivot_sample import guided_pivot, side_digest
+
+    digest, total = side_digest(other.lines())
+    key = _sample_key("pivot", enc.model_id, lang, other_lang, n, digest, lines=sample)
+    path = root / f"{other_lang}-{key}.txt"
+    info = {"lines": total, "guided": total > n}
+    if not path.is_file():
+        chosen, info = guided_pivot(enc, sample, lang, other.lines, other_lang, n, total=total, progress=progress)
+        _enough(other, chosen)
+        _write_sample(root, key, other_lang, chosen)
+    return path, info
 
 
 def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, sample: int = ADAPT_SAMPLE,
@@ -138,32 +160,40 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
     root = adaptation_root(work_dir)
     weak_langs = {lang for lang, _ in weak}
     current, current_id, reports, done = base, enc.model_id, [], set()
+    pivots: list[dict | None] = []
     for side, lang in zip(sides, langs):
         if lang not in weak_langs or lang in done:
             continue
         pivot = next(((s, other) for s, other in zip(sides, langs) if other != lang
                       and (other not in weak_langs or other in done)), None)
-        piv_path = _sample_file(root, current_id, pivot[1], pivot[0], sample)[0] if pivot else None
-        path, n = _sample_file(root, current_id, lang, side, sample, piv_path)
+        lines, _ = sample_lines(side.lines(), sample)
+        _enough(side, lines)
+        piv_path, piv_info = (_pivot_file(root, load_encoder(current), lang, lines, pivot[0], pivot[1], sample,
+                                          progress) if pivot else (None, None))
+        path = _write_sample(root, _sample_key(current_id, lang, sample, piv_path.name if piv_path else "",
+                                               lines=lines), lang, lines)
         out = path.with_suffix("")
-        job = AdaptJob(text=str(path), lang=lang, output=str(out), model=current, sample=n, progress=progress,
-                       source=side.name, pivot=str(piv_path) if piv_path else None,
+        job = AdaptJob(text=str(path), lang=lang, output=str(out), model=current, sample=len(lines),
+                       progress=progress, source=side.name, pivot=str(piv_path) if piv_path else None,
                        pivot_sample=sample, pivot_lang=pivot[1] if pivot else "en", **SETTINGS)
         report = adapt_model(job)
         reports.append(report)
+        pivots.append(piv_info)
         done.add(lang)
         current = str(out)
         current_id = load_encoder(current).model_id
-    return SideAdaptation(current, reports, _summary(weak, reports, time.monotonic() - t0))
+    return SideAdaptation(current, reports, _summary(weak, reports, pivots, time.monotonic() - t0))
 
 
-def _summary(weak, reports: list[AdaptReport], seconds: float) -> str:
+def _summary(weak, reports: list[AdaptReport], pivots: list[dict | None], seconds: float) -> str:
     parts = []
-    for r in reports:
+    for r, info in zip(reports, pivots):
         rec = r.record
         how = (f"reused (made earlier in {rec['seconds']:.0f} s)" if r.reused else f"{rec['seconds']:.0f} s")
         piv = rec.get("pivot")
-        paired = f", {piv['paired']:,} of them paired by the teacher with the {piv['lang']} side" if piv else ""
+        chosen = (f" (its {piv['sample']:,} lines of {info['lines']:,} nearest the sample by the fast model)"
+                  if piv and info and info["guided"] else "")
+        paired = f", {piv['paired']:,} of them paired by the teacher with the {piv['lang']} side{chosen}" if piv else ""
         parts.append(f"{rec['lang']} on {rec['sample'] + rec.get('heldout_lines', 0):,} sentences of "
                      f"{rec['text']} ({rec['fragments']:,} fragments, {rec['steps']} steps{paired}): {how}")
     return (f"--adapt: the model serves {describe(weak)} poorly; adapted {'; '.join(parts)}; "
