@@ -54,3 +54,34 @@ def test_centred_and_pivot_targets_by_hand():
     mixed = 0.5 * student[0] + 0.5 * c[1]
     assert np.allclose(out[1], mixed / np.linalg.norm(mixed)) and np.array_equal(out[0], c[0])
     assert T.pivot_pairs(v[:0], v, 1.0)[0].size == 0
+
+
+def test_blended_targets_by_hand():
+    t = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)
+    own = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]], np.float32)
+    out = T.blended(t, own, 0.35)
+    a = np.array([0.65, 0.0, 0.35])
+    assert np.allclose(out[0], a / np.linalg.norm(a)) and np.allclose(out[1], [0.0, 1.0, 0.0])
+    assert np.allclose(T.blended(t, own, 0.0), t) and np.allclose(T.blended(t, own, 1.0), own)
+
+
+def test_adapt_targets_blend_the_models_own_vectors_of_the_same_texts():
+    """Each line's and fragment's target: own_weight x the fast model's vector of that text (before
+    adapting) + the rest of its centred teacher vector; the held-out lines' stay the teacher's."""
+    from bimine.encoders import load_encoder
+    from bimine.training.adapt import AdaptJob, _targets
+
+    enc = load_encoder("default")
+    texts = ["ສະບາຍດີ", "ຂອບໃຈຫຼາຍໆ", "ສະບາຍ", "ດີ"]  # two lines, then two fragments
+    rng = np.random.default_rng(0)
+    teacher = unit(rng.normal(size=(5, 384))).astype(np.float32)  # 4 texts, then 1 held-out line
+    job = AdaptJob(text="x.txt", lang="lo", output="out", own_weight=0.35)
+    targets, held, paired = _targets(job, enc, teacher, texts, 2, 1, None)
+    lines_c, frags_c = T.centred(teacher[:2]), T.centred(teacher[2:4])
+    own = enc.encode(texts, "lo")
+    expect = unit(0.35 * own + 0.65 * np.concatenate([lines_c, frags_c]))
+    assert np.allclose(targets, expect, atol=1e-6) and paired == 0
+    assert np.allclose(held, T.centred(teacher[4:], teacher[:2].mean(axis=0)), atol=1e-6)
+    plain, _, _ = _targets(AdaptJob(text="x.txt", lang="lo", output="out", own_weight=0.0), enc, teacher, texts, 2, 1,
+                           None)
+    assert np.allclose(plain, np.concatenate([lines_c, frags_c]), atol=1e-6)

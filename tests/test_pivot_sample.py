@@ -9,7 +9,6 @@ import hashlib
 import itertools
 
 import numpy as np
-import pytest
 
 from bimine.training import pivot_sample as P
 from bimine.training.adapt import sample_lines

@@ -35,10 +35,13 @@ from bimine.cli.options import Finite, check_lang_option
               help="Language of --pivot (one the model serves).")
 @click.option("--no-center", is_flag=True,
               help="Targets are the teacher's vectors as they are (default: less their mean over the sample).")
+@click.option("--own-weight", type=click.FloatRange(0, 1), default=0.35, show_default=True,
+              help="Share of each target that is the fast model's own vector of the text before adapting (the rest: "
+                   "the teacher's, centred); 0: the teacher's alone.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the batches.")
 @click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default="strict", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def adapt(text, lang, output, model, sample, budget, steps, no_fragments, pivot, pivot_lang, no_center, seed,
+def adapt(text, lang, output, model, sample, budget, steps, no_fragments, pivot, pivot_lang, no_center, own_weight, seed,
           encoding_errors, no_progress) -> None:
     """Adapt the fast model to the language of TEXT (one sentence a line, no pairs needed).
 
@@ -54,6 +57,6 @@ def adapt(text, lang, output, model, sample, budget, steps, no_fragments, pivot,
 
     logging.getLogger("bimine").setLevel(logging.INFO)
     job = AdaptJob(text=text, lang=lang, output=output, model=model, sample=sample, budget=budget, steps=steps,
-                   fragments=not no_fragments, pivot=pivot, pivot_lang=pivot_lang, center=not no_center, seed=seed, encoding_errors=encoding_errors, progress=not no_progress)
+                   fragments=not no_fragments, pivot=pivot, pivot_lang=pivot_lang, center=not no_center, own_weight=own_weight, seed=seed, encoding_errors=encoding_errors, progress=not no_progress)
     report = adapt_model(job)
     click.echo(("already done: " if report.reused else "") + report.summary())

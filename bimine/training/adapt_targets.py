@@ -38,6 +38,12 @@ def centred(v: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
     return _normalized(v - (v.mean(axis=0) if mean is None else mean)).astype(np.float32)
 
 
+def blended(targets: np.ndarray, own: np.ndarray, weight: float) -> np.ndarray:
+    """``weight`` x ``own`` (the fast model's vectors of the same texts, before adapting) +
+    (1 - ``weight``) x ``targets``, renormalised."""
+    return _normalized(weight * own + (1 - weight) * targets).astype(np.float32)
+
+
 def _top(a: np.ndarray, b: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """For each row of ``a``: the ``k`` rows of ``b`` of highest cosine (indices, cosines, best
     first), block by block (no ``len(a) x len(b)`` matrix)."""

@@ -26,7 +26,7 @@ import numpy as np
 
 from bimine.index.faiss_index import merge_topk
 from bimine.progress import bar
-from bimine.training.adapt import line_hash, sample_lines
+from bimine.training.samples import line_hash, sample_lines
 
 CHUNK = 50_000  # lines of the other side embedded and searched at a time
 MAX_K = 16  # nearest lines taken per sampled line at most
