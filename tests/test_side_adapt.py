@@ -94,6 +94,24 @@ def test_a_short_weak_side_gets_the_whole_pivot_sample(small, km_en, tmp_path):
     assert rec["sample"] + rec["heldout_lines"] == 30 and rec["pivot"]["sample"] == 60
 
 
+def test_other_adaptation_settings_get_a_folder_of_their_own(small, km_en, tmp_path, monkeypatch):
+    """A work folder adapted with other settings (here the targets' --own-weight) is neither reused
+    nor in the way: the adapted folder's name carries them."""
+    km, en = km_en
+    work = tmp_path / "work"
+    args = ["mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 40,
+            "--work-dir", work, "--no-progress", "-o"]
+    monkeypatch.setattr(S, "SETTINGS", {**S.SETTINGS, "own_weight": 0.0})
+    assert run(*args, tmp_path / "a.tsv").exit_code == 0
+    monkeypatch.setattr(S, "SETTINGS", {**S.SETTINGS, "own_weight": 0.35})
+    r = run(*args, tmp_path / "b.tsv")
+    assert r.exit_code == 0 and "reused" not in r.output, r.output
+    folders = [p for p in (work / "adapted").iterdir() if p.is_dir()]
+    weights = sorted(json.loads((p / "config.json").read_text())["adapters"]["languages"]["km"]["settings"]["own_weight"]
+                     for p in folders)
+    assert weights == [0.0, 0.35]
+
+
 def test_without_work_dir_the_adapted_model_is_kept_in_the_cache_folder(small, km_en, tmp_path):
     km, en = km_en
     r = run("align", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 40,

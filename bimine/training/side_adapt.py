@@ -97,8 +97,9 @@ def _check(model: str, sides: list[Side]):
 #: in the adapted folders' names: a folder made by an earlier version of the adaptation (2: the pivot
 #: sampled to --adapt-sample, where version 1 cut it to the weak side's sample; 3: a Zawgyi Burmese
 #: side trained as its Unicode text, where version 2 trained rows that encoding never read; 4: the pivot
-#: the fast model's nearest lines to the sample, where version 3 took a hashed sample) is never reused
-FOLDER_VERSION = 4
+#: the fast model's nearest lines to the sample, where version 3 took a hashed sample; 5: targets blended
+#: with the model's own vectors, whose job key a version-4 folder of the same name would refuse) is never reused
+FOLDER_VERSION = 5
 
 
 def _enough(side: Side, sample: list[str]) -> None:
@@ -171,7 +172,7 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
         piv_path, piv_info = (_pivot_file(root, load_encoder(current), lang, lines, pivot[0], pivot[1], sample,
                                           progress) if pivot else (None, None))
         path = _write_sample(root, _sample_key(current_id, lang, sample, piv_path.name if piv_path else "",
-                                               lines=lines), lang, lines)
+                                               sorted(SETTINGS.items()), lines=lines), lang, lines)
         out = path.with_suffix("")
         job = AdaptJob(text=str(path), lang=lang, output=str(out), model=current, sample=len(lines),
                        progress=progress, source=side.name, pivot=str(piv_path) if piv_path else None,
