@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 
 from bimine.training import pivot_sample as P
-from bimine.training.adapt import sample_lines
+from bimine.training.samples import sample_lines
 
 NTREX = "dev/ntrex128/NTREX-128"
 

@@ -37,7 +37,8 @@ from bimine.encoders.languages import describe, poorly_served
 from bimine.errors import OptionError
 from bimine.langs import normalize_lang
 from bimine.outputs import atomic_path, shown
-from bimine.training.adapt import AdaptJob, AdaptReport, adapt_model, line_hash, require_teacher, sample_lines
+from bimine.training.adapt import AdaptJob, AdaptReport, adapt_model, require_teacher
+from bimine.training.samples import line_hash, sample_lines
 
 log = logging.getLogger(__name__)
 
