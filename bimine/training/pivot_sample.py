@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
+from bimine.embed import batched
 from bimine.index.faiss_index import merge_topk
 from bimine.progress import bar
 from bimine.training.samples import line_hash, sample_lines
@@ -45,17 +46,6 @@ def _distinct(lines: Iterable[str]) -> Iterator[str]:
             yield t
 
 
-def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    buf: list[str] = []
-    for t in lines:
-        buf.append(t)
-        if len(buf) == size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf
-
-
 def nearest_lines(enc, queries: np.ndarray, lines: Iterable[str], lang: str, k: int, *, total: int | None = None,
                   progress: bool = False, chunk: int = CHUNK) -> np.ndarray:
     """For each row of ``queries`` (unit vectors), the ids (positions among ``lines``, which are
@@ -67,7 +57,7 @@ def nearest_lines(enc, queries: np.ndarray, lines: Iterable[str], lang: str, k: 
     ids = np.zeros((len(queries), 0), np.int64)
     start = 0
     with bar(total=total, unit=" lines", desc="adapt: pivot search", enabled=progress) as pb:
-        for block in _chunks(lines, chunk):
+        for block in batched(lines, chunk):
             v = np.ascontiguousarray(enc.encode(block, lang), dtype=np.float32)
             index = faiss.IndexFlatIP(v.shape[1])
             index.add(v)

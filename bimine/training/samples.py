@@ -13,7 +13,7 @@ def line_hash(text: str) -> bytes:
 
 
 def sample_lines(texts: Iterable[str], n: int) -> tuple[list[str], dict]:
-    """:func:`take_sample` of any iterable of lines (a file's, a TSV column's, a collection's
+    """:func:`bimine.training.adapt.take_sample` of any iterable of lines (a file's, a TSV column's, a collection's
     sentences): the ``n`` distinct non-empty ones (stripped) with the smallest SHA-1, and counts."""
     heap: list[tuple[bytes, bytes, str]] = []  # max-heap by hash (bytes cannot be negated: inverted)
     kept: set[bytes] = set()
