@@ -200,6 +200,21 @@ def test_bad_jobs_are_refused_before_any_work(adapted, tmp_path):
         A.adapt_model(A.AdaptJob(text=str(text), lang="km", output=str(tmp_path / "o2"), model="e5-small"))
     with pytest.raises(ConfigError):
         A.AdaptJob(text=str(text), lang="km", output="x", sample=0)
+    with pytest.raises(ConfigError, match="own_weight"):
+        A.AdaptJob(text=str(text), lang="km", output="x", own_weight=1.5)
+
+
+def test_an_own_weight_out_of_range_is_a_one_line_usage_error(tmp_path):
+    from click.testing import CliRunner
+
+    from bimine.cli.main import registered
+
+    text = tmp_path / "km.txt"
+    text.write_text("one\n", encoding="utf-8")
+    r = CliRunner().invoke(registered(), ["adapt", str(text), "--lang", "km", "-o", str(tmp_path / "o"),
+                                          "--own-weight", "2"])
+    assert r.exit_code == 2 and "--own-weight" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_adapted_language_is_no_longer_reported_as_poorly_served(adapted, shipped):
