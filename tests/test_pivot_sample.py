@@ -9,6 +9,7 @@ import hashlib
 import itertools
 
 import numpy as np
+import pytest
 
 from bimine.training import pivot_sample as P
 from bimine.training.samples import sample_lines
@@ -109,3 +110,41 @@ def test_adapt_takes_the_nearest_lines_of_a_larger_pivot_file(shared_data, tmp_p
     job = AdaptJob(text=str(side), lang="fr", output=str(tmp_path / "out"), pivot=str(side), pivot_sample=40)
     lines = _pivot_lines(job, load_encoder("default"), fr)
     assert len(lines) == 40 and len(set(lines) & set(en_gold)) >= 32
+
+
+def test_a_rerun_with_a_pivot_file_finds_its_job_done_without_searching_again(shared_data, tmp_path, monkeypatch):
+    """The job is keyed by the pivot file's digest: the rerun is recognised before any pivot line is chosen
+    (the search embeds the whole file), and a pivot file with other content is another job."""
+    from bimine.errors import ConfigError
+    from bimine.training import adapt as A
+
+    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: _unit_rows(texts))
+    km = tmp_path / "km.txt"
+    km.write_text("\n".join(_ntrex(shared_data, "ref.khm", 0, 40)) + "\n", encoding="utf-8")
+    en = tmp_path / "en.txt"
+    en.write_text("\n".join(_ntrex(shared_data, "src.eng", 0, 120)) + "\n", encoding="utf-8")
+
+    def job(pivot):
+        return A.AdaptJob(text=str(km), lang="km", output=str(tmp_path / "out"), sample=40, steps=5,
+                          fragments_per_line=1, batch_size=8, pivot=str(pivot), progress=False)
+
+    first = A.adapt_model(job(en))
+    assert not first.reused and first.record["pivot"]["sample"] == 40  # 40 of 120: chosen by the search
+
+    def no_search(*args, **kw):
+        raise AssertionError("the pivot was chosen again")
+
+    monkeypatch.setattr(A, "_pivot_lines", no_search)
+    again = A.adapt_model(job(en))
+    assert again.reused and again.record == first.record
+    other = tmp_path / "en2.txt"
+    other.write_text(en.read_text(encoding="utf-8") + "One more line of English.\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="holds a model already"):  # another job: not taken for this one
+        A.adapt_model(job(other))
+
+
+def _unit_rows(texts):
+    rows = [np.random.default_rng(int.from_bytes(hashlib.sha1(t.encode()).digest()[:4], "little")).normal(size=384)
+            for t in texts]
+    out = np.asarray(rows, dtype=np.float32).reshape(len(texts), 384)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)

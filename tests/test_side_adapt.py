@@ -195,3 +195,15 @@ def test_docs_match_and_align_batch_adapt_read_their_sides(small, km_en, tmp_pat
     assert r.exit_code == 0, r.output
     assert "adapted km on 60 sentences of the source documents of" in r.output
     assert sorted(p.name for p in (tmp_path / "aligned").glob("*.align")) == ["a0.km.align", "a1.km.align"]
+
+
+def test_the_summary_says_where_part_of_the_pivot_was_a_hashed_sample():
+    from bimine.training.side_adapt import _pivot_words
+
+    piv = {"sample": 50, "paired": 7, "lang": "en"}
+    assert _pivot_words(piv, {"lines": 80, "guided": True, "nearest": 50}) == (
+        " (its 50 lines of 80 nearest the sample by the fast model)")
+    assert _pivot_words(piv, {"lines": 80, "guided": True, "nearest": 31}) == (
+        " (its 50 lines of 80: 31 nearest the sample by the fast model, the rest a hashed sample)")
+    assert _pivot_words(piv, {"lines": 40, "guided": False}) == ""  # the other side taken whole
+    assert _pivot_words(None, None) == ""

@@ -314,8 +314,10 @@ def _train(model, inv, offsets, targets, n_sent: int, n_frag: int, job: AdaptJob
 
 
 def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], steps: int,
-             pivot: list[str] | None = None) -> str:
-    """What decides the trained rows: a checkpoint or a finished folder of another key is not reused."""
+             pivot: str | None = None) -> str:
+    """What decides the trained rows: a checkpoint or a finished folder of another key is not reused.
+    ``pivot``: the pivot file's digest (the lines taken from it follow from it, the base model and
+    the sample: keyed before they are chosen, a finished job is found without searching again)."""
     h = hashlib.sha256()
     settings = {k: getattr(job, k) for k in ("lang", "batch_size", "lr", "layers_lr", "layers_pull",
                                              "rank_weight", "temperature", "fragment_weight", "seed", "heldout")}
@@ -324,10 +326,14 @@ def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], s
     if job.own_weight:
         settings["own_weight"] = job.own_weight
     if pivot:
-        settings.update({k: getattr(job, k) for k in ("pivot_lang", "pivot_weight", "pivot_margin")})
+        settings.update({k: getattr(job, k) for k in ("pivot_lang", "pivot_weight", "pivot_margin",
+                                                      "encoding_errors")})
+        settings["pivot_sample"] = job.pivot_sample or job.sample
     h.update(repr((sorted(settings.items()), base_id, steps)).encode())
-    for t in sample + ["\0"] + frags + (["\0\0"] + pivot if pivot else []):
+    for t in sample + ["\0"] + frags:
         h.update(line_hash(t))
+    if pivot:
+        h.update(f"\0\0pivot file {pivot}".encode())
     return h.hexdigest()
 
 
@@ -455,11 +461,11 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
                           min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
-    pivot = _pivot_lines(job, enc, sample) if job.pivot else None
-    key = _job_key(job, enc.model_id, sample, frags, steps, pivot)
+    key = _job_key(job, enc.model_id, sample, frags, steps, file_digest(job.pivot) if job.pivot else None)
     done = _finished(out, key)
     if done is not None:
         return AdaptReport(str(out), done, reused=True)
+    pivot = _pivot_lines(job, enc, sample) if job.pivot else None
     work = out / WORK
     work.mkdir(exist_ok=True)
     teacher = _teacher_vectors(train_lines + frags + held + (pivot or []), work, job.reader, job.progress)

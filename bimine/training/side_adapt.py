@@ -99,8 +99,9 @@ def _check(model: str, sides: list[Side]):
 #: sampled to --adapt-sample, where version 1 cut it to the weak side's sample; 3: a Zawgyi Burmese
 #: side trained as its Unicode text, where version 2 trained rows that encoding never read; 4: the pivot
 #: the fast model's nearest lines to the sample, where version 3 took a hashed sample; 5: targets blended
-#: with the model's own vectors, whose job key a version-4 folder of the same name would refuse) is never reused
-FOLDER_VERSION = 5
+#: with the model's own vectors, whose job key a version-4 folder of the same name would refuse; 6: the
+#: job keyed by the pivot file's digest, not by the lines taken from it) is never reused
+FOLDER_VERSION = 6
 
 
 def _enough(side: Side, sample: list[str]) -> None:
@@ -193,10 +194,20 @@ def _summary(weak, reports: list[AdaptReport], pivots: list[dict | None], second
         rec = r.record
         how = (f"reused (made earlier in {rec['seconds']:.0f} s)" if r.reused else f"{rec['seconds']:.0f} s")
         piv = rec.get("pivot")
-        chosen = (f" (its {piv['sample']:,} lines of {info['lines']:,} nearest the sample by the fast model)"
-                  if piv and info and info["guided"] else "")
+        chosen = _pivot_words(piv, info)
         paired = f", {piv['paired']:,} of them paired by the teacher with the {piv['lang']} side{chosen}" if piv else ""
         parts.append(f"{rec['lang']} on {rec['sample'] + rec.get('heldout_lines', 0):,} sentences of "
                      f"{rec['text']} ({rec['fragments']:,} fragments, {rec['steps']} steps{paired}): {how}")
     return (f"--adapt: the model serves {describe(weak)} poorly; adapted {'; '.join(parts)}; "
             f"{seconds:.0f} s in all; the job runs on {shown(reports[-1].output)}")
+
+
+def _pivot_words(piv: dict | None, info: dict | None) -> str:
+    """How the pivot's lines were taken, for the summary (nothing where the other side was taken whole)."""
+    if not (piv and info and info["guided"]):
+        return ""
+    near = info.get("nearest", piv["sample"])
+    if near >= piv["sample"]:
+        return f" (its {piv['sample']:,} lines of {info['lines']:,} nearest the sample by the fast model)"
+    return (f" (its {piv['sample']:,} lines of {info['lines']:,}: {near:,} nearest the sample by the fast model, "
+            f"the rest a hashed sample)")
