@@ -217,6 +217,21 @@ def test_an_own_weight_out_of_range_is_a_one_line_usage_error(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_the_blends_share_follows_the_languages_dev_figure(adapted, shipped):
+    """The default share of the model's own vector in the targets: 0.35 where the model's stored dev
+    xsim error is under 25 %, 0.2 where it is higher or missing; recorded in the adapted folder."""
+    from bimine.encoders.languages import language_figures
+
+    base = shipped[0]
+    figures = language_figures(base)
+    assert figures["ko"]["ntrex_xsim"] < A.OWN_SERVED_XSIM < figures["km"]["ntrex_xsim"]
+    assert A.own_weight_for(base, "ko") == A.OWN_WEIGHT_SERVED == 0.35
+    assert A.own_weight_for(base, "km") == A.OWN_WEIGHT == 0.2
+    assert A.own_weight_for(base, "qqq") == A.OWN_WEIGHT  # no figure: the weak language's share
+    assert adapted[2].record["settings"]["own_weight"] == 0.2  # the Khmer model of the fixture
+    assert A.AdaptJob(text="t", lang="km", output="o", own_weight=0.5).own_weight == 0.5  # given: kept
+
+
 def test_the_adapted_language_is_no_longer_reported_as_poorly_served(adapted, shipped):
     from bimine.encoders.languages import language_figures, poorly_served
 

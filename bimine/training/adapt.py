@@ -32,7 +32,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,7 @@ from bimine.diskcache import file_digest
 from bimine.encoders import load_encoder
 from bimine.encoders.adapters import ADAPTERS_FILE, Adapter, adapter_tensors, quantize_rows
 from bimine.encoders.base import model_digest, model_folder
+from bimine.encoders.languages import language_figures
 from bimine.errors import ConfigError, InputError
 from bimine.langs import normalize_lang
 from bimine.progress import bar
@@ -81,7 +82,8 @@ class AdaptJob:
     paired sentence's target moves ``pivot_weight`` of the way to the fast model's vector of its
     pivot sentence (:mod:`bimine.training.adapt_targets`); ``pivot_sample``: distinct lines of the
     pivot taken (None: ``sample``; a small text's side gets the other side's whole sample, where its
-    translations may be; a pivot of no more lines is taken whole)."""
+    translations may be; a pivot of no more lines is taken whole); ``own_weight``: the share of each
+    target that is the model's own vector of the text (None: :func:`own_weight_for` the language)."""
 
     text: str
     lang: str
@@ -104,7 +106,7 @@ class AdaptJob:
     budget: float | None = field(default=None, metadata=bounds(min=0, min_open=True))
     seed: int = field(default=0, metadata=bounds(min=0))
     center: bool = True
-    own_weight: float = field(default=0.35, metadata=bounds(min=0, max=1))
+    own_weight: float | None = field(default=None, metadata=bounds(min=0, max=1))
     pivot: str | None = None
     pivot_sample: int | None = field(default=None, metadata=bounds(min=10))
     pivot_lang: str = "en"
@@ -189,6 +191,20 @@ def fragments(sentences: list[str], tokenize, max_words: int, limit: int) -> lis
 
 
 # ------------------------------------------------------------------------------------ training
+
+
+#: the share of a target that is the fast model's own vector (:func:`own_weight_for`): more where the
+#: model serves the language better (its stored dev xsim error under OWN_SERVED_XSIM, in %), where its
+#: own vectors hold more of the sentence's meaning (docs/benchmarks.md, "Issue 73, sixth round")
+OWN_WEIGHT, OWN_WEIGHT_SERVED, OWN_SERVED_XSIM = 0.2, 0.35, 25.0
+
+
+def own_weight_for(enc, lang: str) -> float:
+    """The default ``own_weight`` of adapting ``enc`` to ``lang``: :data:`OWN_WEIGHT_SERVED` where the
+    model's stored dev figure for ``lang`` is under :data:`OWN_SERVED_XSIM`, else :data:`OWN_WEIGHT`
+    (no figure included)."""
+    err = ((language_figures(enc) or {}).get(lang) or {}).get("ntrex_xsim")
+    return OWN_WEIGHT_SERVED if err is not None and err < OWN_SERVED_XSIM else OWN_WEIGHT
 
 
 def default_steps(sample: int) -> int:
@@ -451,6 +467,8 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     # the lines as the encoders read them (a Zawgyi Burmese line as its Unicode text): the rows
     # trained, the fragments and the teacher's vectors are those of the text that encode() sees
     sample = to_unicode(sample)
+    if job.own_weight is None:
+        job = replace(job, own_weight=own_weight_for(enc, job.lang))
     n_held = min(500, int(len(sample) * job.heldout)) if len(sample) >= 100 else 0
     train_lines, held = sample[: len(sample) - n_held], sample[len(sample) - n_held:]
     frags: list[str] = []

@@ -100,7 +100,8 @@ def _check(model: str, sides: list[Side]):
 #: side trained as its Unicode text, where version 2 trained rows that encoding never read; 4: the pivot
 #: the fast model's nearest lines to the sample, where version 3 took a hashed sample; 5: targets blended
 #: with the model's own vectors, whose job key a version-4 folder of the same name would refuse; 6: the
-#: job keyed by the pivot file's digest, not by the lines taken from it) is never reused
+#: job keyed by the pivot file's digest, not by the lines taken from it, and the targets' share of the
+#: model's own vectors chosen by the language's dev figure) is never reused
 FOLDER_VERSION = 6
 
 
