@@ -228,8 +228,12 @@ def test_the_blends_share_follows_the_languages_dev_figure(adapted, shipped):
     assert A.own_weight_for(base, "ko") == A.OWN_WEIGHT_SERVED == 0.35
     assert A.own_weight_for(base, "km") == A.OWN_WEIGHT == 0.2
     assert A.own_weight_for(base, "qqq") == A.OWN_WEIGHT  # no figure: the weak language's share
-    assert adapted[2].record["settings"]["own_weight"] == 0.2  # the Khmer model of the fixture
-    assert A.AdaptJob(text="t", lang="km", output="o", own_weight=0.5).own_weight == 0.5  # given: kept
+    text, folder, report = adapted
+    assert report.record["settings"]["own_weight"] == 0.2  # the Khmer model of the fixture
+    # the share resolved is the job's: the same share given explicitly is the same job, another is not
+    assert A.adapt_model(small_job(text, folder, own_weight=0.2)).reused
+    with pytest.raises(ConfigError, match="holds a model already"):
+        A.adapt_model(small_job(text, folder, own_weight=0.35))
 
 
 def test_the_adapted_language_is_no_longer_reported_as_poorly_served(adapted, shipped):

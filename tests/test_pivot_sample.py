@@ -148,3 +148,37 @@ def _unit_rows(texts):
             for t in texts]
     out = np.asarray(rows, dtype=np.float32).reshape(len(texts), 384)
     return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_a_pivot_read_from_a_pipe_trains_the_model_a_file_does(shared_data, tmp_path, monkeypatch):
+    """The pivot's digest reads the stream through the job's copy: the lines chosen afterwards are the
+    stream's (not an empty second read), the same as from a regular file; a missing pivot is an
+    input error naming it."""
+    import os
+    import threading
+
+    from bimine.errors import InputError
+    from bimine.training import adapt as A
+
+    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: _unit_rows(texts))
+    km = tmp_path / "km.txt"
+    km.write_text("\n".join(_ntrex(shared_data, "ref.khm", 0, 40)) + "\n", encoding="utf-8")
+    content = "\n".join(_ntrex(shared_data, "src.eng", 0, 120)) + "\n"
+    en = tmp_path / "en.txt"
+    en.write_text(content, encoding="utf-8")
+
+    def job(pivot, out):
+        return A.AdaptJob(text=str(km), lang="km", output=str(tmp_path / out), sample=40, steps=5,
+                          fragments_per_line=1, batch_size=8, pivot=str(pivot), progress=False)
+
+    from_file = A.adapt_model(job(en, "file"))
+    fifo = tmp_path / "en.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(content, encoding="utf-8"))
+    writer.start()
+    from_pipe = A.adapt_model(job(fifo, "pipe"))
+    writer.join()
+    assert from_pipe.record["pivot"]["sample"] == 40 and from_pipe.record["key"] == from_file.record["key"]
+    assert (tmp_path / "pipe/adapters.safetensors").read_bytes() == (tmp_path / "file/adapters.safetensors").read_bytes()
+    with pytest.raises(InputError, match="no such file"):
+        A.adapt_model(job(tmp_path / "missing.txt", "missing"))

@@ -207,3 +207,25 @@ def test_the_summary_says_where_part_of_the_pivot_was_a_hashed_sample():
         " (its 50 lines of 80: 31 nearest the sample by the fast model, the rest a hashed sample)")
     assert _pivot_words(piv, {"lines": 40, "guided": False}) == ""  # the other side taken whole
     assert _pivot_words(None, None) == ""
+
+
+def test_a_rerun_finds_the_pivot_and_how_it_was_taken(tmp_path, monkeypatch):
+    """The pivot file of --adapt is found again with the record of how its lines were taken (the
+    summary's "the rest a hashed sample" stays true on a rerun), without a second search."""
+    from bimine.encoders import load_encoder
+    from bimine.training import pivot_sample
+    from bimine.training.side_adapt import Side, _pivot_file
+
+    en = [f"English line number {i} about the weather." for i in range(60)]
+    other = Side("en.txt", "en", "--tgt-lang", lambda: iter(en))
+    told = {"lines": 60, "k": 2, "guided": True, "nearest": 31}
+    monkeypatch.setattr(pivot_sample, "guided_pivot", lambda *a, **k: (en[:40], dict(told)))
+    enc = load_encoder("default")
+    path, info = _pivot_file(tmp_path, enc, "km", ["ក", "ខ"], other, "en", 40, False)
+    assert info == told and path.read_text(encoding="utf-8").splitlines() == en[:40]
+
+    def no_search(*a, **k):
+        raise AssertionError("searched again")
+
+    monkeypatch.setattr(pivot_sample, "guided_pivot", no_search)
+    assert _pivot_file(tmp_path, enc, "km", ["ក", "ខ"], other, "en", 40, False) == (path, told)

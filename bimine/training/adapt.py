@@ -332,8 +332,9 @@ def _train(model, inv, offsets, targets, n_sent: int, n_frag: int, job: AdaptJob
 def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], steps: int,
              pivot: str | None = None) -> str:
     """What decides the trained rows: a checkpoint or a finished folder of another key is not reused.
-    ``pivot``: the pivot file's digest (the lines taken from it follow from it, the base model and
-    the sample: keyed before they are chosen, a finished job is found without searching again)."""
+    ``pivot``: the digest of the pivot's lines (:func:`bimine.training.pivot_sample.side_digest`; the
+    lines taken from it follow from them, the base model and the sample: keyed before they are
+    chosen, a finished job is found without searching again)."""
     h = hashlib.sha256()
     settings = {k: getattr(job, k) for k in ("lang", "batch_size", "lr", "layers_lr", "layers_pull",
                                              "rank_weight", "temperature", "fragment_weight", "seed", "heldout")}
@@ -342,9 +343,12 @@ def _job_key(job: AdaptJob, base_id: str, sample: list[str], frags: list[str], s
     if job.own_weight:
         settings["own_weight"] = job.own_weight
     if pivot:
+        from bimine.training.pivot_sample import VERSION
+
         settings.update({k: getattr(job, k) for k in ("pivot_lang", "pivot_weight", "pivot_margin",
                                                       "encoding_errors")})
-        settings["pivot_sample"] = job.pivot_sample or job.sample
+        settings.update(pivot_sample=job.pivot_sample or job.sample, pivot_version=VERSION)
+    settings["teacher"] = _LazyTeacher(job.reader).model_id  # int8 and fp32 vectors train apart
     h.update(repr((sorted(settings.items()), base_id, steps)).encode())
     for t in sample + ["\0"] + frags:
         h.update(line_hash(t))
@@ -452,13 +456,22 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
         return _adapt(job, enc, base_folder, out, sample, counts, t0)
 
 
-def _pivot_lines(job: AdaptJob, enc, sample: list[str]) -> list[str]:
+def _pivot_side(job: AdaptJob) -> tuple[str, int] | None:
+    """The digest of the pivot's distinct lines and their count (read as the pivot is read: a
+    stream through its copy), or None without a pivot."""
+    from bimine.training.pivot_sample import side_digest
+
+    return side_digest(read_lines(job.pivot, errors=job.encoding_errors)) if job.pivot else None
+
+
+def _pivot_lines(job: AdaptJob, enc, sample: list[str], total: int | None = None) -> list[str]:
     """The pivot's ``pivot_sample`` lines: all of them where it holds no more, else the ones the
-    base model finds nearest to the sample (:mod:`bimine.training.pivot_sample`)."""
+    base model finds nearest to the sample (:mod:`bimine.training.pivot_sample`); ``total``: its
+    distinct lines, where counted."""
     from bimine.training.pivot_sample import guided_pivot
 
     lines, _ = guided_pivot(enc, sample, job.lang, lambda: read_lines(job.pivot, errors=job.encoding_errors),
-                            job.pivot_lang, job.pivot_sample or job.sample, progress=job.progress)
+                            job.pivot_lang, job.pivot_sample or job.sample, total=total, progress=job.progress)
     return to_unicode(lines)
 
 
@@ -479,11 +492,12 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
         frags = fragments(train_lines, lambda t: [tok.pieces[i] for i in tok.encode(t)], job.max_fragment_words,
                           min(job.max_fragments, int(job.fragments_per_line * len(train_lines))))
     steps = job.steps or default_steps(len(train_lines))
-    key = _job_key(job, enc.model_id, sample, frags, steps, file_digest(job.pivot) if job.pivot else None)
+    side = _pivot_side(job)
+    key = _job_key(job, enc.model_id, sample, frags, steps, side[0] if side else None)
     done = _finished(out, key)
     if done is not None:
         return AdaptReport(str(out), done, reused=True)
-    pivot = _pivot_lines(job, enc, sample) if job.pivot else None
+    pivot = _pivot_lines(job, enc, sample, side[1]) if side else None
     work = out / WORK
     work.mkdir(exist_ok=True)
     teacher = _teacher_vectors(train_lines + frags + held + (pivot or []), work, job.reader, job.progress)

@@ -31,6 +31,8 @@ from bimine.training.samples import line_hash, sample_lines
 
 CHUNK = 50_000  # lines of the other side embedded and searched at a time
 MAX_K = 16  # nearest lines taken per sampled line at most
+#: in an adaptation's job key: a change to how the pivot's lines are chosen makes a job of its own
+VERSION = 1
 
 
 def _distinct(lines: Iterable[str]) -> Iterator[str]:

@@ -39,6 +39,7 @@ from bimine.langs import normalize_lang
 from bimine.outputs import atomic_path, shown
 from bimine.training.adapt import AdaptJob, AdaptReport, adapt_model, require_teacher
 from bimine.training.samples import line_hash, sample_lines
+from bimine.weights import read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +139,13 @@ def _pivot_file(root: Path, enc, lang: str, sample: list[str], other: Side, othe
     digest, total = side_digest(other.lines())
     key = _sample_key("pivot", enc.model_id, lang, other_lang, n, digest, lines=sample)
     path = root / f"{other_lang}-{key}.txt"
-    info = {"lines": total, "guided": total > n}
-    if not path.is_file():
-        chosen, info = guided_pivot(enc, sample, lang, other.lines, other_lang, n, total=total, progress=progress)
-        _enough(other, chosen)
-        _write_sample(root, key, other_lang, chosen)
+    told = root / f"{other_lang}-{key}.json"  # how its lines were taken, for the summary of a rerun
+    if path.is_file() and told.is_file():
+        return path, read_json(told, "pivot record")
+    chosen, info = guided_pivot(enc, sample, lang, other.lines, other_lang, n, total=total, progress=progress)
+    _enough(other, chosen)
+    _write_sample(root, key, other_lang, chosen)
+    write_json(told, info)
     return path, info
 
 

@@ -1,0 +1,22 @@
+"""benchmarks.pool_targets: which model's figure counts for each language, and the counts, by hand."""
+
+from __future__ import annotations
+
+from benchmarks import pool_targets as T
+
+
+def test_each_language_counts_the_model_adapt_would_run(monkeypatch):
+    monkeypatch.setattr(T, "e5_xsim", lambda: {"fra": 1.0, "khm": 5.0, "lao": 6.0, "bod": 40.0})
+    r = lambda lang, x: {"lang": lang, "cos_r1": x}  # noqa: E731
+    results = {"default": {"fra": r("fr", 97.0), "khm": r("km", 40.0), "lao": r("lo", 30.0), "bod": r("bo", 5.0)},
+               "e5-small": {"fra": r("fr", 99.0), "khm": r("km", 90.0), "lao": r("lo", 88.0), "bod": r("bo", 20.0)}}
+    figures = {"fr": {"ntrex_xsim": 1.2}, "km": {"ntrex_xsim": 27.5}, "lo": {"ntrex_xsim": 43.0}}
+    table = T.rows(results, {"khm": r("km", 86.5)}, figures)
+    assert [t["name"] for t in table] == ["fra", "khm", "lao"]  # Tibetan: e5-small's error too high
+    fra, khm, lao = table
+    assert fra["served"] and fra["used"] == 97.0  # served: --adapt leaves it to the shipped model
+    assert not khm["served"] and khm["used"] == 86.5  # poorly served: the adapted model's figure
+    assert lao["used"] is None  # poorly served and not adapted here: not guessed
+    text = T.report(table)
+    assert "within 5 points of e5-small: 2 of 2" in text and "mean gap 2.75 points" in text
+    assert "| lao | 43.0 | 30.0 | - | 88.0 | not measured |" in text
