@@ -174,10 +174,10 @@ def test_a_pivot_read_from_a_pipe_trains_the_model_a_file_does(shared_data, tmp_
     from_file = A.adapt_model(job(en, "file"))
     fifo = tmp_path / "en.fifo"
     os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_text(content, encoding="utf-8"))
+    writer = threading.Thread(target=lambda: fifo.write_text(content, encoding="utf-8"), daemon=True)
     writer.start()
     from_pipe = A.adapt_model(job(fifo, "pipe"))
-    writer.join()
+    writer.join(timeout=60)
     assert from_pipe.record["pivot"]["sample"] == 40 and from_pipe.record["key"] == from_file.record["key"]
     assert (tmp_path / "pipe/adapters.safetensors").read_bytes() == (tmp_path / "file/adapters.safetensors").read_bytes()
     with pytest.raises(InputError, match="no such file"):
