@@ -48,7 +48,8 @@ def rows(results: dict, adapted: dict, figures: dict) -> list[dict]:
         a = adapted.get(name)
         used = d["cos_r1"] if served else (a["cos_r1"] if a else None)
         out.append({"name": name, "lang": d["lang"], "stored": stored, "served": served, "default": d["cos_r1"],
-                    "adapted": a["cos_r1"] if a else None, "e5": e["cos_r1"], "used": used})
+                    "adapted": a["cos_r1"] if a else None, "e5": e["cos_r1"], "used": used,
+                    "gap": None if used is None else e["cos_r1"] - used})
     return out
 
 
@@ -59,12 +60,11 @@ def report(table: list[dict]) -> str:
     lines = ["| language | stored dev xsim % | default R@1 | adapted R@1 | e5-small R@1 | gap of the model counted |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in table:
-        gap = None if r["used"] is None else r["e5"] - r["used"]
         lines.append(f"| {r['name']} | {num(r['stored'])} | {num(r['default'])} | {num(r['adapted'])} | {num(r['e5'])} "
-                     f"| {'not measured' if gap is None else f'{gap:+.1f}'.replace('+', '')} |")
-    known = [r for r in table if r["used"] is not None]
-    within = [r for r in known if r["e5"] - r["used"] <= WITHIN]
-    mean_gap = f"{sum(r['e5'] - r['used'] for r in known) / len(known):.2f}" if known else "-"
+                     f"| {'not measured' if r['gap'] is None else num(r['gap'])} |")
+    known = [r for r in table if r["gap"] is not None]
+    within = [r for r in known if r["gap"] <= WITHIN]
+    mean_gap = f"{sum(r['gap'] for r in known) / len(known):.2f}" if known else "-"
     lines += ["", f"{len(table)} languages with e5-small's xsim under {E5_GOOD:g} %; {len(known)} measured as "
               f"--adapt runs them ({sum(r['served'] for r in table)} served by the shipped model, the rest adapted); "
               f"within {WITHIN:g} points of e5-small: {len(within)} of {len(known)}; mean gap {mean_gap} points "

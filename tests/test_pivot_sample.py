@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
+from test_adapt import fake_teacher
 
 from bimine.training import pivot_sample as P
 from bimine.training.samples import sample_lines
@@ -118,7 +119,7 @@ def test_a_rerun_with_a_pivot_file_finds_its_job_done_without_searching_again(sh
     from bimine.errors import ConfigError
     from bimine.training import adapt as A
 
-    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: _unit_rows(texts))
+    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: fake_teacher(texts, lang))
     km = tmp_path / "km.txt"
     km.write_text("\n".join(_ntrex(shared_data, "ref.khm", 0, 40)) + "\n", encoding="utf-8")
     en = tmp_path / "en.txt"
@@ -143,12 +144,6 @@ def test_a_rerun_with_a_pivot_file_finds_its_job_done_without_searching_again(sh
         A.adapt_model(job(other))
 
 
-def _unit_rows(texts):
-    rows = [np.random.default_rng(int.from_bytes(hashlib.sha1(t.encode()).digest()[:4], "little")).normal(size=384)
-            for t in texts]
-    out = np.asarray(rows, dtype=np.float32).reshape(len(texts), 384)
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
 
 def test_a_pivot_read_from_a_pipe_trains_the_model_a_file_does(shared_data, tmp_path, monkeypatch):
     """The pivot's digest reads the stream through the job's copy: the lines chosen afterwards are the
@@ -160,7 +155,7 @@ def test_a_pivot_read_from_a_pipe_trains_the_model_a_file_does(shared_data, tmp_
     from bimine.errors import InputError
     from bimine.training import adapt as A
 
-    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: _unit_rows(texts))
+    monkeypatch.setattr(A._LazyTeacher, "encode", lambda self, texts, lang: fake_teacher(texts, lang))
     km = tmp_path / "km.txt"
     km.write_text("\n".join(_ntrex(shared_data, "ref.khm", 0, 40)) + "\n", encoding="utf-8")
     content = "\n".join(_ntrex(shared_data, "src.eng", 0, 120)) + "\n"
