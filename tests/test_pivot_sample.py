@@ -177,3 +177,4 @@ def test_a_pivot_read_from_a_pipe_trains_the_model_a_file_does(shared_data, tmp_
     assert (tmp_path / "pipe/adapters.safetensors").read_bytes() == (tmp_path / "file/adapters.safetensors").read_bytes()
     with pytest.raises(InputError, match="no such file"):
         A.adapt_model(job(tmp_path / "missing.txt", "missing"))
+    assert not (tmp_path / "missing").exists()  # refused before the output folder is made

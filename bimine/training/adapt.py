@@ -446,6 +446,8 @@ def adapt_model(job: AdaptJob) -> AdaptReport:
         raise ConfigError(f"-m {job.model}: a model built in memory has no folder to adapt")
     require_teacher()
     scan_text(job.text, errors=job.encoding_errors)  # a binary or cut file: one line, before any work
+    if job.pivot:
+        scan_text(job.pivot, errors=job.encoding_errors)  # the same of the pivot (a missing one: nothing written)
     out = _prepare_output(job, base_folder)
     sample, counts = take_sample(job.text, job.sample, job.encoding_errors)
     if len(sample) < 10:
