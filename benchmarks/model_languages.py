@@ -5,14 +5,20 @@
     python -m benchmarks.model_languages --served   # the languages the shipped languages.json serves well (README)
     python -m benchmarks.model_languages --e5       # e5-small's, from docs/results/xsim-e5-small.json,
                                                     # into bimine/models/e5-small/languages.json
+    python -m benchmarks.model_languages --pool docs/results/pool-retrieval.json
+        # adds each language's large-pool R@1 (a benchmarks.pool_retrieval run of 'default' and
+        # 'e5-small') to both files, keeping what they hold
 
 For each language: the shipped model's NTREX-128 xsim error (the mean over that language's NTREX
 sets, e.g. zho_Hans/zho_Hant/yue for zh), its UD PUD xsim error where there is a set, and the
 training pairs, as measured by ``python -m benchmarks.xsim`` and recorded in
 docs/results/xsim-full.md (re-run that to re-measure). With ``--json``, the figures are those of
 the ``--model`` column of a ``python -m benchmarks.xsim --json`` run, and the training pairs those of
-the shipped model's own training record. Commands read it to say how well the model serves a
-language (``bimine.encoders.languages``).
+the shipped model's own training record. ``--pool`` adds ``ntrex_pool_r1``: the mean over a
+language's NTREX sets of R@1 (raw cosine, %) of lines 1,001-1,997 among 25,000 English
+sentences, from a ``python -m benchmarks.pool_retrieval --json`` run whose model ids are the
+files' own. Commands read it to say how well the model serves a language
+(``bimine.encoders.languages``).
 """
 
 from __future__ import annotations
@@ -87,7 +93,13 @@ def main() -> None:
     ap.add_argument("--served", action="store_true",
                     help="print the languages the shipped languages.json serves well (NTREX xsim at most "
                          "bimine.encoders.languages.SERVED_XSIM), best first, for the README; write nothing")
+    ap.add_argument("--pool", default=None, help="a pool_retrieval run's JSON (models 'default' and 'e5-small'): add "
+                    "their large-pool R@1 to both languages.json files, nothing else changed")
     args = ap.parse_args()
+    if args.pool:
+        for name, path in (("default", OUT), ("e5-small", E5_OUT)):
+            print(add_pool(path, args.pool, name))
+        return
     if args.served:
         served()
         return
@@ -111,17 +123,58 @@ def main() -> None:
     print(f"wrote {out}: {len(langs)} languages")
 
 
+def pool_figures(results: dict, model_id: str) -> dict[str, float]:
+    """Per language code, the mean cos R@1 over its NTREX sets of one model's pool_retrieval rows
+    (those measured with that ``model_id`` and a pool of 25,000: another model's rows are refused)."""
+    from bimine.encoders.languages import POOL_SIZE
+
+    per: dict[str, list[float]] = defaultdict(list)
+    for name, r in results.items():
+        if r.get("model_id") != model_id:
+            raise SystemExit(f"{name}: measured with model {r.get('model_id')}, not {model_id}")
+        if r.get("pool") != POOL_SIZE:
+            raise SystemExit(f"{name}: a pool of {r.get('pool')}, not {POOL_SIZE}")
+        per[r["lang"]].append(float(r["cos_r1"]))
+    return {lang: round(sum(v) / len(v), 2) for lang, v in per.items()}
+
+
+def add_pool(path: str, pool_json: str, model: str) -> str:
+    """Add ``model``'s large-pool R@1 of ``pool_json`` to the languages.json at ``path``."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    with open(pool_json, encoding="utf-8") as f:
+        results = json.load(f)["results"]
+    if model not in results:
+        raise SystemExit(f"{pool_json} has no model {model!r}")
+    figures = pool_figures(results[model], doc["model_id"])
+    for lang, r1 in figures.items():
+        doc["languages"].setdefault(lang, {"ntrex_xsim": None, "pud_xsim": None, "train_pairs": None})
+        doc["languages"][lang]["ntrex_pool_r1"] = r1
+    doc["pool_source"] = (f"{os.path.relpath(os.path.abspath(pool_json), REPO)} (python -m benchmarks.pool_retrieval): "
+                          "ntrex_pool_r1, R@1 raw cosine in % of NTREX lines 1,001-1,997 among 25,000 English "
+                          "sentences, the mean over the language's NTREX sets")
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    return f"wrote {path}: large-pool R@1 of {len(figures)} languages"
+
+
 def served() -> None:
-    """The well-served languages of the shipped ``languages.json``, as the README lists them."""
-    from bimine.encoders.languages import SERVED_XSIM
+    """The well-served languages of the shipped ``languages.json``, as the README lists them
+    (:func:`bimine.encoders.languages.figure_of`: large-pool R@1 where stored, else xsim)."""
+    from bimine.encoders.languages import SERVED_POOL_R1, SERVED_XSIM, figure_of
     from bimine.langs import language_name
 
     with open(OUT, encoding="utf-8") as f:
         doc = json.load(f)
-    good = sorted(((v["ntrex_xsim"], k) for k, v in doc["languages"].items()
-                   if v.get("ntrex_xsim") is not None and v["ntrex_xsim"] <= SERVED_XSIM))
-    print(f"{doc['model_id']}: {len(good)} languages at most {SERVED_XSIM:g} % NTREX xsim error (best first):")
-    print(", ".join(f"{language_name(k) or k} ({k}, {e:g} %)" for e, k in good))
+    figs = [(k, figure_of(v)) for k, v in doc["languages"].items()]
+    good = sorted(((-f.value if f.measure == "pool" else f.value, f.measure, k) for k, f in figs if f.served),
+                  key=lambda t: (t[1] != "pool", t[0]))
+    print(f"{doc['model_id']}: {len(good)} languages served (R@1 at least {SERVED_POOL_R1:g} % among 25,000 English "
+          f"sentences; without that figure, NTREX xsim error at most {SERVED_XSIM:g} %), best first:")
+    print(", ".join(f"{language_name(k) or k} ({k}, {'R@1 ' + format(-v, 'g') if m == 'pool' else format(v, 'g')} %)"
+                    for v, m, k in good))
 
 
 if __name__ == "__main__":

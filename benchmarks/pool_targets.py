@@ -9,7 +9,8 @@ The target: for every NTREX language where e5-small's xsim error is under 10 %
 (``--run``: ``adapted:default``, its side only; ``adapted+pivot:default`` with the English of the
 adaptation lines, as ``mine --adapt`` has the other side), comes within 5 points of e5-small's
 large-pool R@1 (raw cosine), and within 3 on the mean over those languages. The model counted is the
-shipped one where it serves the language by its stored dev figure (``--adapt`` leaves such a side
+shipped one where it serves the language by its stored dev figure (large-pool R@1 where stored, else
+xsim: :func:`bimine.encoders.languages.figure_of`; ``--adapt`` leaves such a side
 as it is) and the adapted one where it does not; a language neither measured adapted nor served is
 counted apart, not guessed. Prints one row per language and the counts.
 """
@@ -22,7 +23,7 @@ import os
 import sys
 
 from bimine.encoders.base import default_model_path
-from bimine.encoders.languages import LANGUAGES_FILE, SERVED_XSIM
+from bimine.encoders.languages import LANGUAGES_FILE, figure_of
 
 E5_XSIM = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs/results/xsim-e5-small.json")
 E5_GOOD = 10.0  # e5-small's xsim error under this (in %): the languages the target covers
@@ -43,8 +44,9 @@ def rows(results: dict, adapted: dict, figures: dict) -> list[dict]:
         d, e = results.get("default", {}).get(name), results.get("e5-small", {}).get(name)
         if err >= E5_GOOD or d is None or e is None:
             continue
-        stored = (figures.get(d["lang"]) or {}).get("ntrex_xsim")
-        served = stored is not None and stored <= SERVED_XSIM
+        fig = figure_of(figures.get(d["lang"]))  # as --adapt judges it: large-pool R@1 where stored, else xsim
+        stored, served = (f"{fig.value:.1f}{' R@1' if fig.measure == 'pool' else ' xsim'}" if fig.value is not None
+                          else None), fig.served
         a = adapted.get(name)
         used = d["cos_r1"] if served else (a["cos_r1"] if a else None)
         out.append({"name": name, "lang": d["lang"], "stored": stored, "served": served, "default": d["cos_r1"],
@@ -57,10 +59,10 @@ def report(table: list[dict]) -> str:
     def num(x):
         return "-" if x is None else f"{x:.1f}"
 
-    lines = ["| language | stored dev xsim % | default R@1 | adapted R@1 | e5-small R@1 | gap of the model counted |",
+    lines = ["| language | stored figure % | default R@1 | adapted R@1 | e5-small R@1 | gap of the model counted |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in table:
-        lines.append(f"| {r['name']} | {num(r['stored'])} | {num(r['default'])} | {num(r['adapted'])} | {num(r['e5'])} "
+        lines.append(f"| {r['name']} | {r['stored'] or '-'} | {num(r['default'])} | {num(r['adapted'])} | {num(r['e5'])} "
                      f"| {'not measured' if r['gap'] is None else num(r['gap'])} |")
     known = [r for r in table if r["gap"] is not None]
     within = [r for r in known if r["gap"] <= WITHIN]

@@ -19,4 +19,15 @@ def test_each_language_counts_the_model_adapt_would_run(monkeypatch):
     assert lao["used"] is None  # poorly served and not adapted here: not guessed
     text = T.report(table)
     assert "within 5 points of e5-small: 2 of 2" in text and "mean gap 2.75 points" in text
-    assert "| lao | 43.0 | 30.0 | - | 88.0 | not measured |" in text
+    assert "| lao | 43.0 xsim | 30.0 | - | 88.0 | not measured |" in text
+
+
+def test_a_stored_large_pool_figure_decides_before_the_xsim_error(monkeypatch):
+    monkeypatch.setattr(T, "e5_xsim", lambda: {"mar": 1.0})
+    r = lambda lang, x: {"lang": lang, "cos_r1": x}  # noqa: E731
+    results = {"default": {"mar": r("mr", 59.7)}, "e5-small": {"mar": r("mr", 96.7)}}
+    (row,) = T.rows(results, {}, {"mr": {"ntrex_xsim": 13.9, "ntrex_pool_r1": 59.7}})
+    assert not row["served"] and row["used"] is None  # served by xsim (13.9 <= 15), not by R@1 (59.7 < 80)
+    assert row["stored"] == "59.7 R@1"
+    (row,) = T.rows(results, {}, {"mr": {"ntrex_xsim": 13.9}})  # no large-pool figure: xsim decides
+    assert row["served"] and row["used"] == 59.7

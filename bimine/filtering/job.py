@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bimine.config import bounds, check_fields, load_yaml
 from bimine.cores import capped_workers
-from bimine.encoders.languages import SERVED_XSIM, describe, load_for_languages, poorly_served
+from bimine.encoders.languages import describe, load_for_languages, poorly_served
 from bimine.encoders.user import hold_model
 from bimine.errors import ConfigError
 from bimine.executors import check_executor, plugin
@@ -250,13 +250,13 @@ def _selection(job: FilterJob, spec: PipelineSpec, encoder, combiners,
                     "Eq. 3), which does not see the rules; sort by it only among the pairs the rules keep")
     weak = []
     if selection.combine == "model":
-        weak = poorly_served(encoder, [normalize_lang(job.src_lang), normalize_lang(job.tgt_lang)])
+        weak = poorly_served(encoder, [normalize_lang(job.src_lang), normalize_lang(job.tgt_lang)], by="xsim")
         selection.warn_unrelated = not weak
     if (job.filtering and selection.combine == "model" and selection.threshold is None
             and selection.top_fraction is None and selection.token_budget is None):
         if weak:  # a fixed cut would drop many of its genuine pairs
-            cut_note = (f"no default cut on score: the model serves {describe(weak)} less well (above "
-                        f"{SERVED_XSIM:g} %), so genuine pairs score low there; sort by score, pass --threshold, or "
+            cut_note = (f"no default cut on score: the model serves {describe(weak)} less well, so genuine pairs "
+                        "score low there; sort by score, pass --threshold, or "
                         "use -m e5-small")
         else:
             selection.threshold = combiners.full.cut  # the default cut, chosen on dev (docs/filtering.md)
