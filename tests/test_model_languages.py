@@ -78,6 +78,9 @@ def test_e5_small_has_figures_of_its_own_and_languages_neither_model_serves_are_
     msg = language_warning(default, ["en", "ha"], "mine")
     assert "-m e5-small" in msg and "e5-small does far better on ha but is under the bar there too" in msg
     assert "no model bimine ships serves it well" not in msg
+    # a language neither model was measured on: said so, not called served poorly by both
+    msg = language_warning(default, ["en", "tlh"], "mine")
+    assert msg.startswith("warning: no model bimine ships was measured on tlh") and "serves it well" not in msg
 
 
 def figures_of(encoder) -> dict[str, float]:

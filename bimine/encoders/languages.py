@@ -160,6 +160,10 @@ def language_warning(encoder, langs: list[str], command: str) -> str | None:
     short = [(lang, fig) for lang, fig in neither if _worth_it(fig, own[lang])]  # under the bar, far better still
     hopeless = [item for item in neither if item not in short]
     if len(hopeless) == len(weak):
+        if all(fig.value is None and own[lang].value is None for lang, fig in hopeless):
+            return (f"warning: no model bimine ships was measured on {', '.join(own)} (no dev figure: not trained on "
+                    "it or not measured): expect weak results for that language unless it is close to one the model "
+                    "serves")
         return (f"warning: this model serves {describe(weak)} poorly, and so does "
                 f"e5-small ({_e5_says(hopeless)}): no model bimine ships serves it well; expect weak results for that "
                 "language")
