@@ -54,28 +54,55 @@ def test_mine_adapt_adapts_the_poorly_served_side_once_and_reuses_it(small, km_e
     r = run(*args, tmp_path / "a.tsv")
     assert r.exit_code == 0, r.output
     assert "--adapt: the model serves km" in r.output and "adapted km on 50 sentences" in r.output
-    assert "serves km (dev xsim" not in r.output.split("--adapt")[0]  # no poorly-served warning after adapting
-    folders = [p for p in (work / "adapted").iterdir() if p.is_dir()]
-    assert len(folders) == 1 and folders[0].name.startswith("km-")
-    config = json.loads((folders[0] / "config.json").read_text())
+    assert "warning:" not in r.output  # no poorly-served warning after adapting
+    folders = sorted(p for p in (work / "adapted").iterdir() if p.is_dir())
+    # the Khmer model, then that model adapted to English on the pivot lines (the folder the job runs on)
+    assert [p.name[:3] for p in folders] == ["en-", "km-"], folders
+    en_folder, km_folder = folders
+    config = json.loads((km_folder / "config.json").read_text())
     rec = config["adapters"]["languages"]["km"]
     assert rec["text"] == str(km) and rec["sample"] + rec["heldout_lines"] == 50 and rec["steps"] == 20
     # the English side, which the model serves, is the pivot: sampled as the Khmer side is
     assert rec["pivot"]["lang"] == "en" and rec["pivot"]["sample"] == 50 and rec["settings"]["center"] is True
     # ... its 50 lines the fast model's nearest to the Khmer sample among its 80 (bimine.training.pivot_sample)
     assert "(its 50 lines of 80 nearest the sample by the fast model)" in r.output
+    # step 3: English learns those 50 pivot lines, the teacher's vectors of the pairing reused; the job runs on it
+    both = json.loads((en_folder / "config.json").read_text())["adapters"]["languages"]
+    assert sorted(both) == ["en", "km"] and both["km"] == rec
+    assert both["en"]["sample"] + both["en"]["heldout_lines"] == 50 and both["en"]["fragments"] == 0
+    assert f"then en on those 50 lines of {en} (the teacher's vectors of the pairing, no new ones, 20 steps)" in r.output
+    assert f"the job runs on {en_folder}" in r.output
+    assert not list((work / "adapted").glob("*.teacher"))  # the shared vectors removed once both are written
     # the rerun reuses the adapted model (the same folder, nothing trained) and writes the same pairs
     r2 = run(*args, tmp_path / "b.tsv")
     assert r2.exit_code == 0 and "reused" in r2.output
     assert (tmp_path / "a.tsv").read_bytes() == (tmp_path / "b.tsv").read_bytes()
-    assert [p for p in (work / "adapted").iterdir() if p.is_dir()] == folders
+    assert sorted(p for p in (work / "adapted").iterdir() if p.is_dir()) == folders
     # other input: a folder of its own
     km2 = tmp_path / "km2.txt"
     km2.write_text("\n".join(km.read_text(encoding="utf-8").splitlines()[:60]) + "\n", encoding="utf-8")
     r3 = run("mine", km2, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 50,
              "--work-dir", work, "--no-progress", "-o", tmp_path / "c.tsv")
     assert r3.exit_code == 0 and "reused" not in r3.output
-    assert len([p for p in (work / "adapted").iterdir() if p.is_dir()]) == 2
+    assert len([p for p in (work / "adapted").iterdir() if p.is_dir()]) == 4
+
+
+def test_the_served_side_learns_its_pivot_lines_without_the_teacher_embedding_them_again(small, km_en, tmp_path,
+                                                                                         monkeypatch):
+    km, en = km_en
+    seen: list[str] = []
+
+    def counting(self, texts, lang):
+        seen.extend(texts)
+        return fake_teacher(texts, lang)
+
+    monkeypatch.setattr(A._LazyTeacher, "encode", counting)
+    r = run("mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 50,
+            "--work-dir", tmp_path / "work", "--no-progress", "-o", tmp_path / "a.tsv")
+    assert r.exit_code == 0, r.output
+    pivot_lines = set(en.read_text(encoding="utf-8").splitlines())
+    embedded = [t for t in seen if t in pivot_lines]
+    assert len(embedded) == 50 and len(set(embedded)) == 50  # the 50 pivot lines, each embedded once in all
 
 
 def test_a_short_weak_side_gets_the_whole_pivot_sample(small, km_en, tmp_path):
@@ -106,7 +133,7 @@ def test_other_adaptation_settings_get_a_folder_of_their_own(small, km_en, tmp_p
     monkeypatch.setattr(S, "SETTINGS", {**S.SETTINGS, "own_weight": 0.35})
     r = run(*args, tmp_path / "b.tsv")
     assert r.exit_code == 0 and "reused" not in r.output, r.output
-    folders = [p for p in (work / "adapted").iterdir() if p.is_dir()]
+    folders = [p for p in (work / "adapted").iterdir() if p.is_dir() and p.name.startswith("km-")]
     weights = sorted(json.loads((p / "config.json").read_text())["adapters"]["languages"]["km"]["settings"]["own_weight"]
                      for p in folders)
     assert weights == [0.0, 0.35]

@@ -83,7 +83,11 @@ class AdaptJob:
     pivot sentence (:mod:`bimine.training.adapt_targets`); ``pivot_sample``: distinct lines of the
     pivot taken (None: ``sample``; a small text's side gets the other side's whole sample, where its
     translations may be; a pivot of no more lines is taken whole); ``own_weight``: the share of each
-    target that is the model's own vector of the text (None: :func:`own_weight_for` the language)."""
+    target that is the model's own vector of the text (None: :func:`own_weight_for` the language);
+    ``teacher_cache``: a folder for the teacher's vectors that another job shares (``--adapt`` gives
+    the served side's job the one its weak side's job filled; default: the job's own work folder,
+    deleted with it). Vectors are keyed by their text and the teacher: which folder holds them
+    never changes the model."""
 
     text: str
     lang: str
@@ -116,6 +120,7 @@ class AdaptJob:
     encoding_errors: str = "strict"
     progress: bool = True
     source: str | None = None
+    teacher_cache: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -410,10 +415,10 @@ class _LazyTeacher:
         return self._enc.encode(texts, lang)
 
 
-def _teacher_vectors(texts: list[str], work: Path, reader: str, progress: bool) -> np.ndarray:
+def _teacher_vectors(texts: list[str], folder: Path, reader: str, progress: bool) -> np.ndarray:
     from bimine.training.distill import TeacherCache
 
-    cache = TeacherCache(str(work / "teacher"), _LazyTeacher(reader))
+    cache = TeacherCache(str(folder), _LazyTeacher(reader))
     v = cache.embed(texts, progress=progress).astype(np.float32)
     return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
@@ -502,7 +507,9 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     pivot = _pivot_lines(job, enc, sample, side[1]) if side else None
     work = out / WORK
     work.mkdir(exist_ok=True)
-    teacher = _teacher_vectors(train_lines + frags + held + (pivot or []), work, job.reader, job.progress)
+    teacher = _teacher_vectors(train_lines + frags + held + (pivot or []),
+                               Path(job.teacher_cache) if job.teacher_cache else work / "teacher", job.reader,
+                               job.progress)
     targets, held_targets, paired = _targets(job, enc, teacher, train_lines + frags, len(train_lines), len(held),
                                              pivot)
     deadline = t0 + 60 * job.budget if job.budget else None
