@@ -91,8 +91,8 @@ def main() -> None:
     ap.add_argument("--model", default="default", help="with --json: the model's name in it")
     ap.add_argument("--e5", action="store_true", help="write e5-small's figures (docs/results/xsim-e5-small.json)")
     ap.add_argument("--served", action="store_true",
-                    help="print the languages the shipped languages.json serves well (NTREX xsim at most "
-                         "bimine.encoders.languages.SERVED_XSIM), best first, for the README; write nothing")
+                    help="print the languages the shipped languages.json serves well (bimine.encoders.languages."
+                         "figure_of: large-pool R@1, else NTREX xsim), best first, for the README; write nothing")
     ap.add_argument("--pool", default=None, help="a pool_retrieval run's JSON (models 'default' and 'e5-small'): add "
                     "their large-pool R@1 to both languages.json files, nothing else changed")
     args = ap.parse_args()
@@ -115,12 +115,36 @@ def main() -> None:
     doc = {"model_id": model_id or load_encoder("default").model_id, "source": source,
            "measure": "xsim error in % against English, both directions, ratio margin k=4; NTREX-128 and UD PUD",
            "languages": langs}
+    kept = keep_pool_figures(out, doc)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out + ".tmp", "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     os.replace(out + ".tmp", out)
-    print(f"wrote {out}: {len(langs)} languages")
+    print(f"wrote {out}: {len(langs)} languages" + (f", the large-pool R@1 of {kept} kept" if kept else ""))
+
+
+def keep_pool_figures(path: str, doc: dict) -> int:
+    """Carry the large-pool figures of the file at ``path`` over to ``doc`` (the xsim figures
+    written again) when both are the same model's; a file of another model has its pool figures
+    measured again (``--pool``), and the command says so. Returns how many were kept."""
+    if not os.path.isfile(path):
+        return 0
+    with open(path, encoding="utf-8") as f:
+        old = json.load(f)
+    pool = {lang: e["ntrex_pool_r1"] for lang, e in old.get("languages", {}).items() if "ntrex_pool_r1" in e}
+    if not pool:
+        return 0
+    if old.get("model_id") != doc["model_id"]:
+        print(f"note: {path} held the large-pool R@1 of model {old.get('model_id')}, not of {doc['model_id']}: "
+              "measure it (python -m benchmarks.pool_retrieval) and add it with --pool; until then xsim decides")
+        return 0
+    for lang, r1 in pool.items():
+        doc["languages"].setdefault(lang, {"ntrex_xsim": None, "pud_xsim": None, "train_pairs": None})
+        doc["languages"][lang]["ntrex_pool_r1"] = r1
+    if "pool_source" in old:
+        doc["pool_source"] = old["pool_source"]
+    return len(pool)
 
 
 def pool_figures(results: dict, model_id: str) -> dict[str, float]:

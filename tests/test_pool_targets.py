@@ -31,3 +31,19 @@ def test_a_stored_large_pool_figure_decides_before_the_xsim_error(monkeypatch):
     assert row["stored"] == "59.7 R@1"
     (row,) = T.rows(results, {}, {"mr": {"ntrex_xsim": 13.9}})  # no large-pool figure: xsim decides
     assert row["served"] and row["used"] == 59.7
+
+
+def test_writing_the_xsim_figures_again_keeps_the_same_models_large_pool_figures(tmp_path):
+    import json
+
+    from benchmarks.model_languages import keep_pool_figures
+
+    path = tmp_path / "languages.json"
+    path.write_text(json.dumps({"model_id": "m1", "pool_source": "run", "languages": {
+        "mr": {"ntrex_xsim": 13.9, "ntrex_pool_r1": 59.7}, "fr": {"ntrex_xsim": 1.2}}}), encoding="utf-8")
+    doc = {"model_id": "m1", "languages": {"mr": {"ntrex_xsim": 14.0}, "fr": {"ntrex_xsim": 1.1}}}
+    assert keep_pool_figures(str(path), doc) == 1
+    assert doc["languages"]["mr"] == {"ntrex_xsim": 14.0, "ntrex_pool_r1": 59.7} and doc["pool_source"] == "run"
+    assert "ntrex_pool_r1" not in doc["languages"]["fr"]
+    other = {"model_id": "m2", "languages": {"mr": {"ntrex_xsim": 14.0}}}  # another model: not carried over
+    assert keep_pool_figures(str(path), other) == 0 and "ntrex_pool_r1" not in other["languages"]["mr"]

@@ -103,6 +103,18 @@ def test_the_served_side_learns_its_pivot_lines_without_the_teacher_embedding_th
     pivot_lines = set(en.read_text(encoding="utf-8").splitlines())
     embedded = [t for t in seen if t in pivot_lines]
     assert len(embedded) == 50 and len(set(embedded)) == 50  # the 50 pivot lines, each embedded once in all
+    assert "no new ones" in r.output
+    # the served side's model gone (and the shared vectors with it): the Khmer one is reused, the English
+    # one made again, its teacher vectors computed again, and the line says so
+    import shutil
+
+    (en_folder,) = [p for p in (tmp_path / "work" / "adapted").glob("en-*") if p.is_dir()]
+    shutil.rmtree(en_folder)
+    r = run("mine", km, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 50,
+            "--work-dir", tmp_path / "work", "--no-progress", "-o", tmp_path / "b.tsv")
+    assert r.exit_code == 0, r.output
+    assert "reused (made earlier" in r.output and "the teacher embedded 50 of them again" in r.output, r.output
+    assert "no new ones" not in r.output
 
 
 def test_a_short_weak_side_gets_the_whole_pivot_sample(small, km_en, tmp_path):
@@ -116,7 +128,7 @@ def test_a_short_weak_side_gets_the_whole_pivot_sample(small, km_en, tmp_path):
     r = run("mine", short, en, "--src-lang", "km", "--tgt-lang", "en", "--adapt", "--adapt-sample", 60,
             "--work-dir", work, "--no-progress", "-o", tmp_path / "a.tsv")
     assert r.exit_code == 0, r.output
-    folder = next(p for p in (work / "adapted").iterdir() if p.is_dir())
+    (folder,) = [p for p in (work / "adapted").glob("km-*") if p.is_dir()]  # the Khmer model, not its sample
     rec = json.loads((folder / "config.json").read_text())["adapters"]["languages"]["km"]
     assert rec["sample"] + rec["heldout_lines"] == 30 and rec["pivot"]["sample"] == 60
 

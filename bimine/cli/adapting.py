@@ -20,8 +20,8 @@ def adapt_options(f):
     return click.option(
         "--adapt", is_flag=True,
         help="First adapt the fast model to each side whose language it serves poorly (its stored dev figures) "
-             "on a sample of that side ('bimine adapt': minutes; needs bimine[e5] and PyTorch), then run at the "
-             "fast model's speed. Kept in --work-dir's 'adapted' folder (else the bimine cache folder) and "
+             "on a sample of that side ('bimine adapt': minutes; needs bimine[e5] and PyTorch), and then to the other "
+             "side's language on that side's lines nearest the sample, then run at the fast model's speed. Kept in --work-dir's 'adapted' folder (else the bimine cache folder) and "
              "reused by a rerun on the same input. With -m auto: the shipped model, adapted.")(f)
 
 

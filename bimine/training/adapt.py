@@ -415,12 +415,15 @@ class _LazyTeacher:
         return self._enc.encode(texts, lang)
 
 
-def _teacher_vectors(texts: list[str], folder: Path, reader: str, progress: bool) -> np.ndarray:
+def _teacher_vectors(texts: list[str], folder: Path, reader: str, progress: bool) -> tuple[np.ndarray, int]:
+    """The teacher's unit vectors of ``texts`` (cached in ``folder``) and how many distinct texts it
+    embedded now (the rest were in the cache)."""
     from bimine.training.distill import TeacherCache
 
     cache = TeacherCache(str(folder), _LazyTeacher(reader))
+    new = len(cache.missing(texts))
     v = cache.embed(texts, progress=progress).astype(np.float32)
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12), new
 
 
 def _heldout_figures(before: np.ndarray, after: np.ndarray, teacher: np.ndarray) -> dict:
@@ -507,7 +510,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     pivot = _pivot_lines(job, enc, sample, side[1]) if side else None
     work = out / WORK
     work.mkdir(exist_ok=True)
-    teacher = _teacher_vectors(train_lines + frags + held + (pivot or []),
+    teacher, embedded = _teacher_vectors(train_lines + frags + held + (pivot or []),
                                Path(job.teacher_cache) if job.teacher_cache else work / "teacher", job.reader,
                                job.progress)
     targets, held_targets, paired = _targets(job, enc, teacher, train_lines + frags, len(train_lines), len(held),
@@ -518,7 +521,7 @@ def _adapt(job: AdaptJob, enc, base_folder: Path, out: Path, sample: list[str], 
     record = {"lang": job.lang, "key": key, "text": job.source or os.path.basename(job.text), "sample": len(train_lines),
               "heldout_lines": len(held), **counts, "fragments": len(frags), "steps": done_steps,
               "stopped_by": stopped, "base_model_id": enc.model_id, "rows": int(len(adapter.ids)),
-              "teacher": "e5-small", "settings": {k: getattr(job, k) for k in (
+              "teacher": "e5-small", "teacher_embedded": embedded, "settings": {k: getattr(job, k) for k in (
                   "lr", "layers_lr", "layers_pull", "rank_weight", "temperature", "fragment_weight",
                   "batch_size", "seed", "max_fragment_words", "fragments_per_line", "center", "own_weight")}}
     if pivot is not None:

@@ -17,8 +17,9 @@ builds one :class:`Side` per input side (its language and a way to read its sent
 3. then, where that other side's language is one the model serves, adapts the model (the result of
    2) to it too, on those pivot lines (:func:`_adapt_pivot_side`): the teacher has embedded them
    already, so it costs training alone, and the served side's lines the weak side is mined against
-   land where the teacher puts them (Khmer mined among 25,000 English: F1 0.891 -> 0.922, e5-small
-   0.921; docs/benchmarks.md, "Issue 73, seventh round");
+   land where the teacher puts them (Khmer mined among 25,000 English: F1 0.891 -> 0.921, e5-small
+   0.921; docs/benchmarks.md, "Issue 73, seventh round"). English, the served side, gets the share of its own
+   vectors that a language without a dev figure gets (:func:`bimine.training.adapt.own_weight_for`: 0.2), as measured;
 4. returns the folder to run the job with and one line saying what was adapted and what it cost.
 
 The adapted folder is named by the base model's id, the language and the sample's content: a rerun
@@ -234,8 +235,11 @@ def _summary(weak, reports: list[AdaptReport], pivots: list[dict | None], second
         chosen = _pivot_words(piv, info)
         paired = f", {piv['paired']:,} of them paired by the teacher with the {piv['lang']} side{chosen}" if piv else ""
         if info and info.get("pivot_side"):
+            again = rec.get("teacher_embedded", 0)
+            vectors = ("the teacher's vectors of the pairing, no new ones" if not again else
+                       f"the teacher embedded {again:,} of them again: the pairing's were gone")
             parts.append(f"then {rec['lang']} on those {rec['sample'] + rec.get('heldout_lines', 0):,} lines of "
-                         f"{rec['text']} (the teacher's vectors of the pairing, no new ones, {rec['steps']} steps): {how}")
+                         f"{rec['text']} ({vectors}, {rec['steps']} steps): {how}")
             continue
         parts.append(f"{rec['lang']} on {rec['sample'] + rec.get('heldout_lines', 0):,} sentences of "
                      f"{rec['text']} ({rec['fragments']:,} fragments, {rec['steps']} steps{paired}): {how}")
