@@ -29,6 +29,8 @@ import os
 import re
 from collections import defaultdict
 
+from bimine.weights import write_json
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(REPO, "docs", "results", "xsim-full.md")
 OUT = os.path.join(REPO, "bimine", "models", "default", "languages.json")
@@ -117,10 +119,7 @@ def main() -> None:
            "languages": langs}
     kept = keep_pool_figures(out, doc)
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(out + ".tmp", out)
+    write_json(out, doc, indent=1, sort_keys=True)
     print(f"wrote {out}: {len(langs)} languages" + (f", the large-pool R@1 of {kept} kept" if kept else ""))
 
 
@@ -139,12 +138,17 @@ def keep_pool_figures(path: str, doc: dict) -> int:
         print(f"note: {path} held the large-pool R@1 of model {old.get('model_id')}, not of {doc['model_id']}: "
               "measure it (python -m benchmarks.pool_retrieval) and add it with --pool; until then xsim decides")
         return 0
-    for lang, r1 in pool.items():
-        doc["languages"].setdefault(lang, {"ntrex_xsim": None, "pud_xsim": None, "train_pairs": None})
-        doc["languages"][lang]["ntrex_pool_r1"] = r1
+    merge_pool(doc, pool)
     if "pool_source" in old:
         doc["pool_source"] = old["pool_source"]
     return len(pool)
+
+
+def merge_pool(doc: dict, figures: dict[str, float]) -> None:
+    """Each language's large-pool R@1 into ``doc``'s entry (a language it had no entry for gets one)."""
+    for lang, r1 in figures.items():
+        doc["languages"].setdefault(lang, {"ntrex_xsim": None, "pud_xsim": None, "train_pairs": None})
+        doc["languages"][lang]["ntrex_pool_r1"] = r1
 
 
 def pool_figures(results: dict, model_id: str) -> dict[str, float]:
@@ -171,16 +175,11 @@ def add_pool(path: str, pool_json: str, model: str) -> str:
     if model not in results:
         raise SystemExit(f"{pool_json} has no model {model!r}")
     figures = pool_figures(results[model], doc["model_id"])
-    for lang, r1 in figures.items():
-        doc["languages"].setdefault(lang, {"ntrex_xsim": None, "pud_xsim": None, "train_pairs": None})
-        doc["languages"][lang]["ntrex_pool_r1"] = r1
+    merge_pool(doc, figures)
     doc["pool_source"] = (f"{os.path.relpath(os.path.abspath(pool_json), REPO)} (python -m benchmarks.pool_retrieval): "
                           "ntrex_pool_r1, R@1 raw cosine in % of NTREX lines 1,001-1,997 among 25,000 English "
                           "sentences, the mean over the language's NTREX sets")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
+    write_json(path, doc, indent=1, sort_keys=True)
     return f"wrote {path}: large-pool R@1 of {len(figures)} languages"
 
 
@@ -193,12 +192,12 @@ def served() -> None:
     with open(OUT, encoding="utf-8") as f:
         doc = json.load(f)
     figs = [(k, figure_of(v)) for k, v in doc["languages"].items()]
-    good = sorted(((-f.value if f.measure == "pool" else f.value, f.measure, k) for k, f in figs if f.served),
-                  key=lambda t: (t[1] != "pool", t[0]))
+    pool = lambda f: f.measure == "pool"  # noqa: E731  (R@1 first, highest first; then xsim, lowest first)
+    good = sorted(((k, f) for k, f in figs if f.served), key=lambda kf: (not pool(kf[1]), -kf[1].value if
+                                                                          pool(kf[1]) else kf[1].value, kf[0]))
     print(f"{doc['model_id']}: {len(good)} languages served (R@1 at least {SERVED_POOL_R1:g} % among 25,000 English "
           f"sentences; without that figure, NTREX xsim error at most {SERVED_XSIM:g} %), best first:")
-    print(", ".join(f"{language_name(k) or k} ({k}, {'R@1 ' + format(-v, 'g') if m == 'pool' else format(v, 'g')} %)"
-                    for v, m, k in good))
+    print(", ".join(f"{language_name(k) or k} ({k}, {'R@1 ' if pool(f) else ''}{f.value:g} %)" for k, f in good))
 
 
 if __name__ == "__main__":

@@ -41,10 +41,11 @@ def ceiling_row(fast, e5, pool_fast, pool_e5, pool_index: dict[str, int], lang: 
     teacher = e5.encode(test, lang)
     mean = e5.encode(adapt, lang).mean(axis=0)
     share = own_weight_for(load_encoder("default"), lang)
+    own = fast.encode(test, lang)
     targets0 = centred(teacher, mean)
-    targets = blended(targets0, fast.encode(test, lang), share)
+    targets = blended(targets0, own, share)
     r1 = lambda q, pool: recalls(q, pool, gold)["cos_r1"]  # noqa: E731
-    return {"lang": lang, "n": len(test), "fast": r1(fast.encode(test, lang), pool_fast), "e5": r1(teacher, pool_e5),
+    return {"lang": lang, "n": len(test), "fast": r1(own, pool_fast), "e5": r1(teacher, pool_e5),
             "targets_share0": r1(targets0, pool_fast), "share": share, "targets": r1(targets, pool_fast)}
 
 

@@ -199,7 +199,7 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
         current = str(out)
         current_id = load_encoder(current).model_id
         if shared:  # the served side learns the pivot lines the teacher has just embedded
-            report = _adapt_pivot_side(root, current, current_id, pivot, piv_path, shared, progress)
+            report = _adapt_pivot_side(root, current, current_id, pivot, piv_path, shared, sample, progress)
             reports.append(report)
             pivots.append({"pivot_side": True})
             current = report.output
@@ -208,22 +208,18 @@ def adapt_sides(model: str, sides: list[Side], *, work_dir: str | None = None, s
 
 
 def _adapt_pivot_side(root: Path, model: str, model_id: str, pivot: tuple[Side, str], piv_path: Path,
-                      teacher_cache: str, progress: bool) -> AdaptReport:
-    """``model`` adapted to the pivot side's language on its pivot lines (no fragments: the teacher's
-    vectors of the lines are in ``teacher_cache`` already, from the weak side's pairing), in a folder
-    named by the model and the pivot file; the shared cache is removed once the folder is written."""
+                      teacher_cache: str, sample: int, progress: bool) -> AdaptReport:
+    """``model`` adapted to the pivot side's language on its pivot lines (all of them: the file holds
+    at most ``sample``; no fragments: the teacher's vectors of the lines are in ``teacher_cache``
+    already, from the weak side's pairing), in a folder named by the model and the pivot file; the
+    shared cache is removed once the folder is written."""
     side, lang = pivot
     out = root / f"{lang}-{_sample_key('pivot-side', model_id, lang, piv_path.name, sorted(SETTINGS.items()))}"
-    job = AdaptJob(text=str(piv_path), lang=lang, output=str(out), model=model, sample=max(10, _count(piv_path)),
+    job = AdaptJob(text=str(piv_path), lang=lang, output=str(out), model=model, sample=sample,
                    progress=progress, source=side.name, teacher_cache=teacher_cache, **{**SETTINGS, "fragments": False})
     report = adapt_model(job)
     shutil.rmtree(teacher_cache, ignore_errors=True)
     return report
-
-
-def _count(path: Path) -> int:
-    with open(path, encoding="utf-8", errors="surrogatepass") as f:
-        return sum(1 for _ in f)
 
 
 def _summary(weak, reports: list[AdaptReport], pivots: list[dict | None], seconds: float) -> str:
