@@ -21,7 +21,16 @@ and R@16 of each, in %.
 on that language's NTREX lines 1-1,000 (its side only, shuffled, no pairs: the protocol of issue
 73) and tested on lines 1,001-1,997: the sentences it learnt from are never searched. Models are
 cached per model id (``.bench/cache``, as ``benchmarks.xsim``); results per model id and texts in
-the ``--json`` file, which a rerun reads back (``--fresh`` measures again).
+the ``--json`` file, which a rerun reads back (``--fresh`` measures again); an adapted run's row
+keeps the id of the model it was adapted from, and a rerun keeps the row of a language adapted from
+that same model without adapting it again (``--fresh`` after a change to the adaptation).
+
+``--as-mined BASE``: BASE adapted as ``mine --adapt`` adapts it (:func:`bimine.training.side_adapt.adapt_sides`),
+the language's NTREX lines 1-1,000 against the English pool less the test half's English: the
+pivot is the fast model's nearest lines of that English (which holds the adaptation lines' own
+translations, as a mined corpus holds some), and the served side's step adapts English on them. No
+test sentence and no test sentence's English is adapted on; it is not the protocol's "its side
+only", which leaves the English side as the base model embeds it.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ import numpy as np
 from benchmarks.common import CachedEncoder
 from benchmarks.harness import Bench
 from benchmarks.xsim import NTREX, ntrex_sets
+from bimine.encoders import load_encoder
 from bimine.text.io import read_lines
 
 POOL_SIZE = 25_000
@@ -141,6 +151,42 @@ def adapted_encoder(base: str, lang: str, adapt_lines: list[str], out_root: str,
     return folder, time.time() - t0, report
 
 
+def served_side(pool: list[str], gold_en: list[str]) -> list[str]:
+    """The English side ``--as-mined`` adapts on: the pool, in its order, less the test half's English."""
+    test_en = set(gold_en)
+    return [t for t in pool if t not in test_en]
+
+
+def as_mined_encoder(base: str, lang: str, adapt_lines: list[str], served: list[str], out_root: str):
+    """``base`` adapted as ``mine --adapt`` adapts it (:func:`bimine.training.side_adapt.adapt_sides`):
+    the weak side NTREX 1-1,000 of ``lang``, the other side ``served`` (the English pool less the
+    test half's English), so both the pivot and the served side's step of ``--adapt`` run on text
+    that holds no test sentence and no test sentence's English."""
+    from bimine.training.side_adapt import Side, adapt_sides
+
+    work = os.path.join(out_root, f"{os.path.basename(base.rstrip('/')) or base}-{lang}")
+    os.makedirs(work, exist_ok=True)
+    src = _write(os.path.join(work, f"ntrex-{lang}.txt"), adapt_lines)
+    tgt = _write(os.path.join(work, "pool-less-test.en.txt"), served)
+    t0 = time.time()
+    done = adapt_sides(base, [Side(src, lang, "--src-lang", lambda: read_lines(src)),
+                              Side(tgt, "en", "--tgt-lang", lambda: read_lines(tgt))], work_dir=work, progress=False)
+    print(f"  {done.summary}", file=sys.stderr, flush=True)
+    return done.model, time.time() - t0, done
+
+
+def _adapted(m: str, lang: str, en_file: str, adapt: list[str], served: list[str], args):
+    """The encoder of run ``m`` (``adapted:BASE``, ``adapted+pivot:BASE`` or ``as-mined:BASE``) for
+    ``lang``, and the seconds its adaptation took (seconds when its folder is reused)."""
+    base = m.split(":", 1)[1]
+    if m.startswith("as-mined:"):
+        folder, secs, _ = as_mined_encoder(base, lang, adapt, served, os.path.join(args.adapted_root, "as-mined"))
+    else:
+        pivot = english_half(en_file) if args.pivot else None
+        folder, secs, _ = adapted_encoder(base, lang, adapt, args.adapted_root, pivot)
+    return CachedEncoder(folder), secs
+
+
 def main() -> None:
     b = Bench("pool_retrieval", __doc__)
     b.arg("--model", action="append", default=None, help="default, e5-small or a model folder (repeat)")
@@ -148,6 +194,9 @@ def main() -> None:
     b.arg("--adapted-root", default=".bench/adapted", help="where the adapted models are written")
     b.arg("--pivot", action="store_true", help="with --adapt: NTREX's English lines 1-1,000 as the pivot (the other "
           "side, as 'mine --adapt' has it; not the protocol's 'its side only')")
+    b.arg("--as-mined", default=None, metavar="BASE", help="also measure BASE adapted to each language as 'mine "
+          "--adapt' adapts it: NTREX 1-1,000 against the English pool less the test half's English (the pivot "
+          "chosen there, then the served side's step); not the protocol's 'its side only'")
     b.arg("--data", default="../shared/data")
     b.arg("--langs", default=None, help="comma-separated NTREX codes (khm,pbt,...); default: all")
     b.arg("--pool", type=int, default=POOL_SIZE)
@@ -168,28 +217,32 @@ def main() -> None:
     results: dict[str, dict] = dict(done)
     models = list(args.model or ["default", "e5-small"])
     tag = "adapted+pivot" if args.pivot else "adapted"
-    for m in models + ([f"{tag}:{args.adapt}"] if args.adapt else []):
-        fixed = None if m.startswith(f"{tag}:") and args.adapt else CachedEncoder(m)
+    extra = ([f"{tag}:{args.adapt}"] if args.adapt else []) + ([f"as-mined:{args.as_mined}"] if args.as_mined else [])
+    for m in models + extra:
+        fixed = None if m in extra else CachedEncoder(m)
+        base_id = None if fixed else load_encoder(m.split(":", 1)[1]).model_id
         pool_vecs = None
         for i, (name, lang, en_file, xx_file) in enumerate(sets):
             adapt, test, gold_en = ntrex_halves(en_file, xx_file)
-            if fixed is not None:
-                key, enc = fixed.model_id, fixed
-            else:
-                pivot = english_half(en_file) if args.pivot else None
-                folder, secs, report = adapted_encoder(m.split(":", 1)[1], lang, adapt, args.adapted_root, pivot)
-                enc = CachedEncoder(folder)
-                key = enc.model_id
             row = results.get(m, {}).get(name)
-            if row and row.get("model_id") == key and row.get("pool") == len(pool):
+            if fixed is None and row and row.get("base_id") == base_id and row.get("pool") == len(pool):
+                continue  # adapted from this base by an earlier run (--fresh adapts again)
+            secs = None
+            if fixed is not None:
+                enc = fixed
+            else:
+                enc, secs = _adapted(m, lang, en_file, adapt, served_side(pool, gold_en), args)
+            if row and row.get("model_id") == enc.model_id and row.get("pool") == len(pool):
+                if base_id:
+                    row["base_id"] = base_id  # the folder just reused was adapted from it
                 continue
             if pool_vecs is None or fixed is None:
                 pool_vecs = enc.encode(pool, "en")
             t0 = time.time()
             r = measure(enc, pool_vecs, pool_index, test, gold_en, lang)
-            r.update(model_id=key, lang=lang, pool=len(pool))
+            r.update(model_id=enc.model_id, lang=lang, pool=len(pool))
             if fixed is None:
-                r.update(adapt_s=round(secs, 1), adapt_lines=len(adapt))
+                r.update(adapt_s=round(secs, 1), adapt_lines=len(adapt), base_id=base_id)
             results.setdefault(m, {})[name] = r
             b.extra["results"] = results
             b.save()
