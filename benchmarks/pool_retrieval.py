@@ -22,8 +22,9 @@ on that language's NTREX lines 1-1,000 (its side only, shuffled, no pairs: the p
 73) and tested on lines 1,001-1,997: the sentences it learnt from are never searched. Models are
 cached per model id (``.bench/cache``, as ``benchmarks.xsim``); results per model id and texts in
 the ``--json`` file, which a rerun reads back (``--fresh`` measures again); an adapted run's row
-keeps the id of the model it was adapted from, and a rerun keeps the row of a language adapted from
-that same model without adapting it again (``--fresh`` after a change to the adaptation).
+keeps the id of the model it was adapted from and the adaptation's version (the one ``--adapt``'s
+folders are named by), and a rerun keeps the row of a language adapted from that same model by that
+same version without adapting it again (``--fresh`` measures it again).
 
 ``--as-mined BASE``: BASE adapted as ``mine --adapt`` adapts it (:func:`bimine.training.side_adapt.adapt_sides`),
 the language's NTREX lines 1-1,000 against the English pool less the test half's English: the
@@ -48,6 +49,7 @@ from benchmarks.harness import Bench
 from benchmarks.xsim import NTREX, ntrex_sets
 from bimine.encoders import load_encoder
 from bimine.text.io import read_lines
+from bimine.training.side_adapt import FOLDER_VERSION
 
 POOL_SIZE = 25_000
 SPLIT = 1000  # NTREX lines 1..SPLIT adapt, SPLIT+1..1,997 are searched
@@ -175,6 +177,13 @@ def as_mined_encoder(base: str, lang: str, adapt_lines: list[str], served: list[
     return done.model, time.time() - t0, done
 
 
+def adapted_earlier(row: dict | None, base_id: str, pool: int) -> bool:
+    """Whether ``row`` (an adapted run's, from the ``--json`` file) was adapted from the model
+    ``base_id`` by this version of the adaptation and measured on a pool of this size."""
+    return bool(row) and row.get("base_id") == base_id and row.get("adapt_version") == FOLDER_VERSION \
+        and row.get("pool") == pool
+
+
 def _adapted(m: str, lang: str, en_file: str, adapt: list[str], served: list[str], args):
     """The encoder of run ``m`` (``adapted:BASE``, ``adapted+pivot:BASE`` or ``as-mined:BASE``) for
     ``lang``, and the seconds its adaptation took (seconds when its folder is reused)."""
@@ -225,16 +234,16 @@ def main() -> None:
         for i, (name, lang, en_file, xx_file) in enumerate(sets):
             adapt, test, gold_en = ntrex_halves(en_file, xx_file)
             row = results.get(m, {}).get(name)
-            if fixed is None and row and row.get("base_id") == base_id and row.get("pool") == len(pool):
-                continue  # adapted from this base by an earlier run (--fresh adapts again)
+            if fixed is None and adapted_earlier(row, base_id, len(pool)):
+                continue  # --fresh adapts again
             secs = None
             if fixed is not None:
                 enc = fixed
             else:
                 enc, secs = _adapted(m, lang, en_file, adapt, served_side(pool, gold_en), args)
             if row and row.get("model_id") == enc.model_id and row.get("pool") == len(pool):
-                if base_id:
-                    row["base_id"] = base_id  # the folder just reused was adapted from it
+                if base_id:  # the folder just reused was adapted from it, by this adaptation
+                    row.update(base_id=base_id, adapt_version=FOLDER_VERSION)
                 continue
             if pool_vecs is None or fixed is None:
                 pool_vecs = enc.encode(pool, "en")
@@ -242,7 +251,7 @@ def main() -> None:
             r = measure(enc, pool_vecs, pool_index, test, gold_en, lang)
             r.update(model_id=enc.model_id, lang=lang, pool=len(pool))
             if fixed is None:
-                r.update(adapt_s=round(secs, 1), adapt_lines=len(adapt), base_id=base_id)
+                r.update(adapt_s=round(secs, 1), adapt_lines=len(adapt), base_id=base_id, adapt_version=FOLDER_VERSION)
             results.setdefault(m, {})[name] = r
             b.extra["results"] = results
             b.save()

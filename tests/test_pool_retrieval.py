@@ -64,3 +64,13 @@ def test_halves_leave_out_empty_pairs_of_the_test_half(tmp_path):
 def test_the_served_side_holds_no_test_english_and_keeps_the_order():
     pool = ["a", "b", "c", "d", "e"]
     assert P.served_side(pool, ["d", "b"]) == ["a", "c", "e"]
+
+
+def test_an_adapted_row_is_kept_only_for_the_same_base_adaptation_and_pool():
+    row = {"base_id": "dan-x", "adapt_version": P.FOLDER_VERSION, "pool": 25_000, "cos_r1": 60.0}
+    assert P.adapted_earlier(row, "dan-x", 25_000)
+    assert not P.adapted_earlier(row, "dan-y", 25_000)  # another base model
+    assert not P.adapted_earlier({**row, "adapt_version": P.FOLDER_VERSION - 1}, "dan-x", 25_000)
+    assert not P.adapted_earlier(row, "dan-x", 30_000)
+    assert not P.adapted_earlier({k: v for k, v in row.items() if k != "base_id"}, "dan-x", 25_000)  # older file
+    assert not P.adapted_earlier(None, "dan-x", 25_000)
