@@ -138,12 +138,17 @@ def _write(path: str, lines: list[str]) -> str:
     return path
 
 
+def _run_name(base: str, lang: str) -> str:
+    """The folder an adapted run of ``base`` keeps for ``lang``: the base's name (a folder's last part), the language."""
+    return f"{os.path.basename(base.rstrip('/')) or base}-{lang}"
+
+
 def adapted_encoder(base: str, lang: str, adapt_lines: list[str], out_root: str, pivot: list[str] | None = None):
     """``base`` adapted to ``lang`` on ``adapt_lines`` (NTREX 1-1,000), kept under ``out_root``;
     with ``pivot`` (the English of NTREX 1-1,000) as the other side."""
     from bimine.training.adapt import AdaptJob, adapt_model
 
-    folder = os.path.join(out_root, f"{os.path.basename(base.rstrip('/')) or base}-{lang}")
+    folder = os.path.join(out_root, _run_name(base, lang))
     os.makedirs(out_root, exist_ok=True)
     src = _write(os.path.join(out_root, f"ntrex-{lang}.txt"), adapt_lines)
     piv = _write(os.path.join(out_root, f"ntrex-{lang}.pivot.en.txt"), pivot) if pivot else None
@@ -166,7 +171,7 @@ def as_mined_encoder(base: str, lang: str, adapt_lines: list[str], served: list[
     that holds no test sentence and no test sentence's English."""
     from bimine.training.side_adapt import Side, adapt_sides
 
-    work = os.path.join(out_root, f"{os.path.basename(base.rstrip('/')) or base}-{lang}")
+    work = os.path.join(out_root, _run_name(base, lang))
     os.makedirs(work, exist_ok=True)
     src = _write(os.path.join(work, f"ntrex-{lang}.txt"), adapt_lines)
     tgt = _write(os.path.join(work, "pool-less-test.en.txt"), served)
@@ -184,12 +189,13 @@ def adapted_earlier(row: dict | None, base_id: str, pool: int) -> bool:
         and row.get("pool") == pool
 
 
-def _adapted(m: str, lang: str, en_file: str, adapt: list[str], served: list[str], args):
+def _adapted(m: str, lang: str, en_file: str, adapt: list[str], pool: list[str], gold_en: list[str], args):
     """The encoder of run ``m`` (``adapted:BASE``, ``adapted+pivot:BASE`` or ``as-mined:BASE``) for
     ``lang``, and the seconds its adaptation took (seconds when its folder is reused)."""
     base = m.split(":", 1)[1]
     if m.startswith("as-mined:"):
-        folder, secs, _ = as_mined_encoder(base, lang, adapt, served, os.path.join(args.adapted_root, "as-mined"))
+        folder, secs, _ = as_mined_encoder(base, lang, adapt, served_side(pool, gold_en),
+                                           os.path.join(args.adapted_root, "as-mined"))
     else:
         pivot = english_half(en_file) if args.pivot else None
         folder, secs, _ = adapted_encoder(base, lang, adapt, args.adapted_root, pivot)
@@ -240,7 +246,7 @@ def main() -> None:
             if fixed is not None:
                 enc = fixed
             else:
-                enc, secs = _adapted(m, lang, en_file, adapt, served_side(pool, gold_en), args)
+                enc, secs = _adapted(m, lang, en_file, adapt, pool, gold_en, args)
             if row and row.get("model_id") == enc.model_id and row.get("pool") == len(pool):
                 if base_id:  # the folder just reused was adapted from it, by this adaptation
                     row.update(base_id=base_id, adapt_version=FOLDER_VERSION)
